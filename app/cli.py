@@ -1,0 +1,42 @@
+"""The `puffer-tui` command line: one module per subcommand in app/commands."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# subcommand -> module in puffer_tui.app.commands (imported only when chosen, so `--help` is fast)
+COMMANDS = {
+    "envs": "Lists the environments with their spaces",
+    "bench": "Measures env, vectorizer and training speed",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="puffer-tui",
+        description="Train reinforcement-learning agents fast and steer them from your terminal.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, help_text in COMMANDS.items():
+        module = importlib.import_module(f"puffer_tui.app.commands.{name}")
+        module.add_parser(sub, name, help_text)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return int(args.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

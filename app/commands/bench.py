@@ -1,0 +1,20 @@
+"""`puffer-tui bench KIND`: benchmarks, each a module in puffer_tui.benchmarks."""
+
+from __future__ import annotations
+
+import importlib
+
+# bench kind -> (module in puffer_tui.benchmarks, help)
+KINDS = {
+    "envs": "single-core agent-steps/second of every env, with pre-generated random actions",
+}
+
+
+def add_parser(sub, name, help_text):
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
+    for kind, kind_help in KINDS.items():
+        module = importlib.import_module(f"puffer_tui.benchmarks.{kind}")
+        kp = kinds.add_parser(kind, help=kind_help, description=kind_help)
+        module.add_arguments(kp)
+        kp.set_defaults(run=module.run)

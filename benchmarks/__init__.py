@@ -1,0 +1,1 @@
+"""Benchmarks run by `puffer-tui bench`: each module has add_arguments(parser) and run(args)."""

@@ -1,0 +1,129 @@
+/* The native environment contract of puffer-tui.
+ *
+ * An environment is plain C in envs/NAME/NAME.h. It defines:
+ *
+ *   typedef struct { float episode_return; float episode_length; float score; ...; float n; } Log;
+ *       Float fields only, `n` last: the number of finished episodes summed into the others.
+ *       Every env reports `score`, normalised so that 1.0 is optimal.
+ *
+ *   typedef struct {
+ *       OBS_T* observations;        // this env's rows of the shared observation buffer
+ *       ACT_T* actions;             // its rows of the action buffer (int for discrete spaces)
+ *       float* rewards;
+ *       unsigned char* terminals;
+ *       unsigned char* truncations;
+ *       unsigned char* masks;       // 1 = the agent acts this step (multi-agent envs)
+ *       Log log;                    // summed over the episodes this env finished
+ *       uint64_t rng;               // per-env random state, seeded by the binding
+ *       ...game state and settings...
+ *   } Env;
+ *
+ *   void c_init(Env*)               allocate what the settings ask for (called once)
+ *   void c_reset(Env*)              start an episode, write the first observation
+ *   void c_step(Env*)               apply actions, write rewards/terminals/truncations and the
+ *                                   next observation; at an episode's end add to `log`, reset
+ *                                   in place (same-step autoreset) so the observation written
+ *                                   is the first of the next episode
+ *   void c_frame(Env*, unsigned char* tiles)   write the H x W tile grid used for rendering
+ *   void c_close(Env*)              free what c_init allocated
+ *
+ * The shared pieces below (random numbers, log arithmetic, action validation) are what every
+ * env would otherwise repeat; the generic Cython driver (vecenv.pxi) steps N envs per call with
+ * the GIL released.
+ */
+#ifndef PUFFER_ENV_H
+#define PUFFER_ENV_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* ---- random numbers: splitmix64 for seeding, xorshift64* for the stream ---- */
+
+static inline uint64_t puffer_splitmix64(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ULL;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+    return x ^ (x >> 31);
+}
+
+/* Seed for env `index` of a vector seeded with `seed`: distinct, never zero. */
+static inline uint64_t puffer_seed(uint64_t seed, uint64_t index) {
+    uint64_t s = puffer_splitmix64(puffer_splitmix64(seed) ^ (index * 0xD1B54A32D192ED03ULL));
+    return s ? s : 0x2545F4914F6CDD1DULL;
+}
+
+static inline uint64_t puffer_rand(uint64_t* state) {
+    uint64_t x = *state;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *state = x;
+    return x * 0x2545F4914F6CDD1DULL;
+}
+
+/* Uniform integer in [0, n). Lemire's multiply-shift: no division, negligible bias. */
+static inline int puffer_rand_int(uint64_t* state, int n) {
+    return (int)(((puffer_rand(state) >> 32) * (uint64_t)n) >> 32);
+}
+
+/* Uniform float in [0, 1). */
+static inline float puffer_rand_float(uint64_t* state) {
+    return (float)(puffer_rand(state) >> 40) * (1.0f / 16777216.0f);
+}
+
+/* Uniform float in [lo, hi). */
+static inline float puffer_rand_range(uint64_t* state, float lo, float hi) {
+    return lo + (hi - lo) * puffer_rand_float(state);
+}
+
+/* ---- logs: a Log is an array of `nfields` floats, `n` last ---- */
+
+static inline void puffer_log_add(float* dst, const float* src, int nfields) {
+    for (int i = 0; i < nfields; i++) dst[i] += src[i];
+}
+
+static inline void puffer_log_zero(float* log, int nfields) {
+    memset(log, 0, (size_t)nfields * sizeof(float));
+}
+
+/* Divide every field by n (the last field), leaving n itself as the episode count. */
+static inline void puffer_log_average(float* log, int nfields) {
+    float n = log[nfields - 1];
+    if (n <= 0.0f) return;
+    for (int i = 0; i < nfields - 1; i++) log[i] /= n;
+}
+
+/* ---- action validation ---- */
+
+/* Index of the first action outside [0, nvec[j]) where j is the component (k per row), or -1.
+ * Written as a branch-free OR-reduction over blocks so the common all-valid case vectorises. */
+static inline int64_t puffer_check_discrete(const int32_t* actions, int64_t n, const int32_t* nvec, int k) {
+    if (k == 1) {
+        const uint32_t limit = (uint32_t)nvec[0];
+        for (int64_t start = 0; start < n; start += 256) {
+            int64_t end = start + 256 < n ? start + 256 : n;
+            int bad = 0;
+            for (int64_t i = start; i < end; i++) bad |= (uint32_t)actions[i] >= limit;
+            if (bad) {
+                for (int64_t i = start; i < end; i++)
+                    if ((uint32_t)actions[i] >= limit) return i;
+            }
+        }
+        return -1;
+    }
+    for (int64_t row = 0; row < n; row += k)
+        for (int j = 0; j < k && row + j < n; j++)
+            if ((uint32_t)actions[row + j] >= (uint32_t)nvec[j]) return row + j;
+    return -1;
+}
+
+/* Index of the first non-finite continuous action, or -1. */
+static inline int64_t puffer_check_finite(const float* actions, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        float a = actions[i];
+        if (!(a - a == 0.0f)) return i;
+    }
+    return -1;
+}
+
+#endif

@@ -1,0 +1,245 @@
+"""The Python face of an environment: PufferEnv (the API) and NativeEnv (C envs behind it).
+
+A PufferEnv holds `num_envs` environments with `agents_per_env` agents each, so
+`num_agents = num_envs * agents_per_env` rows in its buffers. It owns its buffers, or adopts
+ones it is given (`buf=`, e.g. rows of a vectorizer's shared memory), and writes into them in
+place: the arrays returned by reset/step are the buffers themselves, not copies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from gymnasium import spaces
+
+from puffer_tui.engine.native.settings import Setting, resolve_settings
+from puffer_tui.engine.native.buffers import (
+    action_dtype,
+    action_nvec,
+    action_shape,
+    allocate_buffers,
+    check_buffers,
+)
+
+
+@dataclass(frozen=True)
+class EnvLayout:
+    observation_space: spaces.Box
+    action_space: spaces.Space
+    agents_per_env: int = 1
+    frame_shape: tuple[int, int] | None = None
+
+
+class ActionError(ValueError):
+    """Actions of the wrong shape, dtype or range."""
+
+
+class PufferEnv:
+    """Base class: buffers, action checks and the reset/step/frame API."""
+
+    name: str = "env"
+    description: str = ""
+    # tile id -> (glyph, colour) used by the terminal and window renderers
+    palette: dict[int, tuple[str, str]] = {}
+
+    def __init__(
+        self,
+        observation_space: spaces.Box,
+        action_space: spaces.Space,
+        num_envs: int,
+        agents_per_env: int = 1,
+        buf: dict | None = None,
+    ):
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.single_observation_space = observation_space
+        self.single_action_space = action_space
+        self.num_envs = int(num_envs)
+        self.agents_per_env = int(agents_per_env)
+        self.num_agents = self.num_envs * self.agents_per_env
+        self._action_shape = (self.num_agents, *action_shape(action_space))
+        self._action_dtype = action_dtype(action_space)
+        self._nvec = action_nvec(action_space)
+        if buf is None:
+            buf = allocate_buffers(observation_space, action_space, self.num_agents)
+        else:
+            check_buffers(buf, observation_space, action_space, self.num_agents)
+        self.buffers = buf
+        self.observations = buf["observations"]
+        self.actions = buf["actions"]
+        self.rewards = buf["rewards"]
+        self.terminals = buf["terminals"]
+        self.truncations = buf["truncations"]
+        self.masks = buf["masks"]
+
+    @property
+    def action_space(self) -> spaces.Space:
+        """The joint action space of all rows (handy for sampling)."""
+        single = self.single_action_space
+        if isinstance(single, spaces.Box):
+            low = np.broadcast_to(single.low, self._action_shape)
+            high = np.broadcast_to(single.high, self._action_shape)
+            return spaces.Box(low, high, dtype=np.float32)
+        sizes = single.n if isinstance(single, spaces.Discrete) else single.nvec
+        return spaces.MultiDiscrete(np.broadcast_to(sizes, self._action_shape))
+
+    @property
+    def frame_shape(self) -> tuple[int, int] | None:
+        """(H, W) of the tile grid from frame(), or None if the env cannot be rendered."""
+        return None
+
+    def write_actions(self, actions) -> None:
+        """Copy `actions` into the action buffer, refusing wrong shapes, dtypes and values."""
+        if actions is self.actions:
+            return
+        actions = np.asarray(actions)
+        if actions.shape != self._action_shape:
+            raise ActionError(
+                f"{self.name}: actions have shape {actions.shape}, expected {self._action_shape} "
+                f"({self.num_agents} agents, action space {self.single_action_space})"
+            )
+        if self._nvec is not None:
+            if actions.dtype.kind not in "iu":
+                raise ActionError(
+                    f"{self.name}: discrete actions must have an integer dtype, got {actions.dtype}"
+                )
+            if actions.dtype != np.int32 and actions.size:
+                # Range-check before narrowing so a huge int64 cannot wrap into a valid action.
+                low, high = int(actions.min()), int(actions.max())
+                if low < 0 or high >= int(self._nvec.max()):
+                    self._raise_out_of_range(actions)
+        elif actions.dtype.kind != "f":
+            raise ActionError(
+                f"{self.name}: continuous actions must have a float dtype, got {actions.dtype}"
+            )
+        np.copyto(self.actions, actions, casting="unsafe")
+
+    def _raise_out_of_range(self, actions, index: int | None = None) -> None:
+        flat = np.asarray(actions).reshape(-1)
+        if index is None:
+            nvec = np.broadcast_to(self._nvec, self._action_shape[1:] or (1,)).reshape(-1)
+            per_row = flat.reshape(self.num_agents, -1)
+            bad = np.argwhere((per_row < 0) | (per_row >= nvec))
+            index = int(bad[0][0] * per_row.shape[1] + bad[0][1])
+        if self._nvec is None:
+            raise ActionError(f"{self.name}: action {index} is not finite ({flat[index]})")
+        k = len(self._nvec)
+        raise ActionError(
+            f"{self.name}: action {flat[index]} at row {index // k} is out of range "
+            f"[0, {self._nvec[index % k]})"
+        )
+
+    # -- the API subclasses implement ---------------------------------------------------------
+
+    def reset(self, seed: int | None = None):
+        """Start every env's episode; returns (observations, infos)."""
+        raise NotImplementedError
+
+    def step(self, actions):
+        """Step every env; returns (observations, rewards, terminals, truncations, infos).
+
+        `infos` is a list of dicts, each the averaged log of the episodes finished since the
+        last one (empty most steps)."""
+        raise NotImplementedError
+
+    def frame(self, env_index: int = 0) -> np.ndarray | None:
+        """The (H, W) uint8 tile grid of one env, or None if the env cannot be rendered."""
+        return None
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class NativeEnv(PufferEnv):
+    """A PufferEnv whose environments are C structs stepped by a Cython `Binding`.
+
+    Subclasses set `binding` (the env's compiled module) and `settings_schema`, and implement
+    `layout(settings)`. Every native env is then built the same way:
+    `Env(num_envs=1, seed=0, buf=None, log_interval=32, **settings)`.
+    """
+
+    binding = None  # the env's compiled binding module
+    settings_schema: tuple[Setting, ...] = ()
+
+    @classmethod
+    def layout(cls, settings: dict) -> EnvLayout:
+        """Spaces, agents per env and frame shape for these (already checked) settings."""
+        raise NotImplementedError
+
+    @classmethod
+    def resolve(cls, settings: dict) -> dict:
+        """Checked settings with defaults filled in; subclasses add cross-field checks."""
+        return resolve_settings(cls.name, cls.settings_schema, settings)
+
+    def __init__(
+        self,
+        num_envs: int = 1,
+        seed: int = 0,
+        buf: dict | None = None,
+        log_interval: int = 32,
+        **settings,
+    ):
+        self.settings = self.resolve(settings)
+        layout = self.layout(self.settings)
+        super().__init__(
+            layout.observation_space, layout.action_space, num_envs, layout.agents_per_env, buf
+        )
+        if log_interval < 1:
+            raise ValueError(f"log_interval must be >= 1, got {log_interval}")
+        self.seed = int(seed)
+        self.log_interval = int(log_interval)
+        self._frame_shape = layout.frame_shape
+        self._steps_since_log = 0
+        self._c = self.binding.Binding(
+            self.buffers, self.num_envs, self.agents_per_env, self.settings, self._nvec,
+            self.seed & 0xFFFFFFFFFFFFFFFF,
+        )
+        self._reset_done = False
+
+    @property
+    def frame_shape(self):
+        return self._frame_shape
+
+    def reset(self, seed: int | None = None):
+        if seed is not None:
+            self.seed = int(seed)
+        self.masks[:] = True
+        self._c.reset(self.seed & 0xFFFFFFFFFFFFFFFF)
+        self._steps_since_log = 0
+        self._reset_done = True
+        return self.observations, []
+
+    def step(self, actions):
+        if not self._reset_done:
+            raise RuntimeError(f"{self.name}: call reset() before step()")
+        self.write_actions(actions)
+        bad = self._c.step()
+        if bad >= 0:
+            self._raise_out_of_range(self.actions, bad)
+        infos = []
+        self._steps_since_log += 1
+        if self._steps_since_log >= self.log_interval:
+            self._steps_since_log = 0
+            log = self.log()
+            if log:
+                infos.append(log)
+        return self.observations, self.rewards, self.terminals, self.truncations, infos
+
+    def log(self) -> dict:
+        """Averaged stats of the episodes finished since the last call ({} if none)."""
+        log = self._c.log()
+        return log if log.get("n", 0) > 0 else {}
+
+    def frame(self, env_index: int = 0) -> np.ndarray | None:
+        if self._frame_shape is None:
+            return None
+        tiles = np.zeros(self._frame_shape, dtype=np.uint8)
+        self._c.frame(env_index, tiles)
+        return tiles

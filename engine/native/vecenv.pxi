@@ -1,0 +1,132 @@
+# The generic Cython driver shared by every native environment.
+#
+# An env's binding.pyx declares, from its C header, the struct `Env` (with at least the
+# contract fields below), its `Log`, and c_init/c_reset/c_step/c_frame/c_close, defines
+# `cdef int configure(Env* env, dict settings) except -1` to copy settings into a fresh
+# struct, and then does `include "vecenv.pxi"`. This file adds the `Binding` class that owns
+# N env structs pointing into caller-owned numpy buffers and steps them all in one call with
+# the GIL released, plus log aggregation, seeding and action validation.
+
+from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdlib cimport calloc, free
+
+cdef extern from "puffer_env.h":
+    uint64_t puffer_seed(uint64_t seed, uint64_t index) nogil
+    void puffer_log_add(float* dst, const float* src, int nfields) nogil
+    void puffer_log_zero(float* log, int nfields) nogil
+    void puffer_log_average(float* log, int nfields) nogil
+    int64_t puffer_check_discrete(const int32_t* actions, int64_t n, const int32_t* nvec, int k) nogil
+    int64_t puffer_check_finite(const float* actions, int64_t n) nogil
+
+
+cdef inline char* _data(object array):
+    return <char*><size_t>array.ctypes.data
+
+
+cdef class Binding:
+    """N C envs whose contract pointers are rows of the given (contiguous) numpy buffers."""
+
+    cdef Env* envs
+    cdef int num_envs
+    cdef int agents_per_env
+    cdef int initialized
+    cdef object buffers    # keeps the numpy buffers alive as long as the C envs point into them
+    cdef object nvec       # int32 sizes of the discrete action components, or None if continuous
+    cdef const int32_t* nvec_data
+    cdef int nvec_len
+    cdef char* actions
+    cdef int64_t num_actions
+
+    def __cinit__(self, dict buffers, int num_envs, int agents_per_env, dict settings,
+                  object nvec=None, uint64_t seed=0):
+        cdef int i
+        cdef Py_ssize_t obs_row, act_row
+        cdef char* obs = _data(buffers["observations"])
+        cdef char* act = _data(buffers["actions"])
+        cdef char* rew = _data(buffers["rewards"])
+        cdef char* term = _data(buffers["terminals"])
+        cdef char* trunc = _data(buffers["truncations"])
+        cdef char* mask = _data(buffers["masks"])
+        self.envs = NULL
+        self.initialized = 0
+        if num_envs < 1 or agents_per_env < 1:
+            raise ValueError(f"num_envs ({num_envs}) and agents_per_env ({agents_per_env}) must be >= 1")
+        self.buffers = buffers
+        self.nvec = nvec
+        self.nvec_len = 0 if nvec is None else len(nvec)
+        self.nvec_data = NULL if nvec is None else <const int32_t*>_data(nvec)
+        self.actions = act
+        self.num_actions = buffers["actions"].size
+        self.num_envs = num_envs
+        self.agents_per_env = agents_per_env
+        obs_row = buffers["observations"].strides[0] * agents_per_env
+        act_row = buffers["actions"].strides[0] * agents_per_env
+        self.envs = <Env*>calloc(num_envs, sizeof(Env))
+        if self.envs == NULL:
+            raise MemoryError(f"cannot allocate {num_envs} environments")
+        for i in range(num_envs):
+            configure(&self.envs[i], settings)
+            self.envs[i].observations = <void*>(obs + i * obs_row)
+            self.envs[i].actions = <void*>(act + i * act_row)
+            self.envs[i].rewards = <float*>(rew + i * agents_per_env * sizeof(float))
+            self.envs[i].terminals = <unsigned char*>(term + i * agents_per_env)
+            self.envs[i].truncations = <unsigned char*>(trunc + i * agents_per_env)
+            self.envs[i].masks = <unsigned char*>(mask + i * agents_per_env)
+            self.envs[i].rng = puffer_seed(seed, i)
+            c_init(&self.envs[i])
+        self.initialized = 1
+
+    def __dealloc__(self):
+        cdef int i
+        if self.envs != NULL:
+            if self.initialized:
+                for i in range(self.num_envs):
+                    c_close(&self.envs[i])
+            free(self.envs)
+            self.envs = NULL
+
+    def reset(self, uint64_t seed):
+        """Seed env i with puffer_seed(seed, i), clear its log and start an episode."""
+        cdef int i
+        cdef int nfields = sizeof(Log) // sizeof(float)
+        with nogil:
+            for i in range(self.num_envs):
+                self.envs[i].rng = puffer_seed(seed, i)
+                puffer_log_zero(<float*>&self.envs[i].log, nfields)
+                c_reset(&self.envs[i])
+
+    def step(self):
+        """Validate the action buffer, then step every env once, writing the other buffers in
+        place. Returns -1, or the flat index of the first invalid action (nothing is stepped)."""
+        cdef int i
+        cdef int64_t bad
+        with nogil:
+            if self.nvec_len > 0:
+                bad = puffer_check_discrete(<const int32_t*>self.actions, self.num_actions,
+                                            self.nvec_data, self.nvec_len)
+            else:
+                bad = puffer_check_finite(<const float*>self.actions, self.num_actions)
+            if bad < 0:
+                for i in range(self.num_envs):
+                    c_step(&self.envs[i])
+        return bad
+
+    def log(self):
+        """Sum the logs of all envs, zero them, and return field averages (n = episode count)."""
+        cdef int i
+        cdef Log total
+        cdef int nfields = sizeof(Log) // sizeof(float)
+        puffer_log_zero(<float*>&total, nfields)
+        with nogil:
+            for i in range(self.num_envs):
+                puffer_log_add(<float*>&total, <float*>&self.envs[i].log, nfields)
+                puffer_log_zero(<float*>&self.envs[i].log, nfields)
+            puffer_log_average(<float*>&total, nfields)
+        return total
+
+    def frame(self, int index, object tiles):
+        """Write env `index`'s tile grid into the uint8 array `tiles`."""
+        if not 0 <= index < self.num_envs:
+            raise IndexError(f"env index {index} out of range [0, {self.num_envs})")
+        c_frame(&self.envs[index], <unsigned char*>_data(tiles))
+

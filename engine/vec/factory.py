@@ -1,0 +1,40 @@
+"""`make`: choose a backend by name."""
+
+from __future__ import annotations
+
+from puffer_tui.engine.vec.serial import Serial
+
+BACKENDS = ("serial", "multiprocessing")
+
+
+def make(
+    env_creator,
+    num_envs: int = 1,
+    backend: str = "serial",
+    num_workers: int | None = None,
+    batch_size: int | None = None,
+    zero_copy: bool = True,
+    seed: int = 0,
+    **kwargs,
+):
+    """A vectorized env of `num_envs` envs built by `env_creator` on the chosen backend."""
+    if backend == "serial":
+        if batch_size not in (None, num_envs):
+            raise ValueError(
+                f"the serial backend steps all envs at once: batch_size must equal num_envs "
+                f"({num_envs}), got {batch_size}"
+            )
+        return Serial(env_creator, num_envs=num_envs, seed=seed, **kwargs)
+    if backend == "multiprocessing":
+        from puffer_tui.engine.vec.multiprocessing import Multiprocessing
+
+        return Multiprocessing(
+            env_creator,
+            num_envs=num_envs,
+            num_workers=num_workers,
+            batch_size=batch_size,
+            zero_copy=zero_copy,
+            seed=seed,
+            **kwargs,
+        )
+    raise ValueError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")

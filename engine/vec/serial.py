@@ -1,0 +1,92 @@
+"""Serial: every env in the calling process, writing straight into the vec's buffers."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from puffer_tui.engine.native.buffers import allocate_buffers
+
+
+class Serial:
+    """One PufferEnv holding all `num_envs` envs; send() steps it, recv() returns the buffers."""
+
+    def __init__(self, env_creator, num_envs: int = 1, seed: int = 0, env_kwargs=None):
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.num_envs = num_envs
+        self.seed = seed
+        # Build once without buffers to learn the spaces, then for real into our buffers.
+        probe = env_creator(num_envs=1, seed=seed, **(env_kwargs or {}))
+        self.single_observation_space = probe.single_observation_space
+        self.single_action_space = probe.single_action_space
+        self.agents_per_env = probe.agents_per_env
+        probe.close()
+        self.num_agents = num_envs * self.agents_per_env
+        self.buffers = allocate_buffers(
+            self.single_observation_space, self.single_action_space, self.num_agents
+        )
+        self.env = env_creator(num_envs=num_envs, seed=seed, buf=self.buffers, **(env_kwargs or {}))
+        self.observations = self.buffers["observations"]
+        self.actions = self.buffers["actions"]
+        self.rewards = self.buffers["rewards"]
+        self.terminals = self.buffers["terminals"]
+        self.truncations = self.buffers["truncations"]
+        self.masks = self.buffers["masks"]
+        self.env_ids = np.arange(self.num_agents, dtype=np.int64)
+        self.agents_per_batch = self.num_agents
+        self._infos: list = []
+        self._pending = False
+        self._closed = False
+
+    @property
+    def driver_env(self):
+        return self.env
+
+    def async_reset(self, seed: int | None = None) -> None:
+        if seed is not None:
+            self.seed = seed
+        _, self._infos = self.env.reset(self.seed)
+        self.rewards[:] = 0
+        self.terminals[:] = False
+        self.truncations[:] = False
+        self._pending = True
+
+    def send(self, actions) -> None:
+        if self._closed:
+            raise RuntimeError("send() on a closed vec env")
+        _, _, _, _, self._infos = self.env.step(actions)
+        self._pending = True
+
+    def recv(self):
+        if not self._pending:
+            raise RuntimeError("recv() without a pending async_reset() or send()")
+        self._pending = False
+        infos, self._infos = self._infos, []
+        return (
+            self.observations, self.rewards, self.terminals, self.truncations,
+            infos, self.env_ids, self.masks,
+        )
+
+    def reset(self, seed: int | None = None):
+        self.async_reset(seed)
+        obs, _, _, _, infos, _, _ = self.recv()
+        return obs, infos
+
+    def step(self, actions):
+        self.send(actions)
+        obs, rewards, terminals, truncations, infos, _, _ = self.recv()
+        return obs, rewards, terminals, truncations, infos
+
+    def frame(self, env_index: int = 0):
+        return self.env.frame(env_index)
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.env.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
