@@ -1,0 +1,395 @@
+"""The run configuration: one typed schema, the single source of truth.
+
+Three sections: `env` (the env's own settings, declared by its class), `vec` and `train`
+(dataclasses below). Every field has a type, default, bounds, one-line help and a `live` flag
+(may change while training). A config is built from defaults, then the env's `config.toml`
+preset, then overrides (`train.learning_rate=3e-4` or CLI `--train.learning-rate 3e-4`), and
+validated; the CLI flags and the app's hyperparameter editor are generated from `schema()`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import tempfile
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+SECTIONS = ("env", "vec", "train")
+
+
+class ConfigError(ValueError):
+    """A config value that is unknown, mistyped or out of bounds; the text names the field."""
+
+
+def _f(default, help, low=None, high=None, live=False, choices=None):
+    meta = {"help": help, "low": low, "high": high, "live": live, "choices": choices}
+    return field(default=default, metadata=meta)
+
+
+@dataclass
+class VecConfig:
+    backend: str = _f("serial", "vectorization backend", choices=("serial", "multiprocessing"))
+    num_envs: int = _f(4096, "environments simulated in parallel", 1, 1_000_000)
+    num_workers: int = _f(2, "worker processes (multiprocessing backend)", 1, 1024)
+    batch_size: int = _f(0, "envs per recv() (0: num_envs, i.e. synchronous)", 0, 1_000_000)
+    zero_copy: bool = _f(True, "pool waits for contiguous blocks of envs (no copies)")
+
+
+@dataclass
+class TrainConfig:
+    total_timesteps: int = _f(20_000_000, "agent steps to train for", 1, 10**13)
+    seed: int = _f(1, "seed for torch, numpy and the envs", 0, 2**31 - 1)
+    device: str = _f("auto", "torch device (auto: CUDA when present)", choices=("auto", "cpu", "cuda"))
+    torch_threads: int = _f(0, "CPU threads for torch (0: one per core)", 0, 512)
+    compile: bool = _f(False, "torch.compile the policy")
+    policy: str = _f("mlp", "policy network", choices=("mlp", "lstm"))
+    hidden_size: int = _f(128, "width of the policy's hidden layers", 4, 8192)
+    horizon: int = _f(64, "steps per segment of the rollout buffer (and BPTT length)", 1, 8192)
+    batch_size: int = _f(0, "samples per epoch (0: num_agents * horizon)", 0, 2**31 - 1)
+    minibatch_size: int = _f(8192, "samples per gradient step", 1, 2**31 - 1)
+    update_epochs: int = _f(1, "passes over each batch", 1, 64, live=True)
+    learning_rate: float = _f(0.015, "Adam learning rate", 0.0, 1.0, live=True)
+    anneal_lr: bool = _f(True, "cosine-anneal the learning rate to 0 over the run", live=True)
+    gamma: float = _f(0.995, "discount factor", 0.0, 1.0, live=True)
+    gae_lambda: float = _f(0.90, "GAE lambda", 0.0, 1.0, live=True)
+    vtrace_rho_clip: float = _f(1.0, "V-trace importance-ratio clip for advantages", 0.0, 100.0, live=True)
+    vtrace_c_clip: float = _f(1.0, "V-trace trace-cutting clip", 0.0, 100.0, live=True)
+    prio_alpha: float = _f(0.8, "prioritized segment sampling exponent (0: uniform)", 0.0, 1.0, live=True)
+    prio_beta0: float = _f(0.2, "initial importance-weight exponent, annealed to 1", 0.0, 1.0, live=True)
+    clip_coef: float = _f(0.2, "PPO policy clip", 0.0, 10.0, live=True)
+    vf_coef: float = _f(2.0, "value loss coefficient", 0.0, 100.0, live=True)
+    vf_clip_coef: float = _f(0.2, "value clip (0: off)", 0.0, 100.0, live=True)
+    ent_coef: float = _f(0.001, "entropy bonus coefficient", 0.0, 1.0, live=True)
+    max_grad_norm: float = _f(1.5, "gradient norm clip", 0.0, 1000.0, live=True)
+    reward_clamp: float = _f(0.0, "clamp rewards to [-c, c] (0: off)", 0.0, 1e9, live=True)
+    adam_beta1: float = _f(0.95, "Adam beta1", 0.0, 0.9999)
+    adam_beta2: float = _f(0.999, "Adam beta2", 0.0, 0.99999)
+    adam_eps: float = _f(1e-8, "Adam epsilon", 1e-12, 1e-2)
+    checkpoint_interval: int = _f(200, "epochs between checkpoints (0: only on stop)", 0, 10**9)
+
+
+@dataclass
+class Config:
+    env_name: str = "squared"
+    env: dict = field(default_factory=dict)
+    vec: VecConfig = field(default_factory=VecConfig)
+    train: TrainConfig = field(default_factory=TrainConfig)
+
+    def as_dict(self) -> dict:
+        return {
+            "env_name": self.env_name,
+            "env": dict(self.env),
+            "vec": dataclasses.asdict(self.vec),
+            "train": dataclasses.asdict(self.train),
+        }
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One field of the schema, as the CLI and the app see it."""
+
+    section: str
+    name: str
+    type: type
+    default: Any
+    low: float | None
+    high: float | None
+    help: str
+    live: bool
+    choices: tuple | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.section}.{self.name}"
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.section}.{self.name.replace('_', '-')}"
+
+    def bounds_text(self) -> str:
+        if self.choices:
+            return "one of " + ", ".join(map(str, self.choices))
+        if self.type is bool:
+            return "true or false"
+        if self.type is str:
+            return "text"
+        low = "-inf" if self.low is None else _fmt(self.low)
+        high = "inf" if self.high is None else _fmt(self.high)
+        return f"{self.type.__name__} in [{low}, {high}]"
+
+    def coerce(self, value: Any) -> Any:
+        """`value` (a typed value or the text a person typed) checked against type and bounds."""
+        try:
+            value = _convert(self.type, value)
+        except (TypeError, ValueError):
+            raise ConfigError(
+                f"{self.key}: {value!r} is not a valid {self.type.__name__} "
+                f"(expected {self.bounds_text()})"
+            ) from None
+        if self.choices and value not in self.choices:
+            raise ConfigError(f"{self.key}: {value!r} is not {self.bounds_text()}")
+        if self.type in (int, float):
+            if (self.low is not None and value < self.low) or (
+                self.high is not None and value > self.high
+            ):
+                raise ConfigError(f"{self.key} = {value} is out of bounds: {self.bounds_text()}")
+        return value
+
+
+def _fmt(x: float) -> str:
+    return f"{x:g}" if isinstance(x, float) else f"{x:,}".replace(",", "_")
+
+
+def _convert(kind: type, value: Any) -> Any:
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "1", "yes", "on"):
+            return True
+        if text in ("false", "0", "no", "off"):
+            return False
+        raise ValueError(value)
+    if kind is int:
+        if isinstance(value, bool):
+            raise TypeError(value)
+        if isinstance(value, int):
+            return value
+        number = float(str(value).replace("_", "")) if not isinstance(value, float) else value
+        if not math.isfinite(number) or not number.is_integer():
+            raise ValueError(value)
+        return int(number)
+    if kind is float:
+        if isinstance(value, bool):
+            raise TypeError(value)
+        number = float(str(value).replace("_", "")) if not isinstance(value, (int, float)) else float(value)
+        if not math.isfinite(number):
+            raise ValueError(value)
+        return number
+    if not isinstance(value, str):
+        raise TypeError(value)
+    return value
+
+
+def _section_specs(section: str, cls) -> list[FieldSpec]:
+    return [
+        FieldSpec(section, f.name, type(f.default), f.default, f.metadata["low"],
+                  f.metadata["high"], f.metadata["help"], f.metadata["live"], f.metadata["choices"])
+        for f in dataclasses.fields(cls)
+    ]
+
+
+def env_specs(env_name: str) -> list[FieldSpec]:
+    """The env section's fields, from the env class's declared settings (never live)."""
+    from puffer_tui.envs import env_class
+
+    return [
+        FieldSpec("env", s.name, s.type, s.default, s.low, s.high, s.help, False)
+        for s in env_class(env_name).settings_schema
+    ]
+
+
+def schema(env_name: str | None = None) -> list[FieldSpec]:
+    """Every field: the env's (if named), then vec, then train."""
+    specs = env_specs(env_name) if env_name else []
+    return specs + _section_specs("vec", VecConfig) + _section_specs("train", TrainConfig)
+
+
+def spec_for(key: str, env_name: str | None = None) -> FieldSpec:
+    """The field called `section.name` (dashes allowed), or ConfigError listing what exists."""
+    section, _, name = key.partition(".")
+    name = name.replace("-", "_")
+    if section not in SECTIONS or not name:
+        raise ConfigError(f"unknown config key {key!r}: use section.name with section in "
+                          f"{', '.join(SECTIONS)} (e.g. train.learning_rate)")
+    specs = {s.name: s for s in schema(env_name) if s.section == section}
+    if name not in specs:
+        raise ConfigError(
+            f"unknown config key {section}.{name}; {section} has: {', '.join(sorted(specs))}"
+        )
+    return specs[name]
+
+
+def live_specs() -> list[FieldSpec]:
+    return [s for s in schema() if s.live]
+
+
+def apply(config: Config, values: dict[str, Any]) -> Config:
+    """A copy of `config` with `{"section.name": value}` applied and the whole config validated."""
+    data = config.as_dict()
+    for key, value in values.items():
+        spec = spec_for(key, config.env_name)
+        data[spec.section][spec.name] = spec.coerce(value)
+    return _validated(data)
+
+
+def _validated(data: dict) -> Config:
+    from puffer_tui.engine.native.settings import resolve_settings
+    from puffer_tui.envs import env_class
+
+    env_name = data["env_name"]
+    try:
+        cls = env_class(env_name)
+    except KeyError as e:
+        raise ConfigError(str(e)) from None
+    try:
+        # Keep what was given (defaults filled in), not derived values such as an automatic
+        # max_ticks, so that a later override of the setting it derives from still applies.
+        env = resolve_settings(env_name, cls.settings_schema, dict(data["env"]))
+        cls.resolve(dict(env))
+    except ValueError as e:
+        raise ConfigError(f"env: {e}") from None
+    sections = {}
+    for name, cls_ in (("vec", VecConfig), ("train", TrainConfig)):
+        given = dict(data.get(name, {}))
+        specs = {s.name: s for s in _section_specs(name, cls_)}
+        unknown = sorted(set(given) - set(specs))
+        if unknown:
+            raise ConfigError(
+                f"unknown config key {name}.{unknown[0]}; {name} has: {', '.join(sorted(specs))}"
+            )
+        sections[name] = cls_(**{k: specs[k].coerce(v) for k, v in given.items()})
+    config = Config(env_name, env, sections["vec"], sections["train"])
+    _check_consistency(config)
+    return config
+
+
+def _check_consistency(c: Config) -> None:
+    v, t = c.vec, c.train
+    if v.backend == "multiprocessing" and v.num_envs % v.num_workers:
+        raise ConfigError(
+            f"vec.num_envs ({v.num_envs}) must be a multiple of vec.num_workers ({v.num_workers})"
+        )
+    if v.batch_size and (v.batch_size > v.num_envs or v.num_envs % v.batch_size):
+        raise ConfigError(
+            f"vec.batch_size ({v.batch_size}) must divide vec.num_envs ({v.num_envs}) (0: all)"
+        )
+    if t.batch_size and t.batch_size % t.horizon:
+        raise ConfigError(
+            f"train.batch_size ({t.batch_size}) must be a multiple of train.horizon ({t.horizon})"
+        )
+    if t.batch_size and t.minibatch_size > t.batch_size:
+        raise ConfigError(
+            f"train.minibatch_size ({t.minibatch_size}) exceeds train.batch_size ({t.batch_size})"
+        )
+    if t.minibatch_size % t.horizon:
+        raise ConfigError(
+            f"train.minibatch_size ({t.minibatch_size}) must be a multiple of train.horizon "
+            f"({t.horizon}): minibatches are whole segments"
+        )
+
+
+def load_config(env_name: str, overrides: dict[str, Any] | None = None, preset: bool = True) -> Config:
+    """Defaults, then the env's preset (envs/NAME/config.toml), then `overrides`; validated."""
+    from puffer_tui.envs import load_preset
+
+    data: dict = {"env_name": env_name, "env": {}, "vec": {}, "train": {}}
+    if preset:
+        try:
+            sections = load_preset(env_name)
+        except KeyError as e:
+            raise ConfigError(str(e)) from None
+        for section, values in sections.items():
+            if section not in SECTIONS:
+                raise ConfigError(f"{env_name} preset: unknown section [{section}]")
+            data[section].update(values)
+    config = _validated(data)
+    return apply(config, overrides or {})
+
+
+# -- TOML ---------------------------------------------------------------------------------------
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def to_toml(config: Config) -> str:
+    data = config.as_dict()
+    lines = [f"env_name = {_toml_value(config.env_name)}"]
+    for section in SECTIONS:
+        lines += ["", f"[{section}]"]
+        lines += [f"{k} = {_toml_value(v)}" for k, v in data[section].items()]
+    return "\n".join(lines) + "\n"
+
+
+def from_toml(text: str, source: str = "config") -> Config:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{source}: not valid TOML ({e})") from None
+    if "env_name" not in data:
+        raise ConfigError(f"{source}: missing env_name")
+    unknown = sorted(set(data) - {"env_name", *SECTIONS})
+    if unknown:
+        raise ConfigError(f"{source}: unknown top-level key(s): {', '.join(unknown)}")
+    data.setdefault("env", {})
+    return _validated(data)
+
+
+def save(config: Config, path: str | os.PathLike) -> None:
+    """Write the config as TOML atomically (temp file + rename)."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(to_toml(config))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load(path: str | os.PathLike) -> Config:
+    path = Path(path)
+    return from_toml(path.read_text(), str(path))
+
+
+# -- command line -------------------------------------------------------------------------------
+
+
+def add_arguments(parser) -> None:
+    """Add a `--vec.*` / `--train.*` flag per field (text, parsed later) with its help."""
+    for section, cls in (("vec", VecConfig), ("train", TrainConfig)):
+        group = parser.add_argument_group(f"{section} settings")
+        for spec in _section_specs(section, cls):
+            live = " [live]" if spec.live else ""
+            group.add_argument(
+                spec.flag, dest=spec.key, default=None, metavar="V",
+                help=f"{spec.help}{live} (default {spec.default}; {spec.bounds_text()})",
+            )
+    parser.add_argument_group(
+        "env settings", "--env.NAME V for the chosen env's settings (see `puffer-tui envs`)"
+    )
+
+
+def overrides_from_args(args, extra: list[str]) -> dict[str, str]:
+    """`{"section.name": text}` from parsed `--vec.*`/`--train.*` flags and `--env.*` extras."""
+    overrides = {
+        key: value for key, value in vars(args).items()
+        if key.startswith(("vec.", "train.")) and value is not None
+    }
+    i = 0
+    while i < len(extra):
+        token = extra[i]
+        if not token.startswith("--env."):
+            raise ConfigError(f"unrecognized argument {token!r}")
+        key, eq, value = token[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(extra):
+                raise ConfigError(f"{token} needs a value")
+            i += 1
+            value = extra[i]
+        overrides[key.replace("-", "_")] = value
+        i += 1
+    return overrides
