@@ -13,7 +13,6 @@ from dataclasses import dataclass
 import numpy as np
 from gymnasium import spaces
 
-from puffer_tui.engine.native.settings import Setting, resolve_settings
 from puffer_tui.engine.native.buffers import (
     action_dtype,
     action_nvec,
@@ -21,6 +20,7 @@ from puffer_tui.engine.native.buffers import (
     allocate_buffers,
     check_buffers,
 )
+from puffer_tui.engine.native.settings import Setting, resolve_settings
 
 
 @dataclass(frozen=True)
