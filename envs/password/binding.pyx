@@ -1,0 +1,47 @@
+# Cython binding of password.h: declares the contract fields and settings, then includes the
+# shared driver. `password_bits` exposes the password a seed gives (for tests and renders).
+from libc.stdint cimport uint32_t, uint64_t
+
+cdef extern from "password.h":
+    ctypedef struct Log:
+        float episode_return
+        float episode_length
+        float bits_correct
+        float score
+        float n
+
+    ctypedef struct Env "Password":
+        void* observations
+        void* actions
+        float* rewards
+        unsigned char* terminals
+        unsigned char* truncations
+        unsigned char* masks
+        Log log
+        uint64_t rng
+        int length
+        uint64_t password_seed
+
+    void c_init(Env* env) nogil
+    void c_reset(Env* env) nogil
+    void c_step(Env* env) nogil
+    void c_frame(Env* env, unsigned char* tiles) nogil
+    void c_close(Env* env) nogil
+    uint32_t pw_make_password(uint64_t seed, int length) nogil
+
+
+cdef int configure(Env* env, dict settings) except -1:
+    env.length = settings["length"]
+    env.password_seed = settings["password_seed"]
+    return 0
+
+
+def password_bits(uint64_t seed, int length):
+    """The password `seed` gives, as a list of `length` bits (0 or 1)."""
+    if not 1 <= length <= 32:
+        raise ValueError(f"password length must be in [1, 32], got {length}")
+    cdef uint32_t word = pw_make_password(seed, length)
+    return [(word >> i) & 1 for i in range(length)]
+
+
+include "vecenv.pxi"
