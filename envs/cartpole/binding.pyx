@@ -1,0 +1,37 @@
+# Cython binding of cartpole.h: declares the contract fields and settings, then includes the
+# shared driver.
+from libc.stdint cimport uint64_t
+
+cdef extern from "cartpole.h":
+    ctypedef struct Log:
+        float episode_return
+        float episode_length
+        float cart_out
+        float pole_fell
+        float score
+        float n
+
+    ctypedef struct Env "CartPole":
+        void* observations
+        void* actions
+        float* rewards
+        unsigned char* terminals
+        unsigned char* truncations
+        unsigned char* masks
+        Log log
+        uint64_t rng
+        int max_steps
+
+    void c_init(Env* env) nogil
+    void c_reset(Env* env) nogil
+    void c_step(Env* env) nogil
+    void c_frame(Env* env, unsigned char* tiles) nogil
+    void c_close(Env* env) nogil
+
+
+cdef int configure(Env* env, dict settings) except -1:
+    env.max_steps = settings["max_steps"]
+    return 0
+
+
+include "vecenv.pxi"

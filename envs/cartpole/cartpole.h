@@ -1,0 +1,148 @@
+/* cartpole: balance a pole on a cart, with the dynamics of gymnasium's CartPole-v1.
+ *
+ * State (x, x_dot, theta, theta_dot) advances by explicit Euler with tau = 0.02 s under a
+ * force of +-10 N (action 1 pushes right, 0 left). Constants, equations, bounds and the
+ * termination test are CartPole-v1's: the episode terminates once |x| > 2.4 or
+ * |theta| > 12 degrees, and is truncated (not terminated) after `max_steps` steps.
+ * Reward is 1 on every step, the last one included. Each episode starts from a state drawn
+ * uniformly from [-0.05, 0.05)^4. Math is float32 (gymnasium uses float64); one step agrees
+ * with gymnasium's to float32 rounding.
+ *
+ * Observation: the state as 4 floats. Because of same-step autoreset an observation always
+ * comes from a live state, so |x| <= 2.4 and |theta| <= 12 degrees in every one of them.
+ * Score: episode_length / max_steps (1.0 = balanced for the whole episode).
+ */
+#include <math.h>
+#include "puffer_env.h"
+
+#define CP_GRAVITY 9.8f
+#define CP_MASSCART 1.0f
+#define CP_MASSPOLE 0.1f
+#define CP_TOTAL_MASS (CP_MASSCART + CP_MASSPOLE)
+#define CP_LENGTH 0.5f                       /* half the pole's length */
+#define CP_POLEMASS_LENGTH (CP_MASSPOLE * CP_LENGTH)
+#define CP_FORCE_MAG 10.0f
+#define CP_TAU 0.02f
+#define CP_X_THRESHOLD 2.4f
+#define CP_THETA_THRESHOLD 0.20943951023931953f   /* 12 degrees in radians */
+
+/* Frame: a side view. Tiles: sky, track, cart, pole, the track's end posts at |x| = 2.4. */
+enum { CP_SKY = 0, CP_TRACK = 1, CP_CART = 2, CP_POLE = 3, CP_POST = 4 };
+#define CP_FRAME_ROWS 9
+#define CP_FRAME_COLS 40
+#define CP_CART_ROW (CP_FRAME_ROWS - 2)
+#define CP_POLE_CELLS 6
+/* Columns of lean per row of pole: a terminal cell is about twice as tall as it is wide, and
+ * the lean is drawn 2x exaggerated so that angles of a few degrees show. */
+#define CP_LEAN_SCALE 4.0f
+
+typedef struct {
+    float episode_return;
+    float episode_length;
+    float cart_out;        /* fraction of episodes ended by |x| > 2.4 */
+    float pole_fell;       /* fraction of episodes ended by |theta| > 12 degrees */
+    float score;           /* episode_length / max_steps */
+    float n;
+} Log;
+
+typedef struct {
+    float* observations;
+    int32_t* actions;
+    float* rewards;
+    unsigned char* terminals;
+    unsigned char* truncations;
+    unsigned char* masks;
+    Log log;
+    uint64_t rng;
+    /* settings */
+    int max_steps;
+    /* state */
+    float x, x_dot, theta, theta_dot;
+    int tick;
+} CartPole;
+
+static inline void c_init(CartPole* env) { (void)env; }
+
+static inline void cp_write_obs(CartPole* env) {
+    float* obs = env->observations;
+    obs[0] = env->x;
+    obs[1] = env->x_dot;
+    obs[2] = env->theta;
+    obs[3] = env->theta_dot;
+}
+
+static inline void c_reset(CartPole* env) {
+    env->x = puffer_rand_range(&env->rng, -0.05f, 0.05f);
+    env->x_dot = puffer_rand_range(&env->rng, -0.05f, 0.05f);
+    env->theta = puffer_rand_range(&env->rng, -0.05f, 0.05f);
+    env->theta_dot = puffer_rand_range(&env->rng, -0.05f, 0.05f);
+    env->tick = 0;
+    cp_write_obs(env);
+}
+
+static inline void cp_end_episode(CartPole* env, int cart_out, int pole_fell) {
+    float length = (float)env->tick;
+    env->log.episode_return += length;   /* reward 1 per step */
+    env->log.episode_length += length;
+    env->log.cart_out += (float)cart_out;
+    env->log.pole_fell += (float)pole_fell;
+    env->log.score += length / (float)env->max_steps;
+    env->log.n += 1.0f;
+    c_reset(env);
+}
+
+static inline void c_step(CartPole* env) {
+    float x = env->x, x_dot = env->x_dot, theta = env->theta, theta_dot = env->theta_dot;
+    float force = env->actions[0] == 1 ? CP_FORCE_MAG : -CP_FORCE_MAG;
+    float costheta = cosf(theta);
+    float sintheta = sinf(theta);
+    /* Same expression order as gymnasium, so both round alike as far as float32 allows. */
+    float temp = (force + CP_POLEMASS_LENGTH * (theta_dot * theta_dot) * sintheta) / CP_TOTAL_MASS;
+    float thetaacc = (CP_GRAVITY * sintheta - costheta * temp)
+        / (CP_LENGTH * (4.0f / 3.0f - CP_MASSPOLE * (costheta * costheta) / CP_TOTAL_MASS));
+    float xacc = temp - CP_POLEMASS_LENGTH * thetaacc * costheta / CP_TOTAL_MASS;
+    x = x + CP_TAU * x_dot;
+    x_dot = x_dot + CP_TAU * xacc;
+    theta = theta + CP_TAU * theta_dot;
+    theta_dot = theta_dot + CP_TAU * thetaacc;
+    env->x = x;
+    env->x_dot = x_dot;
+    env->theta = theta;
+    env->theta_dot = theta_dot;
+    env->tick += 1;
+    env->rewards[0] = 1.0f;
+
+    int cart_out = (x < -CP_X_THRESHOLD) | (x > CP_X_THRESHOLD);
+    int pole_fell = (theta < -CP_THETA_THRESHOLD) | (theta > CP_THETA_THRESHOLD);
+    int done = cart_out | pole_fell;
+    int timeout = !done & (env->tick >= env->max_steps);
+    env->terminals[0] = (unsigned char)done;
+    env->truncations[0] = (unsigned char)timeout;
+    if (done | timeout) cp_end_episode(env, cart_out, pole_fell);
+    else cp_write_obs(env);
+}
+
+static inline int cp_clamp(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
+
+static inline void c_frame(const CartPole* env, unsigned char* tiles) {
+    const int rows = CP_FRAME_ROWS, cols = CP_FRAME_COLS;
+    if (tiles == NULL) return;   /* also tells the compiler the fills below have a target */
+    memset(tiles, CP_SKY, (size_t)rows * cols);
+    memset(tiles + (size_t)(rows - 1) * cols, CP_TRACK, (size_t)cols);
+    /* Columns 1 .. cols-2 span x in [-2.4, 2.4]; the posts stand at columns 0 and cols-1. */
+    tiles[(rows - 1) * cols] = CP_POST;
+    tiles[(rows - 1) * cols + cols - 1] = CP_POST;
+    tiles[(rows - 2) * cols] = CP_POST;
+    tiles[(rows - 2) * cols + cols - 1] = CP_POST;
+    float span = (float)(cols - 3);
+    int centre = 1 + (int)lroundf((env->x + CP_X_THRESHOLD) / (2.0f * CP_X_THRESHOLD) * span);
+    centre = cp_clamp(centre, 2, cols - 3);
+    for (int c = centre - 1; c <= centre + 1; c++) tiles[CP_CART_ROW * cols + c] = CP_CART;
+    float lean = tanf(env->theta) * CP_LEAN_SCALE;
+    for (int k = 1; k <= CP_POLE_CELLS && CP_CART_ROW - k >= 0; k++) {
+        int c = cp_clamp(centre + (int)lroundf(lean * (float)k), 0, cols - 1);
+        tiles[(CP_CART_ROW - k) * cols + c] = CP_POLE;
+    }
+}
+
+static inline void c_close(CartPole* env) { (void)env; }
