@@ -1,0 +1,214 @@
+"""Any Gymnasium env as a PufferEnv, so it runs through the same vectorizers as native envs.
+
+    creator = from_gymnasium("CartPole-v1")                    # a registered id, or
+    creator = from_gymnasium(my_module.make_env, size=5)       # any picklable callable
+    vec = puffer_tui.engine.vec.make(creator, num_envs=8, backend="serial")
+
+`creator(num_envs=, seed=, buf=None)` builds a `GymnasiumPufferEnv` holding `num_envs`
+Gymnasium envs. Observations are flattened into one Box and actions into one Discrete,
+MultiDiscrete or Box (see `gym_spaces`); `env.observation_layout.unflatten(batch)` gives a
+policy the original structure back.
+"""
+
+from __future__ import annotations
+
+import functools
+import numbers
+
+import gymnasium
+import numpy as np
+
+from puffer_tui.engine.native.pufferenv import PufferEnv
+from puffer_tui.envs.gym_spaces import ActionLayout, ObservationLayout
+
+LOG_FIELDS = ("episode_return", "episode_length", "score")
+
+
+class GymnasiumPufferEnv(PufferEnv):
+    """`num_envs` Gymnasium envs behind the PufferEnv buffers API.
+
+    * Seeding: `reset(seed)` seeds env i with `seed + i`; `reset()` reuses the last seed, so
+      reruns are reproducible. Episodes started by autoreset continue each env's own RNG.
+    * Autoreset (same-step, as the native envs): the step that ends an episode reports
+      terminal/truncated, and the observation written for that env is the first of its next
+      episode (the Gymnasium env's final observation is not kept).
+    * Infos: every `log_interval` steps, if episodes finished since the last report, a list
+      with one dict of their averages: `episode_return`, `episode_length`, `score` and the
+      count `n` (floats, as in native logs). `score` is the final step's `info["score"]` when
+      the env reports one, else the episode return. Other per-step infos are dropped.
+    * Actions are checked by the base class (`write_actions`) and against their ranges before
+      any env steps, so a bad batch raises `ActionError` and changes nothing.
+    """
+
+    def __init__(
+        self,
+        env_creator,
+        num_envs: int = 1,
+        seed: int = 0,
+        buf: dict | None = None,
+        log_interval: int = 32,
+        env_kwargs: dict | None = None,
+    ):
+        if log_interval < 1:
+            raise ValueError(f"log_interval must be >= 1, got {log_interval}")
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        env_creator = _resolve_creator(env_creator)
+        self.envs = []
+        try:
+            for _ in range(num_envs):
+                self.envs.append(env_creator(**(env_kwargs or {})))
+            self.gymnasium_observation_space, self.gymnasium_action_space = _common_spaces(
+                self.envs
+            )
+            self.observation_layout = ObservationLayout(self.gymnasium_observation_space)
+            self.action_layout = ActionLayout(self.gymnasium_action_space)
+            first = self.envs[0]
+            self.name = first.spec.id if first.spec is not None else type(first.unwrapped).__name__
+            super().__init__(
+                self.observation_layout.space, self.action_layout.space, num_envs, 1, buf
+            )
+        except BaseException:
+            self.close()
+            raise
+        self.seed = int(seed)
+        self.log_interval = int(log_interval)
+        self._episode_return = np.zeros(num_envs, np.float64)
+        self._episode_length = np.zeros(num_envs, np.int64)
+        self._log = dict.fromkeys((*LOG_FIELDS, "n"), 0.0)
+        self._steps_since_log = 0
+        self._reset_done = False
+
+    def unflatten_observations(self, flat):
+        """Flat observation rows (numpy or torch, any leading dims) -> the Gymnasium structure."""
+        return self.observation_layout.unflatten(flat)
+
+    def reset(self, seed: int | None = None):
+        if seed is not None:
+            self.seed = int(seed)
+        for i, env in enumerate(self.envs):
+            observation, _ = env.reset(seed=self.seed + i)
+            self.observation_layout.flatten(observation, out=self.observations[i])
+        self.rewards[:] = 0
+        self.terminals[:] = False
+        self.truncations[:] = False
+        self.masks[:] = True
+        self._episode_return[:] = 0
+        self._episode_length[:] = 0
+        self._log = dict.fromkeys(self._log, 0.0)
+        self._steps_since_log = 0
+        self._reset_done = True
+        return self.observations, []
+
+    def step(self, actions):
+        if not self._reset_done:
+            raise RuntimeError(f"{self.name}: call reset() before step()")
+        self.write_actions(actions)
+        self._check_action_ranges()
+        for i, env in enumerate(self.envs):
+            action = self.action_layout.unflatten(self.actions[i])
+            observation, reward, terminated, truncated, info = env.step(action)
+            self.rewards[i] = reward
+            self.terminals[i] = terminated
+            self.truncations[i] = truncated
+            self._episode_return[i] += float(reward)
+            self._episode_length[i] += 1
+            if terminated or truncated:
+                self._end_episode(i, info)
+                observation, _ = env.reset()
+            self.observation_layout.flatten(observation, out=self.observations[i])
+        infos = []
+        self._steps_since_log += 1
+        if self._steps_since_log >= self.log_interval:
+            self._steps_since_log = 0
+            log = self.log()
+            if log:
+                infos.append(log)
+        return self.observations, self.rewards, self.terminals, self.truncations, infos
+
+    def log(self) -> dict:
+        """Averaged stats of the episodes finished since the last call ({} if none)."""
+        n = self._log["n"]
+        if n <= 0:
+            return {}
+        averaged = {key: self._log[key] / n for key in LOG_FIELDS}
+        averaged["n"] = n
+        self._log = dict.fromkeys(self._log, 0.0)
+        return averaged
+
+    def _end_episode(self, i: int, info: dict) -> None:
+        episode_return = float(self._episode_return[i])
+        score = info.get("score") if isinstance(info, dict) else None
+        if not isinstance(score, numbers.Real) or isinstance(score, bool):
+            score = episode_return
+        self._log["episode_return"] += episode_return
+        self._log["episode_length"] += float(self._episode_length[i])
+        self._log["score"] += float(score)
+        self._log["n"] += 1.0
+        self._episode_return[i] = 0
+        self._episode_length[i] = 0
+
+    def _check_action_ranges(self) -> None:
+        """write_actions range-checks only non-int32 input; check what reached the buffer."""
+        flat = self.actions.reshape(self.num_agents, -1)
+        if self._nvec is not None:
+            if ((flat < 0) | (flat >= self._nvec)).any():
+                self._raise_out_of_range(self.actions)
+        else:
+            bad = np.flatnonzero(~np.isfinite(flat))
+            if bad.size:
+                self._raise_out_of_range(self.actions, int(bad[0]))
+
+    def close(self) -> None:
+        envs, self.envs = getattr(self, "envs", []), []
+        for env in envs:
+            env.close()
+
+
+def _make_registered(env_id: str, **kwargs):
+    return gymnasium.make(env_id, **kwargs)
+
+
+def _resolve_creator(env_creator):
+    """A registered id string becomes a (picklable) call to gymnasium.make."""
+    if isinstance(env_creator, str):
+        return functools.partial(_make_registered, env_creator)
+    if not callable(env_creator):
+        raise TypeError(
+            f"from_gymnasium needs a Gymnasium env id or a callable returning a gymnasium.Env, "
+            f"got {env_creator!r}"
+        )
+    return env_creator
+
+
+def _common_spaces(envs):
+    """The spaces every env shares; a creator whose envs disagree is an error."""
+    first = envs[0]
+    if not isinstance(first, gymnasium.Env):
+        raise TypeError(f"the env creator returned {type(first).__name__}, not a gymnasium.Env")
+    for env in envs[1:]:
+        if env.observation_space != first.observation_space or (
+            env.action_space != first.action_space
+        ):
+            raise ValueError(
+                "the env creator returned envs with different spaces: "
+                f"{first.observation_space} / {first.action_space} vs "
+                f"{env.observation_space} / {env.action_space}"
+            )
+    return first.observation_space, first.action_space
+
+
+def from_gymnasium(gym_env_creator, log_interval: int = 32, **kwargs):
+    """A picklable `creator(num_envs=, seed=, buf=None)` of `GymnasiumPufferEnv`s.
+
+    `gym_env_creator` is a registered Gymnasium id (e.g. "CartPole-v1") or a callable that
+    returns a `gymnasium.Env`; `kwargs` are passed to it (to `gymnasium.make` for an id). For
+    the multiprocessing backend it must pickle: an id or a module-level function, not a lambda.
+    One env is built here and closed again so that unsupported spaces fail now, not later
+    inside a worker.
+    """
+    creator = functools.partial(
+        GymnasiumPufferEnv, gym_env_creator, log_interval=log_interval, env_kwargs=kwargs
+    )
+    creator(num_envs=1).close()
+    return creator

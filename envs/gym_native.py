@@ -1,0 +1,121 @@
+"""One native env as a standard `gymnasium.Env` (for tools and code that expect Gymnasium).
+
+    env = puffer_tui.envs.make_gymnasium("squared", seed=0, render_mode="ansi", size=7)
+    obs, info = env.reset()
+    obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    print(env.render())
+"""
+
+from __future__ import annotations
+
+import gymnasium
+import numpy as np
+from gymnasium.envs.registration import EnvSpec
+
+from puffer_tui.engine.native.pufferenv import ActionError
+from puffer_tui.envs.registry import env_class
+
+RENDER_FPS = 30
+_UNKNOWN_TILE = "?"
+
+
+class NativeGymEnv(gymnasium.Env):
+    """A single native env (num_envs=1) behind the Gymnasium API.
+
+    Spaces are the native env's: a Box of observations and a Discrete, MultiDiscrete or Box of
+    actions. `step` returns a fresh copy of the observation, a float reward and bool flags.
+
+    Autoreset: native envs reset themselves inside the step that ends an episode, so on a step
+    that returns terminated or truncated the observation is already the FIRST observation of
+    the next episode (the final one is not kept; the C envs overwrite it). That step's info
+    holds `info["episode"]`, the finished episode's stats (`episode_return`,
+    `episode_length`, `score`, plus the env's own fields). You may keep stepping, or call
+    `reset()`, which starts another fresh episode.
+
+    Seeding: `reset(seed=s)` reseeds the C env with `s`; a `reset()` without a seed draws the
+    next seed from `self.np_random`, so a seeded sequence of resets is reproducible. The
+    `seed` given to the constructor is used by the first reset that names none.
+
+    Rendering: `render_mode="ansi"` makes `render()` return the env's tile grid as text, one
+    line per row, drawn with the glyphs of the env's palette.
+    """
+
+    # gymnasium.make reads the class's modes before building; an instance narrows them to
+    # [] when its env has no tile grid to draw.
+    metadata = {"render_modes": ["ansi"], "render_fps": RENDER_FPS}
+
+    def __init__(self, name: str, seed: int | None = None, render_mode: str | None = None,
+                 **settings):
+        cls = env_class(name)
+        self._env = cls(num_envs=1, seed=0, log_interval=1, **settings)
+        if self._env.agents_per_env != 1:
+            agents = self._env.agents_per_env
+            self._env.close()
+            raise ValueError(
+                f"{name} has {agents} agents per env; a gymnasium.Env has one, so "
+                "make_gymnasium supports single-agent envs only (use puffer_tui.envs.make)"
+            )
+        self.name = name
+        self.observation_space = self._env.single_observation_space
+        self.action_space = self._env.single_action_space
+        modes = ["ansi"] if self._env.frame_shape is not None else []
+        self.metadata = {"render_modes": modes, "render_fps": RENDER_FPS}
+        if render_mode is not None and render_mode not in modes:
+            self._env.close()
+            raise ValueError(
+                f"{name} supports render modes {modes or 'none'}, got render_mode={render_mode!r}"
+            )
+        self.render_mode = render_mode
+        self._first_seed = seed
+        # A spec lets gymnasium tools (check_env, gymnasium.make(spec)) rebuild this env.
+        self.spec = EnvSpec(
+            id=f"puffer_tui/{name}-v0",
+            entry_point=f"{__name__}:{type(self).__name__}",
+            kwargs={"name": name, "seed": seed, **settings},
+            nondeterministic=False,
+        )
+        self._reset_done = False
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if seed is None and self._first_seed is not None:
+            seed, self._first_seed = self._first_seed, None
+        super().reset(seed=seed)
+        native_seed = seed if seed is not None else int(self.np_random.integers(2**63))
+        observations, _ = self._env.reset(native_seed)
+        self._reset_done = True
+        return observations[0].copy(), {}
+
+    def step(self, action):
+        if not self._reset_done:
+            raise RuntimeError(f"{self.name}: call reset() before step()")
+        action = np.asarray(action)
+        if action.shape != self.action_space.shape:
+            raise ActionError(
+                f"{self.name}: action has shape {action.shape}, expected "
+                f"{self.action_space.shape} for {self.action_space}"
+            )
+        observations, rewards, terminals, truncations, logs = self._env.step(action[None])
+        # log_interval=1: a log appears exactly on the steps that end an episode
+        info = {"episode": {k: v for k, v in logs[0].items() if k != "n"}} if logs else {}
+        return (
+            observations[0].copy(), float(rewards[0]), bool(terminals[0]), bool(truncations[0]),
+            info,
+        )
+
+    def render(self):
+        if self.render_mode is None:
+            return None
+        tiles = self._env.frame(0)
+        glyphs = {tile: glyph for tile, (glyph, _colour) in self._env.palette.items()}
+        return "\n".join(
+            "".join(glyphs.get(int(tile), _UNKNOWN_TILE) for tile in row) for row in tiles
+        )
+
+    def close(self):
+        self._env.close()
+
+
+def make_gymnasium(name: str, seed: int | None = None, render_mode: str | None = None,
+                   **settings) -> gymnasium.Env:
+    """One instance of native env `name` as a `gymnasium.Env` (see `NativeGymEnv`)."""
+    return NativeGymEnv(name, seed=seed, render_mode=render_mode, **settings)

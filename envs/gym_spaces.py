@@ -1,0 +1,326 @@
+"""Flattening of Gymnasium spaces into the flat spaces PufferEnv buffers hold, and back.
+
+PufferEnv buffers have one observation row per agent (a single Box) and one action row
+(Discrete, MultiDiscrete or Box). Gymnasium envs may use structured spaces; the two layouts
+here convert between them without losing anything (the "emulation" idea: look like a simple
+env to the trainer, unflatten right before the structure is needed).
+
+Observations (`ObservationLayout`):
+    * a top-level Box passes through with its own shape and dtype;
+    * anything else becomes a 1-D Box, the leaves of nested Dict/Tuple spaces laid out one
+      after another in the spaces' own key order: Box -> its values, Discrete -> one-hot of
+      length n, MultiDiscrete -> its integer values, MultiBinary -> its 0/1 values;
+    * the flat dtype is the smallest numpy promotion of what each leaf needs (uint8 for
+      one-hots and bits, the narrowest integer holding a MultiDiscrete's range, a Box's own
+      dtype). A mix whose promotion would round integers (e.g. int64 with float32) is refused.
+
+Actions (`ActionLayout`):
+    * Discrete, MultiDiscrete, MultiBinary and float Box pass through (MultiDiscrete and
+      MultiBinary as a 1-D MultiDiscrete; `start` offsets are removed and added back);
+    * Dict/Tuple whose leaves are all discrete become one 1-D MultiDiscrete; all-Box ones
+      one 1-D float32 Box; a mix of discrete and continuous leaves is refused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from gymnasium import spaces
+
+_DISCRETE = (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+_LEAF_SPACES = (spaces.Box, *_DISCRETE)
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One non-container space inside a (possibly nested) space and its slice of a flat row."""
+
+    path: tuple  # Dict keys / Tuple indices from the root; () for a top-level leaf
+    space: spaces.Space
+    offset: int
+    size: int
+
+    @property
+    def name(self) -> str:
+        return "/".join(str(p) for p in self.path) or "<root>"
+
+
+def iter_leaves(space: spaces.Space, path: tuple = ()):
+    """(path, space) of every leaf in depth-first order; unsupported spaces raise TypeError."""
+    if isinstance(space, spaces.Dict):
+        for key, sub in space.spaces.items():
+            yield from iter_leaves(sub, (*path, key))
+    elif isinstance(space, spaces.Tuple):
+        for index, sub in enumerate(space.spaces):
+            yield from iter_leaves(sub, (*path, index))
+    elif isinstance(space, _LEAF_SPACES):
+        yield path, space
+    else:
+        where = "/".join(str(p) for p in path) or "<root>"
+        raise TypeError(
+            f"unsupported space {space!r} at {where}: use Box, Discrete, MultiDiscrete, "
+            "MultiBinary, or Dict/Tuple of them"
+        )
+
+
+def _lookup(structure, path: tuple):
+    for key in path:
+        try:
+            structure = structure[key]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ValueError(f"value has no entry {key!r} (looking for {path})") from exc
+    return structure
+
+
+def _assemble(space: spaces.Space, values: dict, path: tuple = ()):
+    """Rebuild the Dict/Tuple structure of `space` from {leaf path: value}."""
+    if isinstance(space, spaces.Dict):
+        return {key: _assemble(sub, values, (*path, key)) for key, sub in space.spaces.items()}
+    if isinstance(space, spaces.Tuple):
+        return tuple(_assemble(sub, values, (*path, i)) for i, sub in enumerate(space.spaces))
+    return values[path]
+
+
+def _int_dtype(low: int, high: int) -> np.dtype:
+    """The narrowest integer dtype holding every value in [low, high]."""
+    return np.result_type(np.min_scalar_type(int(low)), np.min_scalar_type(int(high)))
+
+
+def _cast(x, dtype: np.dtype):
+    """x (numpy array/scalar or torch tensor) converted to `dtype`."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        return x.astype(dtype, copy=False)
+    import torch  # only when the caller hands us tensors
+
+    return x.to(torch.from_numpy(np.empty(0, dtype)).dtype)
+
+
+# ---- observations ---------------------------------------------------------------------------
+
+
+def _observation_bounds(space: spaces.Space) -> tuple[np.ndarray, np.ndarray]:
+    """Flat (low, high) of one leaf, as float64 or Python-int object arrays."""
+    if isinstance(space, spaces.Box):
+        return space.low.reshape(-1), space.high.reshape(-1)
+    if isinstance(space, spaces.Discrete):
+        return np.zeros(int(space.n), np.uint8), np.ones(int(space.n), np.uint8)
+    if isinstance(space, spaces.MultiBinary):
+        size = int(np.prod(space.shape))
+        return np.zeros(size, np.uint8), np.ones(size, np.uint8)
+    start = np.asarray(space.start).reshape(-1)
+    return start, start + np.asarray(space.nvec).reshape(-1) - 1  # MultiDiscrete
+
+
+def _observation_dtype(space: spaces.Space) -> np.dtype:
+    """What one leaf needs to be stored without loss."""
+    if isinstance(space, spaces.Box):
+        if space.dtype.kind in "iu":
+            return _int_dtype(space.low.min(), space.high.max())
+        return space.dtype
+    if isinstance(space, spaces.MultiDiscrete):
+        low, high = _observation_bounds(space)
+        return _int_dtype(low.min(), high.max())
+    return np.dtype(np.uint8)  # one-hot or bits
+
+
+class ObservationLayout:
+    """Where each leaf of a Gymnasium observation space lives in one flat Box row.
+
+        layout = ObservationLayout(gym_env.observation_space)
+        layout.space                     # the flat Box (what the buffers hold)
+        layout.flatten(obs, out=row)     # structure -> flat row (written in place)
+        layout.unflatten(batch)          # (..., flat) numpy array or torch tensor -> structure
+    """
+
+    def __init__(self, space: spaces.Space):
+        self.original_space = space
+        self.passthrough = isinstance(space, spaces.Box)
+        if self.passthrough:
+            self.leaves = (Leaf((), space, 0, int(np.prod(space.shape))),)
+            self.space = space
+            return
+        leaves, offset = [], 0
+        for path, sub in iter_leaves(space):
+            size = int(sub.n) if isinstance(sub, spaces.Discrete) else int(np.prod(sub.shape))
+            leaves.append(Leaf(path, sub, offset, size))
+            offset += size
+        if offset == 0:
+            raise ValueError(f"observation space {space!r} has no elements to observe")
+        self.leaves = tuple(leaves)
+        dtype = np.result_type(*(_observation_dtype(leaf.space) for leaf in leaves))
+        self._check_lossless(dtype)
+        lows, highs = zip(*(_observation_bounds(leaf.space) for leaf in leaves), strict=True)
+        self.space = spaces.Box(
+            np.concatenate(lows).astype(dtype), np.concatenate(highs).astype(dtype),
+            (offset,), dtype,
+        )
+
+    def _check_lossless(self, dtype: np.dtype) -> None:
+        if dtype.kind != "f":
+            return  # integer promotions in numpy never narrow
+        exact = 2 ** (np.finfo(dtype).nmant + 1)  # every integer up to this is representable
+        for leaf in self.leaves:
+            if isinstance(leaf.space, spaces.Box) and leaf.space.dtype.kind not in "iu":
+                continue
+            low, high = _observation_bounds(leaf.space)
+            if max(abs(int(low.min())), abs(int(high.max()))) > exact:
+                raise ValueError(
+                    f"observation leaf {leaf.name} ({leaf.space!r}) cannot be stored exactly "
+                    f"next to the other leaves in one {dtype} Box: its integer range exceeds "
+                    f"{exact}; narrow its bounds or observe it separately"
+                )
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.space.shape))
+
+    def flatten(self, observation, out: np.ndarray | None = None) -> np.ndarray:
+        """Write one observation into `out` (a row of the flat space; allocated if None)."""
+        if out is None:
+            out = np.zeros(self.space.shape, self.space.dtype)
+        if self.passthrough:
+            value = np.asarray(observation)
+            if value.shape != out.shape:
+                raise ValueError(
+                    f"observation has shape {value.shape}, expected {out.shape} "
+                    f"for {self.original_space!r}"
+                )
+            np.copyto(out, value, casting="unsafe")
+            return out
+        for leaf in self.leaves:
+            value = _lookup(observation, leaf.path)
+            part = out[leaf.offset : leaf.offset + leaf.size]
+            if isinstance(leaf.space, spaces.Discrete):
+                index = int(value) - int(leaf.space.start)
+                if not 0 <= index < leaf.size:
+                    raise ValueError(f"observation {leaf.name} = {value} is outside {leaf.space}")
+                part[:] = 0
+                part[index] = 1
+                continue
+            value = np.asarray(value)
+            if value.size != leaf.size:
+                raise ValueError(
+                    f"observation {leaf.name} has shape {value.shape}, expected "
+                    f"{leaf.space.shape} for {leaf.space!r}"
+                )
+            np.copyto(part, value.reshape(-1), casting="unsafe")
+        return out
+
+    def unflatten(self, flat):
+        """The original structure from flat rows of shape (..., *space.shape).
+
+        Leading (batch) dimensions are kept on every leaf; a single row gives exactly what the
+        Gymnasium space would contain (Discrete -> np.int64 scalar, Box -> array of its dtype).
+        Works on numpy arrays and torch tensors alike."""
+        if self.passthrough:
+            return _cast(flat, self.space.dtype)
+        if tuple(flat.shape[-1:]) != self.space.shape:
+            raise ValueError(
+                f"flat observations have shape {tuple(flat.shape)}, expected (..., {self.size})"
+            )
+        values = {}
+        for leaf in self.leaves:
+            part = flat[..., leaf.offset : leaf.offset + leaf.size]
+            lead = tuple(part.shape[:-1])
+            if isinstance(leaf.space, spaces.Discrete):
+                index = part.argmax(-1) + int(leaf.space.start)
+                values[leaf.path] = _cast(index, leaf.space.dtype)
+            else:
+                values[leaf.path] = _cast(part.reshape(*lead, *leaf.space.shape), leaf.space.dtype)
+        return _assemble(self.original_space, values)
+
+
+def unflatten_observations(space: spaces.Space, flat):
+    """Convenience: `ObservationLayout(space).unflatten(flat)`; build the layout once instead
+    when calling this every step."""
+    return ObservationLayout(space).unflatten(flat)
+
+
+# ---- actions --------------------------------------------------------------------------------
+
+
+class ActionLayout:
+    """The flat action space for a Gymnasium action space, and the conversion back.
+
+        layout = ActionLayout(gym_env.action_space)
+        layout.space                     # Discrete, MultiDiscrete or Box (what buffers hold)
+        layout.unflatten(row)            # one buffer row -> the action gym_env.step expects
+        layout.flatten(action)           # a Gymnasium action -> one buffer row
+    """
+
+    def __init__(self, space: spaces.Space):
+        self.original_space = space
+        leaves, offset = [], 0
+        for path, sub in iter_leaves(space):
+            if isinstance(sub, spaces.Box) and sub.dtype.kind != "f":
+                raise ValueError(
+                    f"action space {space!r}: Box {_name(path)} has integer dtype {sub.dtype}; "
+                    "integer actions must use Discrete or MultiDiscrete"
+                )
+            size = 1 if isinstance(sub, spaces.Discrete) else int(np.prod(sub.shape))
+            leaves.append(Leaf(path, sub, offset, size))
+            offset += size
+        self.leaves = tuple(leaves)
+        continuous = [leaf for leaf in leaves if isinstance(leaf.space, spaces.Box)]
+        discrete = [leaf for leaf in leaves if not isinstance(leaf.space, spaces.Box)]
+        if continuous and discrete:
+            raise ValueError(
+                f"action space {space!r} mixes discrete ({', '.join(x.name for x in discrete)}) "
+                f"and continuous ({', '.join(x.name for x in continuous)}) components; "
+                "split it into separate envs or make every component discrete or every one Box"
+            )
+        if not leaves or offset == 0:
+            raise ValueError(f"action space {space!r} has no components")
+        self.continuous = bool(continuous)
+        if isinstance(space, spaces.Discrete):
+            self.space = spaces.Discrete(int(space.n))
+        elif isinstance(space, spaces.Box):
+            self.space = spaces.Box(
+                space.low.astype(np.float32), space.high.astype(np.float32), space.shape, np.float32
+            )
+        elif self.continuous:
+            low = np.concatenate([x.space.low.reshape(-1) for x in leaves]).astype(np.float32)
+            high = np.concatenate([x.space.high.reshape(-1) for x in leaves]).astype(np.float32)
+            self.space = spaces.Box(low, high, (offset,), np.float32)
+        else:
+            self.space = spaces.MultiDiscrete(np.concatenate([_nvec(x.space) for x in leaves]))
+
+    def unflatten(self, row: np.ndarray):
+        """One buffer row (int32 indices from 0, or float32 values) -> a Gymnasium action."""
+        row = np.asarray(row).reshape(-1)
+        values = {}
+        for leaf in self.leaves:
+            part = row[leaf.offset : leaf.offset + leaf.size]
+            sub = leaf.space
+            if isinstance(sub, spaces.Discrete):
+                values[leaf.path] = sub.dtype.type(int(part[0]) + int(sub.start))
+            elif isinstance(sub, spaces.MultiDiscrete):
+                values[leaf.path] = (part.reshape(sub.shape) + sub.start).astype(sub.dtype)
+            else:  # Box, MultiBinary: the values themselves
+                values[leaf.path] = part.reshape(sub.shape).astype(sub.dtype)
+        return _assemble(self.original_space, values)
+
+    def flatten(self, action) -> np.ndarray:
+        """A Gymnasium action -> one buffer row (the inverse of `unflatten`)."""
+        dtype = np.float32 if self.continuous else np.int32
+        row = np.zeros(self.space.shape or (1,), dtype)
+        for leaf in self.leaves:
+            value = np.asarray(_lookup(action, leaf.path))
+            if isinstance(leaf.space, (spaces.Discrete, spaces.MultiDiscrete)):
+                value = value - leaf.space.start
+            row[leaf.offset : leaf.offset + leaf.size] = value.reshape(-1)
+        return row.reshape(self.space.shape)
+
+
+def _nvec(space: spaces.Space) -> np.ndarray:
+    """Sizes of a discrete leaf's components."""
+    if isinstance(space, spaces.Discrete):
+        return np.array([int(space.n)], np.int64)
+    if isinstance(space, spaces.MultiBinary):
+        return np.full(int(np.prod(space.shape)), 2, np.int64)
+    return np.asarray(space.nvec, np.int64).reshape(-1)
+
+
+def _name(path: tuple) -> str:
+    return "/".join(str(p) for p in path) or "<root>"
