@@ -1,0 +1,105 @@
+"""Advantages by GAE with V-trace importance clipping (PufferLib 3.0's "puff advantage").
+
+Three implementations of the same recurrence (documented in engine/native/advantage.h):
+- `compute_advantage` dispatches on the tensors' device: the C kernel for CPU (GIL released),
+  `advantage_torch` for anything else (CUDA), vectorised over segments;
+- `advantage_reference` is a plain numpy loop, the yardstick both are tested against.
+
+Inputs are [segments, horizon] float32: values, rewards, terminals, truncations, ratio (the
+importance ratio new/old policy of each step, 1 right after collection).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from puffer_tui.engine.native.advantage import compute_advantage as _c_advantage
+
+
+def compute_advantage(
+    values: torch.Tensor,
+    rewards: torch.Tensor,
+    terminals: torch.Tensor,
+    truncations: torch.Tensor,
+    ratio: torch.Tensor,
+    gamma: float,
+    gae_lambda: float,
+    rho_clip: float,
+    c_clip: float,
+    out: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """Advantages [segments, horizon] on the inputs' device (written into `out` if given)."""
+    tensors = {"values": values, "rewards": rewards, "terminals": terminals,
+               "truncations": truncations, "ratio": ratio}
+    for name, t in tensors.items():
+        if t.dim() != 2 or t.shape != values.shape:
+            raise ValueError(f"{name} has shape {tuple(t.shape)}, expected {tuple(values.shape)} "
+                             "[segments, horizon] like values")
+        if t.device != values.device:
+            raise ValueError(f"{name} is on {t.device}, values on {values.device}")
+    if values.device.type != "cpu":
+        result = advantage_torch(values, rewards, terminals, truncations, ratio,
+                                 gamma, gae_lambda, rho_clip, c_clip)
+        if out is not None:
+            out.copy_(result)
+            return out
+        return result
+    if out is None:
+        out = torch.empty_like(values, dtype=torch.float32)
+    arrays = [_as_c_float(t) for t in tensors.values()]
+    target = out if out.is_contiguous() and out.dtype == torch.float32 else torch.empty(
+        values.shape, dtype=torch.float32)
+    _c_advantage(*arrays, target.numpy(), gamma, gae_lambda, rho_clip, c_clip)
+    if target is not out:
+        out.copy_(target)
+    return out
+
+
+def _as_c_float(t: torch.Tensor) -> np.ndarray:
+    return t.detach().to(torch.float32).contiguous().numpy()
+
+
+def advantage_torch(values, rewards, terminals, truncations, ratio,
+                    gamma, gae_lambda, rho_clip, c_clip) -> torch.Tensor:
+    """The recurrence in torch ops: a loop over time, vectorised over segments (for CUDA)."""
+    values, rewards = values.float(), rewards.float()
+    terminal = terminals.float() != 0
+    truncated = (truncations.float() != 0) & ~terminal
+    rho = ratio.float().clamp(max=rho_clip)
+    c = ratio.float().clamp(max=c_clip)
+    horizon = values.shape[1]
+    advantages = torch.zeros_like(values)
+    last = torch.zeros_like(values[:, 0])
+    for t in range(horizon - 2, -1, -1):
+        nxt = t + 1
+        bootstrap = torch.where(terminal[:, nxt], 0.0,
+                                torch.where(truncated[:, nxt], values[:, t], values[:, nxt]))
+        cont = (~(terminal[:, nxt] | truncated[:, nxt])).float()
+        delta = rho[:, t] * (rewards[:, nxt] + gamma * bootstrap - values[:, t])
+        last = delta + gamma * gae_lambda * c[:, t] * cont * last
+        advantages[:, t] = last
+    return advantages
+
+
+def advantage_reference(values, rewards, terminals, truncations, ratio,
+                        gamma, gae_lambda, rho_clip, c_clip) -> np.ndarray:
+    """Plain per-element numpy loops in float64: the definition the kernels must match."""
+    values = np.asarray(values, np.float64)
+    segments, horizon = values.shape
+    advantages = np.zeros((segments, horizon))
+    for s in range(segments):
+        last = 0.0
+        for t in reversed(range(horizon - 1)):
+            if terminals[s][t + 1]:
+                bootstrap, cont = 0.0, 0.0
+            elif truncations[s][t + 1]:
+                bootstrap, cont = values[s, t], 0.0
+            else:
+                bootstrap, cont = values[s, t + 1], 1.0
+            rho = min(float(ratio[s][t]), rho_clip)
+            c = min(float(ratio[s][t]), c_clip)
+            delta = rho * (float(rewards[s][t + 1]) + gamma * bootstrap - values[s, t])
+            last = delta + gamma * gae_lambda * c * cont * last
+            advantages[s, t] = last
+    return advantages
