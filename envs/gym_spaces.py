@@ -10,9 +10,10 @@ Observations (`ObservationLayout`):
     * anything else becomes a 1-D Box, the leaves of nested Dict/Tuple spaces laid out one
       after another in the spaces' own key order: Box -> its values, Discrete -> one-hot of
       length n, MultiDiscrete -> its integer values, MultiBinary -> its 0/1 values;
-    * the flat dtype is the smallest numpy promotion of what each leaf needs (uint8 for
-      one-hots and bits, the narrowest integer holding a MultiDiscrete's range, a Box's own
-      dtype). A mix whose promotion would round integers (e.g. int64 with float32) is refused.
+    * the flat dtype is the narrowest one that holds every leaf exactly: without float Boxes,
+      the narrowest integer type holding all leaves' value ranges (uint8 for one-hots and
+      bits); with them, their common float type, widened to float64 when an integer leaf's
+      range needs it. Integers beyond float64's exact range next to floats are refused.
 
 Actions (`ActionLayout`):
     * Discrete, MultiDiscrete, MultiBinary and float Box pass through (MultiDiscrete and
@@ -30,6 +31,7 @@ from gymnasium import spaces
 
 _DISCRETE = (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 _LEAF_SPACES = (spaces.Box, *_DISCRETE)
+_INTEGER_DTYPES = ("u1", "i1", "u2", "i2", "u4", "i4", "u8", "i8")
 
 
 @dataclass(frozen=True)
@@ -83,8 +85,12 @@ def _assemble(space: spaces.Space, values: dict, path: tuple = ()):
 
 
 def _int_dtype(low: int, high: int) -> np.dtype:
-    """The narrowest integer dtype holding every value in [low, high]."""
-    return np.result_type(np.min_scalar_type(int(low)), np.min_scalar_type(int(high)))
+    """The narrowest integer dtype holding every value in [low, high] (unsigned if it can)."""
+    for dtype in map(np.dtype, _INTEGER_DTYPES):
+        info = np.iinfo(dtype)
+        if info.min <= low and high <= info.max:
+            return dtype
+    raise ValueError(f"no integer dtype holds the range [{low}, {high}]")
 
 
 def _cast(x, dtype: np.dtype):
@@ -112,16 +118,41 @@ def _observation_bounds(space: spaces.Space) -> tuple[np.ndarray, np.ndarray]:
     return start, start + np.asarray(space.nvec).reshape(-1) - 1  # MultiDiscrete
 
 
-def _observation_dtype(space: spaces.Space) -> np.dtype:
-    """What one leaf needs to be stored without loss."""
-    if isinstance(space, spaces.Box):
-        if space.dtype.kind in "iu":
-            return _int_dtype(space.low.min(), space.high.max())
-        return space.dtype
-    if isinstance(space, spaces.MultiDiscrete):
-        low, high = _observation_bounds(space)
-        return _int_dtype(low.min(), high.max())
-    return np.dtype(np.uint8)  # one-hot or bits
+def _is_float_box(space: spaces.Space) -> bool:
+    return isinstance(space, spaces.Box) and space.dtype.kind == "f"
+
+
+def _exact_integer_limit(dtype: np.dtype) -> int:
+    """Every integer of magnitude up to this is exactly representable in float `dtype`."""
+    return 2 ** (np.finfo(dtype).nmant + 1)
+
+
+def _flat_observation_dtype(leaves) -> np.dtype:
+    """The narrowest dtype holding every leaf's values exactly.
+
+    Integer-valued leaves (integer/bool Boxes, one-hots, bits, MultiDiscrete) are judged by
+    their value range, not their dtype, so that e.g. a one-hot next to an int8 range stays
+    int8. Float Boxes promote to their common float type, widened to float64 if the integer
+    leaves need it; beyond float64's exact range the mix is refused."""
+    ranges = []  # (largest magnitude, low, high, leaf) of each integer-valued leaf
+    for leaf in leaves:
+        if not _is_float_box(leaf.space):
+            lows, highs = _observation_bounds(leaf.space)
+            low, high = int(lows.min()), int(highs.max())
+            ranges.append((max(abs(low), abs(high)), low, high, leaf))
+    floats = [leaf.space.dtype for leaf in leaves if _is_float_box(leaf.space)]
+    if not floats:
+        return _int_dtype(min(r[1] for r in ranges), max(r[2] for r in ranges))
+    widest = max(ranges, key=lambda r: r[0], default=(0, 0, 0, None))
+    for dtype in (np.result_type(*floats), np.dtype(np.float64)):
+        if widest[0] <= _exact_integer_limit(dtype):
+            return dtype
+    culprit = widest[3]
+    raise ValueError(
+        f"observation leaf {culprit.name} ({culprit.space!r}) cannot be stored exactly next "
+        f"to float leaves in one Box: its integer range exceeds float64's exact range "
+        f"({_exact_integer_limit(np.float64)}); narrow its bounds or observe it separately"
+    )
 
 
 class ObservationLayout:
@@ -148,28 +179,12 @@ class ObservationLayout:
         if offset == 0:
             raise ValueError(f"observation space {space!r} has no elements to observe")
         self.leaves = tuple(leaves)
-        dtype = np.result_type(*(_observation_dtype(leaf.space) for leaf in leaves))
-        self._check_lossless(dtype)
+        dtype = _flat_observation_dtype(self.leaves)
         lows, highs = zip(*(_observation_bounds(leaf.space) for leaf in leaves), strict=True)
         self.space = spaces.Box(
             np.concatenate(lows).astype(dtype), np.concatenate(highs).astype(dtype),
             (offset,), dtype,
         )
-
-    def _check_lossless(self, dtype: np.dtype) -> None:
-        if dtype.kind != "f":
-            return  # integer promotions in numpy never narrow
-        exact = 2 ** (np.finfo(dtype).nmant + 1)  # every integer up to this is representable
-        for leaf in self.leaves:
-            if isinstance(leaf.space, spaces.Box) and leaf.space.dtype.kind not in "iu":
-                continue
-            low, high = _observation_bounds(leaf.space)
-            if max(abs(int(low.min())), abs(int(high.max()))) > exact:
-                raise ValueError(
-                    f"observation leaf {leaf.name} ({leaf.space!r}) cannot be stored exactly "
-                    f"next to the other leaves in one {dtype} Box: its integer range exceeds "
-                    f"{exact}; narrow its bounds or observe it separately"
-                )
 
     @property
     def size(self) -> int:
@@ -227,7 +242,7 @@ class ObservationLayout:
                 index = part.argmax(-1) + int(leaf.space.start)
                 values[leaf.path] = _cast(index, leaf.space.dtype)
             else:
-                values[leaf.path] = _cast(part.reshape(*lead, *leaf.space.shape), leaf.space.dtype)
+                values[leaf.path] = _cast(part.reshape((*lead, *leaf.space.shape)), leaf.space.dtype)
         return _assemble(self.original_space, values)
 
 
