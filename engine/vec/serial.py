@@ -35,7 +35,11 @@ class Serial:
         self.env_ids = np.arange(self.num_agents, dtype=np.int64)
         self.agents_per_batch = self.num_agents
         self._infos: list = []
+        # The async API alternates strictly, as in the Multiprocessing backend:
+        # async_reset/send -> recv -> send -> recv ... A result is `_pending` until received,
+        # and a received batch is `_held` until its actions are sent.
         self._pending = False
+        self._held = False
         self._closed = False
 
     @property
@@ -43,6 +47,7 @@ class Serial:
         return self.env
 
     def async_reset(self, seed: int | None = None) -> None:
+        self._check_open()
         if seed is not None:
             self.seed = seed
         _, self._infos = self.env.reset(self.seed)
@@ -50,17 +55,23 @@ class Serial:
         self.terminals[:] = False
         self.truncations[:] = False
         self._pending = True
+        self._held = False
 
     def send(self, actions) -> None:
-        if self._closed:
-            raise RuntimeError("send() on a closed vec env")
+        self._check_open()
+        if not self._held:
+            raise RuntimeError("send() needs a batch: call recv() (after async_reset()) first")
+        # A bad batch raises ActionError before any env steps; the batch stays held.
         _, _, _, _, self._infos = self.env.step(actions)
+        self._held = False
         self._pending = True
 
     def recv(self):
+        self._check_open()
         if not self._pending:
             raise RuntimeError("recv() without a pending async_reset() or send()")
         self._pending = False
+        self._held = True
         infos, self._infos = self._infos, []
         return (
             self.observations, self.rewards, self.terminals, self.truncations,
@@ -79,6 +90,10 @@ class Serial:
 
     def frame(self, env_index: int = 0):
         return self.env.frame(env_index)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the vec env is closed")
 
     def close(self) -> None:
         if not self._closed:
