@@ -32,7 +32,7 @@ cdef class Binding:
     cdef int initialized
     cdef object buffers    # keeps the numpy buffers alive as long as the C envs point into them
     cdef object nvec       # int32 sizes of the discrete action components, or None if continuous
-    cdef const int32_t* nvec_data
+    cdef int32_t* nvec_data
     cdef int nvec_len
     cdef char* actions
     cdef int64_t num_actions
@@ -54,7 +54,9 @@ cdef class Binding:
         self.buffers = buffers
         self.nvec = nvec
         self.nvec_len = 0 if nvec is None else len(nvec)
-        self.nvec_data = NULL if nvec is None else <const int32_t*>_data(nvec)
+        self.nvec_data = NULL
+        if nvec is not None:
+            self.nvec_data = <int32_t*>_data(nvec)
         self.actions = act
         self.num_actions = buffers["actions"].size
         self.num_envs = num_envs
