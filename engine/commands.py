@@ -1,0 +1,195 @@
+"""The command queue between the control server's thread and the trainer's main thread.
+
+The server puts `Command`s; the trainer applies them at its safe points
+(`trainer.safe_point = queue.safe_point`: between env steps and between minibatches) and
+the engine loop applies the rest between epochs (`queue.at_boundary()`). Every trainer call
+happens on the main thread; the server thread only reads `trainer.progress`.
+
+- pause: blocks inside the safe point on the queue itself (no polling, ~0% CPU) until
+  resume or stop arrives; `set` and `render` are still served while paused.
+- set: `trainer.set_hyperparameter(key, value)`; the reply says when it applies.
+- checkpoint: written at the next epoch boundary (a consistent state for exact resume),
+  then answered with the path; if training is paused mid-epoch the reply says it is pending.
+- stop: ends the current epoch, then the engine checkpoints (unless told not to) and exits.
+"""
+
+from __future__ import annotations
+
+import queue
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+FRAME_INTERVAL = 1 / 15  # most frames per second captured for renderers
+
+
+@dataclass
+class Command:
+    name: str
+    args: dict = field(default_factory=dict)
+    # called once with the reply's fields ({"ok": True, ...} or {"ok": False, "error": ...}),
+    # from the main thread; the server adds the request id and sends it
+    reply: Callable[[dict], None] = lambda result: None
+
+
+class CommandQueue:
+    """Commands waiting for the trainer, and the engine state they drive."""
+
+    def __init__(self, events=None):
+        self._queue: queue.SimpleQueue[Command] = queue.SimpleQueue()
+        self.events = events
+        self.trainer = None
+        self.checkpoint_fn: Callable[[], str] | None = None  # writes one; returns its path
+        self.state = "starting"
+        self.paused = False
+        self.stop_requested = False
+        self.stop_checkpoint = True
+        self._pending_checkpoints: list[Command] = []
+        # renderer side: env indices clients want frames of, and the latest captured frames
+        self.render_envs: frozenset[int] = frozenset()
+        self.frames: dict[int, tuple[int, object]] = {}  # env -> (sequence number, tiles)
+        self._frame_seq = 0
+        self._next_frame = 0.0
+
+    # -- server thread --------------------------------------------------------------------
+
+    def put(self, command: Command) -> None:
+        self._queue.put(command)
+
+    def want_frames(self, envs: frozenset[int]) -> None:
+        """Set which envs to capture frames of; wakes a paused trainer to grab one now."""
+        self.render_envs = frozenset(envs)
+        self._next_frame = 0.0
+        if self.paused and envs:
+            self._queue.put(Command("_frames"))
+
+    # -- main thread ----------------------------------------------------------------------
+
+    def safe_point(self) -> None:
+        """Called by the trainer between env steps and minibatches: cheap unless there is work."""
+        if not self._queue.empty():
+            self._drain(boundary=False)
+        if self.render_envs and time.monotonic() >= self._next_frame:
+            self.capture_frames()
+
+    def at_boundary(self) -> None:
+        """Between epochs: write requested checkpoints, then apply what is queued."""
+        self._write_pending_checkpoints()
+        self._drain(boundary=True)
+        self._write_pending_checkpoints()
+
+    def capture_frames(self) -> None:
+        trainer = self.trainer
+        if trainer is None:
+            return
+        self._next_frame = time.monotonic() + FRAME_INTERVAL
+        for env in self.render_envs:
+            try:
+                tiles = trainer.frame(env)
+            except Exception:  # a bad index or a renderless env: nothing to show
+                tiles = None
+            if tiles is not None:
+                self._frame_seq += 1
+                self.frames[env] = (self._frame_seq, tiles.copy())
+
+    def _drain(self, boundary: bool) -> None:
+        while True:
+            try:
+                # While paused, block on the queue itself: no spinning, no timeouts.
+                command = self._queue.get() if self.paused else self._queue.get_nowait()
+            except queue.Empty:
+                return
+            self._apply(command, boundary)
+
+    def _apply(self, command: Command, boundary: bool) -> None:
+        handler = getattr(self, f"_cmd_{command.name.lstrip('_')}", None)
+        if handler is None:
+            command.reply({"ok": False, "error": f"unknown command {command.name!r}"})
+            return
+        try:
+            result = handler(command, boundary)
+        except Exception as e:
+            self._event("warning", f"{command.name} failed: {e}\n{traceback.format_exc()}")
+            command.reply({"ok": False, "error": f"{command.name} failed: {e}"})
+            return
+        if result is not None:
+            command.reply({"ok": True, **result})
+
+    def _cmd_frames(self, command, boundary):
+        self.capture_frames()
+        return None
+
+    def _cmd_pause(self, command, boundary):
+        if not self.paused and not self.stop_requested:
+            self.paused = True
+            self.state = "paused"
+            if self.render_envs:
+                self.capture_frames()
+            self._event("info", f"paused at step {self._step()}")
+        return {"state": self.state}
+
+    def _cmd_resume(self, command, boundary):
+        if self.paused:
+            self.paused = False
+            self.state = "running"
+            self._event("info", f"resumed at step {self._step()}")
+        return {"state": self.state}
+
+    def _cmd_set(self, command, boundary):
+        key, value = command.args["key"], command.args["value"]
+        old = _get_field(self.trainer.config, key)
+        try:
+            value, applies = self.trainer.set_hyperparameter(key, value)
+        except ValueError as e:  # ConfigError is a ValueError: a refusal, not a failure
+            command.reply({"ok": False, "error": str(e)})
+            return None
+        self._event("info", f"{key} changed from {old} to {value} ({applies})")
+        return {"key": key, "value": value, "applies": applies}
+
+    def _cmd_checkpoint(self, command, boundary):
+        self._pending_checkpoints.append(command)
+        if boundary:
+            self._write_pending_checkpoints()
+            return None
+        if self.paused:
+            # The consistent state to save is at the end of the epoch: say so now, write later.
+            self._pending_checkpoints[-1] = Command("checkpoint")
+            return {"path": None, "pending": True,
+                    "applies": "at the end of the current epoch (training is paused mid-epoch)"}
+        return None  # answered with the path once written, at the end of this epoch
+
+    def _cmd_stop(self, command, boundary):
+        self.stop_requested = True
+        self.stop_checkpoint = bool(command.args.get("checkpoint", True))
+        self.paused = False
+        self.state = "stopping"
+        self._event("info", f"stop requested at step {self._step()}"
+                    + ("" if self.stop_checkpoint else " (no checkpoint)"))
+        return {"state": "stopping"}
+
+    def _write_pending_checkpoints(self) -> None:
+        if not self._pending_checkpoints:
+            return
+        waiting, self._pending_checkpoints = self._pending_checkpoints, []
+        try:
+            path = str(self.checkpoint_fn())
+        except Exception as e:
+            self._event("error", f"checkpoint failed: {e}\n{traceback.format_exc()}")
+            for command in waiting:
+                command.reply({"ok": False, "error": f"checkpoint failed: {e}"})
+            return
+        for command in waiting:
+            command.reply({"ok": True, "path": path})
+
+    def _step(self) -> int:
+        return getattr(self.trainer, "global_step", 0)
+
+    def _event(self, level: str, text: str) -> None:
+        if self.events is not None:
+            self.events.emit(level, text)
+
+
+def _get_field(config, key: str):
+    section, _, name = key.partition(".")
+    return getattr(getattr(config, section, None), name, None)

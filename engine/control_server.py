@@ -1,0 +1,407 @@
+"""The control server: an asyncio unix-socket server running in its own thread.
+
+It accepts any number of clients on RUN_DIR/control.sock (mode 0600), reads newline-delimited
+JSON requests (each at most 1 MiB), validates them, answers `hello`/`status`/`render` itself
+and queues `pause`/`resume`/`set`/`checkpoint`/`stop` for the trainer (engine/commands.py),
+whose replies it forwards. It pushes telemetry to every client at `rate_hz`, events as they
+happen, and frames to the clients that asked. See docs/protocol.md.
+
+Nothing a client sends can stall the trainer: the server never waits on the main thread, a
+slow client gets pushes dropped rather than buffered without bound, and every bad message
+gets an error reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import os
+import socket
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from puffer_tui.engine.commands import Command, CommandQueue
+from puffer_tui.engine.config import ConfigError, spec_for
+from puffer_tui.engine.metrics import json_safe
+from puffer_tui.engine.run_dir import unix_address
+
+PROTOCOL_VERSION = 1
+MAX_MESSAGE = 1 << 20  # bytes per line, newline excluded
+TICK = 1 / 15  # frame cadence; telemetry goes out every few ticks
+PUSH_BACKLOG_LIMIT = 4 << 20  # a client this far behind misses pushes (replies still go)
+CLIENT_BACKLOG_LIMIT = 64 << 20  # ...and this far behind is disconnected
+
+# command -> allowed argument names
+COMMANDS = {
+    "hello": {"client"},
+    "status": set(),
+    "pause": set(),
+    "resume": set(),
+    "set": {"key", "value"},
+    "checkpoint": set(),
+    "stop": {"checkpoint"},
+    "render": {"env"},
+}
+QUEUED = ("pause", "resume", "set", "checkpoint", "stop")
+
+
+class ServerError(RuntimeError):
+    """The server could not start (e.g. another engine already serves this run)."""
+
+
+class RequestError(ValueError):
+    """A request that is malformed or has bad arguments; the text says what is wrong."""
+
+
+class _Client:
+    def __init__(self, writer: asyncio.StreamWriter):
+        self.writer = writer
+        self.render_env: int | None = None
+        self.frame_seq = 0
+        self.pending: set = set()  # ids of queued requests not yet answered
+        self.closed = False
+
+
+class ControlServer:
+    """Serve the control protocol for one engine. `hello_fn()` -> the static hello fields;
+    `telemetry_fn()` -> a telemetry snapshot (called from the server thread)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike,
+        commands: CommandQueue,
+        hello_fn: Callable[[], dict],
+        telemetry_fn: Callable[[], dict],
+        env_name: str,
+        num_envs: int,
+        rate_hz: float = 5.0,
+    ):
+        if not 4.0 <= rate_hz <= 10.0:
+            raise ValueError(f"telemetry rate must be in [4, 10] Hz, got {rate_hz}")
+        self.path = Path(path)
+        self.commands = commands
+        self.hello_fn = hello_fn
+        self.telemetry_fn = telemetry_fn
+        self.env_name = env_name
+        self.num_envs = num_envs
+        self.telemetry_every = max(1, round(1 / (rate_hz * TICK)))
+        self._clients: set[_Client] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._ready = threading.Event()
+        self._stopping: asyncio.Event | None = None
+        self._error: BaseException | None = None
+
+    # -- lifecycle (main thread) -------------------------------------------------------------
+
+    def start(self, timeout: float = 10.0) -> None:
+        sock = self._bind()
+        self._thread = threading.Thread(target=self._run, args=(sock,), name="control-server",
+                                        daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise ServerError("control server did not start")
+        if self._error is not None:
+            raise ServerError(f"control server failed to start: {self._error}")
+
+    def stop(self, final: dict | None = None, timeout: float = 2.0) -> None:
+        """Push `final` (e.g. the last telemetry) to everyone, flush, close, remove the socket."""
+        loop = self._loop
+        if loop is not None and self._thread is not None and self._thread.is_alive():
+            future = asyncio.run_coroutine_threadsafe(self._shutdown(final, timeout), loop)
+            try:
+                future.result(timeout + 1.0)
+            except Exception:
+                pass
+            self._thread.join(timeout)
+        try:
+            if self.path.is_socket():
+                self.path.unlink()
+        except OSError:
+            pass
+
+    def _bind(self) -> socket.socket:
+        if self.path.exists():
+            if _socket_answers(self.path):
+                raise ServerError(f"another engine is already serving {self.path}")
+        # Bind under a temporary name, restrict it to the owner, then rename it into place, so
+        # the socket is never reachable with looser permissions.
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        tmp.unlink(missing_ok=True)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        address, fd = unix_address(tmp)
+        try:
+            sock.bind(address)
+        finally:
+            if fd is not None:
+                os.close(fd)
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, self.path)
+        sock.listen(16)
+        sock.setblocking(False)
+        return sock
+
+    def _run(self, sock: socket.socket) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main(sock))
+        except BaseException as e:  # surfaced by start() if it happens before ready
+            self._error = e
+            self._ready.set()
+        finally:
+            loop.close()
+
+    async def _main(self, sock: socket.socket) -> None:
+        self._stopping = asyncio.Event()
+        server = await asyncio.start_unix_server(self._serve_client, sock=sock)
+        self._ready.set()
+        tick = 0
+        try:
+            while not self._stopping.is_set():
+                await asyncio.sleep(TICK)
+                tick += 1
+                if not self._clients:
+                    continue
+                if tick % self.telemetry_every == 0:
+                    self.broadcast_telemetry()
+                self._send_frames()
+        finally:
+            server.close()
+
+    async def _shutdown(self, final: dict | None, timeout: float) -> None:
+        if final is not None:
+            self._broadcast(final)
+        for client in list(self._clients):
+            for request_id in list(client.pending):
+                self._send(client, {"id": request_id, "ok": False,
+                                    "error": "the engine stopped before the command could run"})
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        for client in list(self._clients):
+            try:
+                await asyncio.wait_for(client.writer.drain(), max(0.0, deadline - loop.time()))
+            except (TimeoutError, ConnectionError, OSError):
+                pass
+            self._close(client)
+        self._stopping.set()
+
+    # -- pushes (any thread) -------------------------------------------------------------------
+
+    def publish_event(self, event: dict) -> None:
+        self._call_soon(self._broadcast, event)
+
+    def publish_telemetry_now(self) -> None:
+        self._call_soon(self.broadcast_telemetry)
+
+    def _call_soon(self, fn, *args) -> None:
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(fn, *args)
+            except RuntimeError:  # the loop closed in between
+                pass
+
+    def broadcast_telemetry(self) -> None:
+        if self._clients:
+            self._broadcast({"type": "telemetry", **self.telemetry_fn()}, droppable=True)
+
+    def _broadcast(self, message: dict, droppable: bool = False) -> None:
+        data = _encode(message)
+        for client in list(self._clients):
+            self._write(client, data, droppable)
+
+    def _send_frames(self) -> None:
+        frames = self.commands.frames
+        for client in list(self._clients):
+            env = client.render_env
+            if env is None or env not in frames:
+                continue
+            seq, tiles = frames[env]
+            if seq == client.frame_seq:
+                continue
+            client.frame_seq = seq
+            height, width = tiles.shape
+            self._write(client, _encode({
+                "type": "frame", "env": env, "height": int(height), "width": int(width),
+                "tiles": base64.b64encode(tiles.tobytes()).decode("ascii"),
+            }), droppable=True)
+
+    def _send(self, client: _Client, message: dict) -> None:
+        self._write(client, _encode(message), droppable=False)
+
+    def _write(self, client: _Client, data: bytes, droppable: bool) -> None:
+        if client.closed:
+            return
+        backlog = client.writer.transport.get_write_buffer_size()
+        if backlog > CLIENT_BACKLOG_LIMIT:
+            self._close(client)
+            return
+        if droppable and backlog > PUSH_BACKLOG_LIMIT:
+            return
+        try:
+            client.writer.write(data)
+        except (ConnectionError, OSError, RuntimeError):
+            self._close(client)
+
+    def _close(self, client: _Client) -> None:
+        if not client.closed:
+            client.closed = True
+            client.writer.close()
+        self._clients.discard(client)
+        self._update_render_wishes()
+
+    # -- requests ---------------------------------------------------------------------------
+
+    async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        client = _Client(writer)
+        self._clients.add(client)
+        buffer = bytearray()
+        discarding = False  # inside an oversized line: drop bytes up to its newline
+        try:
+            while not client.closed:
+                chunk = await reader.read(1 << 16)
+                if not chunk:
+                    break
+                buffer += chunk
+                while True:
+                    newline = buffer.find(b"\n")
+                    if newline < 0:
+                        break
+                    line = bytes(buffer[:newline])
+                    del buffer[: newline + 1]
+                    if discarding:
+                        discarding = False
+                        continue
+                    self._handle_line(client, line)
+                if len(buffer) > MAX_MESSAGE:
+                    if not discarding:
+                        self._send(client, {"id": None, "ok": False, "error":
+                                            f"message exceeds {MAX_MESSAGE} bytes; discarded"})
+                    discarding = True
+                    buffer.clear()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            self._close(client)
+
+    def _handle_line(self, client: _Client, line: bytes) -> None:
+        if len(line) > MAX_MESSAGE:
+            self._send(client, {"id": None, "ok": False,
+                                "error": f"message exceeds {MAX_MESSAGE} bytes; discarded"})
+            return
+        if not line.strip():
+            return
+        request_id = None
+        try:
+            try:
+                request = json.loads(line.decode("utf-8"))
+            except (UnicodeDecodeError, ValueError) as e:
+                raise RequestError(f"not a JSON object: {e}") from None
+            if not isinstance(request, dict):
+                raise RequestError("a request must be a JSON object {\"id\", \"cmd\", \"args\"}")
+            request_id = request.get("id")
+            if not isinstance(request_id, int) or isinstance(request_id, bool):
+                request_id = None
+                raise RequestError("a request needs an integer \"id\"")
+            self._dispatch(client, request_id, request)
+        except (RequestError, ConfigError) as e:
+            self._send(client, {"id": request_id, "ok": False, "error": str(e)})
+        except Exception as e:  # a bug here must not take the engine down
+            self._send(client, {"id": request_id, "ok": False,
+                                "error": f"internal error: {type(e).__name__}: {e}"})
+
+    def _dispatch(self, client: _Client, request_id: int, request: dict) -> None:
+        cmd = request.get("cmd")
+        if not isinstance(cmd, str) or cmd not in COMMANDS:
+            raise RequestError(f"unknown command {cmd!r}; commands: {', '.join(COMMANDS)}")
+        args = request.get("args", {})
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            raise RequestError(f"{cmd}: \"args\" must be a JSON object")
+        unknown = sorted(set(args) - COMMANDS[cmd])
+        if unknown:
+            allowed = ", ".join(sorted(COMMANDS[cmd])) or "none"
+            raise RequestError(f"{cmd}: unknown argument {unknown[0]!r} (allowed: {allowed})")
+        if cmd == "hello":
+            self._send(client, {"id": request_id, "ok": True, **self.hello_fn(),
+                                "state": self.commands.state})
+        elif cmd == "status":
+            self._send(client, {"id": request_id, "ok": True, **self.telemetry_fn()})
+        elif cmd == "render":
+            client.render_env = self._check_render(args)
+            client.frame_seq = 0
+            self._update_render_wishes()
+            self._send(client, {"id": request_id, "ok": True, "env": client.render_env})
+        else:
+            if cmd == "set":
+                args = self._check_set(args)
+            elif cmd == "stop" and not isinstance(args.get("checkpoint", True), bool):
+                raise RequestError("stop: \"checkpoint\" must be true or false")
+            self._queue(client, request_id, cmd, args)
+
+    def _check_render(self, args: dict) -> int | None:
+        env = args.get("env")
+        if env is None:
+            return None
+        if not isinstance(env, int) or isinstance(env, bool) or not 0 <= env < self.num_envs:
+            raise RequestError(f"render: \"env\" must be null or an integer in "
+                              f"[0, {self.num_envs - 1}], got {env!r}")
+        return env
+
+    def _check_set(self, args: dict) -> dict:
+        if "key" not in args or "value" not in args:
+            raise RequestError("set needs \"key\" (e.g. \"train.learning_rate\") and \"value\"")
+        key, value = args["key"], args["value"]
+        if not isinstance(key, str):
+            raise RequestError("set: \"key\" must be a string such as \"train.learning_rate\"")
+        if not isinstance(value, (str, int, float, bool)):
+            raise RequestError(f"set {key}: value must be a number, boolean or string")
+        spec = spec_for(key, self.env_name)
+        if not spec.live:
+            raise RequestError(f"{spec.key} cannot be changed while training; "
+                              f"it applies on restart (live fields: train.learning_rate, ...)")
+        return {"key": spec.key, "value": spec.coerce(value)}
+
+    def _queue(self, client: _Client, request_id: int, cmd: str, args: dict) -> None:
+        loop = asyncio.get_running_loop()
+        client.pending.add(request_id)
+
+        def deliver(result: dict) -> None:
+            client.pending.discard(request_id)
+            self._send(client, {"id": request_id, **result})
+
+        def reply(result: dict) -> None:  # called on the main thread
+            try:
+                loop.call_soon_threadsafe(deliver, result)
+            except RuntimeError:  # the server already shut down
+                pass
+
+        self.commands.put(Command(cmd, args, reply))
+
+    def _update_render_wishes(self) -> None:
+        wanted = frozenset(c.render_env for c in self._clients if c.render_env is not None)
+        if wanted != self.commands.render_envs:
+            self.commands.want_frames(wanted)
+
+
+def _encode(message: dict) -> bytes:
+    return json.dumps(json_safe(message), separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def _socket_answers(path: Path) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    address, fd = unix_address(path)
+    try:
+        probe.connect(address)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+        if fd is not None:
+            os.close(fd)

@@ -1,0 +1,121 @@
+"""Per-epoch metrics: one JSON line per epoch in RUN_DIR/metrics.jsonl, and TensorBoard.
+
+TensorBoard is an optional extra (`pip install puffer-tui[tensorboard]`); when the
+`tensorboard` package is importable the same rows also go to RUN_DIR/tensorboard/.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from puffer_tui.engine.run_dir import METRICS_FILE
+
+TENSORBOARD_DIR = "tensorboard"
+
+
+def tensorboard_available() -> bool:
+    return importlib.util.find_spec("tensorboard") is not None
+
+
+def json_safe(value):
+    """Numbers JSON can carry: NaN and infinities become None (JSON has no spelling for them)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if hasattr(value, "item"):  # numpy / torch scalars
+        return json_safe(value.item())
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return str(value)
+
+
+class MetricsWriter:
+    """Appends metric rows; `tensorboard=None` means "when installed"."""
+
+    def __init__(self, run_dir: str | os.PathLike, tensorboard: bool | None = None):
+        self.run_dir = Path(run_dir)
+        self.path = self.run_dir / METRICS_FILE
+        self._file = self.path.open("a", encoding="utf-8")
+        self._tb = None
+        if tensorboard is None:
+            tensorboard = tensorboard_available()
+        if tensorboard:
+            from torch.utils.tensorboard import SummaryWriter
+
+            self._tb = SummaryWriter(str(self.run_dir / TENSORBOARD_DIR))
+
+    def write(self, row: dict) -> None:
+        row = json_safe(row)
+        self._file.write(json.dumps(row, separators=(",", ":")) + "\n")
+        self._file.flush()
+        if self._tb is not None:
+            step = row.get("global_step", 0)
+            for key, value in row.items():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    self._tb.add_scalar(_tb_tag(key), value, step)
+
+    def close(self) -> None:
+        self._file.close()
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
+
+
+def _tb_tag(key: str) -> str:
+    if key.startswith("timing_pct_"):
+        return "timing_pct/" + key[len("timing_pct_"):]
+    if key.startswith("timing_"):
+        return "timing/" + key[len("timing_"):]
+    if key in ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac",
+               "explained_variance"):
+        return "losses/" + key
+    if key in ("sps", "uptime", "learning_rate", "epoch", "global_step"):
+        return "train/" + key
+    return "env/" + key
+
+
+def read_metrics(run_dir: str | os.PathLike) -> list[dict]:
+    """Every row of the run's metrics.jsonl (a torn last line, from a kill, is skipped)."""
+    path = Path(run_dir) / METRICS_FILE
+    rows = []
+    if not path.exists():
+        return rows
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            try:
+                rows.append(json.loads(line))
+            except ValueError:
+                continue
+    return rows
+
+
+def truncate_after(run_dir: str | os.PathLike, epoch: int) -> int:
+    """Drop rows past `epoch` (written after the checkpoint a resume starts from), so the
+    resumed run's rows continue the file without duplicates. Returns how many were dropped."""
+    path = Path(run_dir) / METRICS_FILE
+    if not path.exists():
+        return 0
+    rows = read_metrics(run_dir)
+    kept = [r for r in rows if not isinstance(r.get("epoch"), int) or r["epoch"] <= epoch]
+    with path.open(encoding="utf-8") as f:
+        torn = sum(1 for _ in f) - len(rows)
+    if len(kept) == len(rows) and not torn:
+        return 0
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            for row in kept:
+                f.write(json.dumps(row, separators=(",", ":")) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return len(rows) - len(kept)

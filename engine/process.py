@@ -1,0 +1,282 @@
+"""The engine process: `python -m puffer_tui.engine RUN_DIR [--resume] [--fallback-checkpoint]`.
+
+Loads RUN_DIR/config.toml, serves the control socket, builds the Trainer (optionally restoring
+the latest checkpoint), then loops: run_epoch -> metrics row -> periodic checkpoint -> queued
+commands. SIGINT/SIGTERM ask for a stop (checkpoint, clean exit); a second one exits at once.
+An exception becomes an error event carrying the traceback (events.log and every client),
+state "error" in status.json, and exit status 1.
+
+Exit status: 0 finished or stopped, 1 crashed, 2 bad command line or run directory,
+130 interrupted twice (no final checkpoint).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from puffer_tui.engine import checkpoint as ckpt
+from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.commands import Command, CommandQueue
+from puffer_tui.engine.config import Config, load, schema
+from puffer_tui.engine.control_server import PROTOCOL_VERSION, ControlServer
+from puffer_tui.engine.events import EventLog
+from puffer_tui.engine.metrics import MetricsWriter, truncate_after
+from puffer_tui.engine.telemetry import Telemetry
+
+STATUS_INTERVAL = 1.0  # seconds between status.json updates while training
+
+
+class Engine:
+    def __init__(self, run_dir: Path, resume: bool = False, fallback: bool = False):
+        self.run_dir = run_dir
+        self.resume = resume
+        self.fallback = fallback
+        self.events = EventLog(run_dir)
+        self.events.subscribe(_print_event)
+        self.commands = CommandQueue(self.events)
+        self.commands.checkpoint_fn = self.save_checkpoint
+        self.config: Config | None = None
+        self.trainer = None
+        self.metrics: MetricsWriter | None = None
+        self.server: ControlServer | None = None
+        self.telemetry: Telemetry | None = None
+        self.started = time.time()
+        self.last_checkpoint: tuple[int, Path] | None = None  # (global_step, path)
+        self.error: str | None = None
+        self._status_due = 0.0
+        self._signals = 0
+
+    # -- the whole life of the process ------------------------------------------------------
+
+    def run(self) -> int:
+        try:
+            self.config = load(self.run_dir / rd.CONFIG_FILE)
+        except Exception as e:
+            self.events.error(f"cannot load the run's config: {e}")
+            return 1
+        self.telemetry = Telemetry(self)
+        self.server = ControlServer(
+            rd.socket_path(self.run_dir), self.commands, self.hello, self.telemetry.snapshot,
+            env_name=self.config.env_name, num_envs=self.config.vec.num_envs,
+        )
+        try:
+            self.server.start()  # refuses to start if another engine serves this run
+        except Exception as e:
+            print(f"puffer_tui.engine: {e}", file=sys.stderr, flush=True)
+            return 1
+        self.events.subscribe(self.server.publish_event)
+        (self.run_dir / rd.PID_FILE).write_text(f"{os.getpid()}\n")
+        self.write_status(force=True)
+        previous = self._install_signal_handlers()
+        code = 1
+        try:
+            code = self._train()
+        except KeyboardInterrupt:
+            self.commands.state = "stopped"
+            self.events.warning("interrupted twice: exited without a final checkpoint")
+            code = 130
+        except BaseException as e:
+            self.commands.state = "error"
+            self.error = f"{type(e).__name__}: {e}"
+            self.events.error(f"engine crashed: {self.error}\n{traceback.format_exc()}")
+            code = 1
+        finally:
+            self._shutdown(previous)
+        return code
+
+    def _train(self) -> int:
+        from puffer_tui.engine.trainer import Trainer
+
+        self.events.info(f"engine {os.getpid()} starting {self.config.env_name} "
+                         f"({'resuming' if self.resume else 'new run'})")
+        self.trainer = Trainer(self.config)
+        self.commands.trainer = self.trainer
+        self.trainer.safe_point = self.commands.safe_point
+        if self.resume:
+            self._restore()
+        self.metrics = MetricsWriter(self.run_dir)
+        self.commands.state = "running"
+        self.write_status(force=True)
+        self.server.publish_telemetry_now()
+        interval = self.config.train.checkpoint_interval
+        while True:
+            self.commands.at_boundary()
+            if self.commands.stop_requested or self.trainer.done:
+                break
+            row = self.trainer.run_epoch()
+            self.metrics.write(row)
+            self.telemetry.last_row = row
+            if interval and self.trainer.epoch % interval == 0:
+                self.save_checkpoint()
+            self.write_status()
+        if self.trainer.done and not self.commands.stop_requested:
+            path = self.save_checkpoint()
+            self.commands.state = "finished"
+            self.events.info(f"training finished at step {self.trainer.global_step}; "
+                             f"checkpoint {path}")
+        else:
+            if self.commands.stop_checkpoint:
+                path = self.save_checkpoint()
+                self.events.info(f"stopped at step {self.trainer.global_step}; checkpoint {path}")
+            else:
+                self.events.info(f"stopped at step {self.trainer.global_step} without a checkpoint")
+            self.commands.state = "stopped"
+        return 0
+
+    def _restore(self) -> None:
+        def skipped(path, error):
+            self.events.warning(f"{error}; falling back to the previous checkpoint")
+
+        path, state = ckpt.load_latest(self.run_dir, fallback=self.fallback, on_skip=skipped)
+        self.trainer.load_state_dict(state)
+        self.last_checkpoint = (self.trainer.global_step, path)
+        dropped = truncate_after(self.run_dir, self.trainer.epoch)
+        note = f" ({dropped} metric rows after it dropped)" if dropped else ""
+        self.events.info(f"resumed from {path.name} at step {self.trainer.global_step}, "
+                         f"epoch {self.trainer.epoch}{note}")
+
+    def _shutdown(self, previous_handlers) -> None:
+        final = None
+        try:
+            final = {"type": "telemetry", **self.telemetry.snapshot()} if self.telemetry else None
+        except Exception:
+            pass
+        try:
+            self.write_status(force=True)
+        except Exception:
+            pass
+        if self.server is not None:
+            self.server.stop(final)
+        if self.trainer is not None:
+            try:
+                self.trainer.close()
+            except Exception as e:
+                self.events.warning(f"closing the trainer failed: {e}")
+        if self.metrics is not None:
+            self.metrics.close()
+        (self.run_dir / rd.PID_FILE).unlink(missing_ok=True)
+        for sig, handler in previous_handlers.items():
+            signal.signal(sig, handler)
+
+    # -- checkpoints, status, hello ---------------------------------------------------------
+
+    def save_checkpoint(self) -> Path:
+        """Write a checkpoint of the trainer now (main thread, at an epoch boundary)."""
+        step = self.trainer.global_step
+        if self.last_checkpoint and self.last_checkpoint[0] == step \
+                and self.last_checkpoint[1].exists():
+            return self.last_checkpoint[1]  # nothing changed since the last one
+        path = ckpt.save_checkpoint(self.run_dir, self.trainer.state_dict())
+        self.last_checkpoint = (step, path)
+        self.events.info(f"checkpoint saved: {path.name} (step {step}, epoch {self.trainer.epoch})")
+        self.write_status(force=True)
+        return path
+
+    def write_status(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now < self._status_due:
+            return
+        self._status_due = now + STATUS_INTERVAL
+        trainer = self.trainer
+        status = {
+            "state": self.commands.state,
+            "pid": os.getpid(),
+            "pid_create_time": _create_time(),
+            "env": self.config.env_name,
+            "run": self.run_dir.name,
+            "global_step": getattr(trainer, "global_step", 0),
+            "epoch": getattr(trainer, "epoch", 0),
+            "total_timesteps": self.config.train.total_timesteps,
+            "started": self.started,
+            "updated": time.time(),
+            "last_checkpoint": str(self.last_checkpoint[1]) if self.last_checkpoint else None,
+        }
+        if self.error:
+            status["error"] = self.error
+        rd.write_json_atomic(self.run_dir / rd.STATUS_FILE, status)
+
+    def hello(self) -> dict:
+        from puffer_tui.envs import env_class
+
+        config = self.config
+        cls = env_class(config.env_name)
+        layout = cls.layout(cls.resolve(dict(config.env)))
+        return {
+            "protocol": PROTOCOL_VERSION,
+            "run": self.run_dir.name,
+            "run_dir": str(self.run_dir),
+            "env": config.env_name,
+            "config": config.as_dict(),
+            "schema": [
+                {"section": s.section, "name": s.name, "type": s.type.__name__,
+                 "default": s.default, "low": s.low, "high": s.high, "help": s.help,
+                 "live": s.live, "choices": list(s.choices) if s.choices else None}
+                for s in schema(config.env_name)
+            ],
+            "palette": {str(k): [glyph, colour] for k, (glyph, colour) in cls.palette.items()},
+            "frame_shape": list(layout.frame_shape) if layout.frame_shape else None,
+            "num_envs": config.vec.num_envs,
+            "pid": os.getpid(),
+        }
+
+    # -- signals ------------------------------------------------------------------------------
+
+    def _install_signal_handlers(self) -> dict:
+        previous = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, self._on_signal)
+        return previous
+
+    def _on_signal(self, signum, frame) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            raise KeyboardInterrupt
+        # The handler runs on the main thread, which may hold the queue's lock: hand the stop
+        # to a thread rather than enqueue from here.
+        name = signal.Signals(signum).name
+        threading.Thread(target=self._request_stop, args=(name,), daemon=True).start()
+
+    def _request_stop(self, name: str) -> None:
+        self.events.info(f"{name} received: checkpointing and stopping")
+        self.commands.put(Command("stop", {"checkpoint": True}))
+
+
+def _create_time() -> float | None:
+    try:
+        import psutil
+
+        return psutil.Process().create_time()
+    except Exception:
+        return None
+
+
+def _print_event(event: dict) -> None:
+    # engine.out keeps a copy of every event, handy when the engine dies early
+    from puffer_tui.engine.events import format_line
+
+    print(format_line(event), flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m puffer_tui.engine",
+        description="Run the puffer-tui training engine on a prepared run directory.",
+    )
+    parser.add_argument("run_dir", help="run directory holding config.toml")
+    parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    parser.add_argument("--fallback-checkpoint", action="store_true",
+                        help="with --resume: if the latest checkpoint is corrupt, use the previous")
+    args = parser.parse_args(argv)
+    run_dir = Path(args.run_dir).resolve()
+    if not rd.is_run_dir(run_dir):
+        print(f"puffer_tui.engine: {run_dir} is not a run directory (no {rd.CONFIG_FILE})",
+              file=sys.stderr)
+        return 2
+    return Engine(run_dir, resume=args.resume, fallback=args.fallback_checkpoint).run()

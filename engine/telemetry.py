@@ -1,0 +1,97 @@
+"""Telemetry snapshots for the control server (built on the server's thread).
+
+Reads only what is safe from another thread: `trainer.progress` (the trainer keeps it cheap
+and consistent), the last metrics row (replaced whole by the main thread), the live config
+fields and the worker pids. Field meanings are in docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from puffer_tui.engine.config import live_specs
+
+LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac",
+             "explained_variance")
+TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")
+# row fields that are the trainer's own; everything else in a row is the env's log
+TRAINER_KEYS = {"epoch", "global_step", "sps", "uptime", "learning_rate", *LOSS_KEYS}
+
+
+class Telemetry:
+    def __init__(self, engine):
+        self.engine = engine
+        self.last_row: dict = {}
+        self._device: str | None = None
+
+    def snapshot(self) -> dict:
+        engine = self.engine
+        config = engine.config
+        trainer = engine.trainer
+        progress = dict(getattr(trainer, "progress", None) or {})
+        row = self.last_row
+        total = config.train.total_timesteps
+        step = int(progress.get("global_step", row.get("global_step", 0)) or 0)
+        sps = float(progress.get("sps", row.get("sps", 0.0)) or 0.0)
+        state = engine.commands.state
+        eta = (total - step) / sps if sps > 0 and state in ("running", "paused") else None
+        live_config = getattr(trainer, "config", None) or config
+        return {
+            "time": time.time(),
+            "state": state,
+            "env": config.env_name,
+            "run": engine.run_dir.name,
+            "global_step": step,
+            "total_timesteps": total,
+            "epoch": int(progress.get("epoch", row.get("epoch", 0)) or 0),
+            "sps": sps,
+            "uptime": float(progress.get("uptime", row.get("uptime", 0.0)) or 0.0),
+            "eta": eta,
+            "learning_rate": row.get("learning_rate", live_config.train.learning_rate),
+            "losses": {k: row[k] for k in LOSS_KEYS if k in row},
+            "timing": {k: row[f"timing_{k}"] for k in TIMING_KEYS if f"timing_{k}" in row},
+            "timing_pct": {k: row[f"timing_pct_{k}"] for k in TIMING_KEYS
+                           if f"timing_pct_{k}" in row},
+            "stats": {k: v for k, v in row.items()
+                      if k not in TRAINER_KEYS and not k.startswith("timing_")},
+            "hyperparameters": {
+                s.key: getattr(getattr(live_config, s.section), s.name) for s in live_specs()
+            },
+            "processes": self._processes(trainer),
+            "device": self._device_name(trainer),
+            "gpu": self._gpu(),
+        }
+
+    @staticmethod
+    def _processes(trainer) -> list[dict]:
+        processes = [{"role": "engine", "pid": os.getpid()}]
+        for index, pid in enumerate(list(getattr(trainer, "worker_pids", None) or [])):
+            processes.append({"role": "worker", "index": index, "pid": int(pid)})
+        return processes
+
+    def _device_name(self, trainer) -> str:
+        if self._device is None and trainer is not None:
+            device = getattr(trainer, "device", None)
+            if device is not None:
+                self._device = str(device)
+        if self._device is not None:
+            return self._device
+        wanted = self.engine.config.train.device
+        return "cuda:0" if wanted == "cuda" else "cpu" if wanted == "cpu" else "auto"
+
+    def _gpu(self) -> dict | None:
+        if not (self._device or "").startswith("cuda"):
+            return None
+        try:
+            import torch
+
+            free, total = torch.cuda.mem_get_info()
+            try:
+                utilization = torch.cuda.utilization()
+            except Exception:  # needs pynvml
+                utilization = None
+            return {"name": torch.cuda.get_device_name(), "utilization": utilization,
+                    "memory_used": total - free, "memory_total": total}
+        except Exception:
+            return None
