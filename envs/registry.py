@@ -15,6 +15,7 @@ _CLASSES = {
     "memory": "Memory",
     "password": "Password",
     "stochastic": "Stochastic",
+    "snake": "Snake",
 }
 ENV_NAMES = tuple(_CLASSES)
 

@@ -1,0 +1,59 @@
+# Cython binding of snake.h: declares the contract fields and settings, then includes the
+# shared driver.
+from libc.stdint cimport int32_t, uint64_t
+
+cdef extern from "snake.h":
+    ctypedef struct Log:
+        float episode_return
+        float episode_length
+        float score
+        float snake_length
+        float food_eaten
+        float corpses_eaten
+        float died
+        float n
+
+    ctypedef struct Env "Snake":
+        void* observations
+        void* actions
+        float* rewards
+        unsigned char* terminals
+        unsigned char* truncations
+        unsigned char* masks
+        Log log
+        uint64_t rng
+        int width
+        int height
+        int num_snakes
+        int num_food
+        int vision
+        int max_length
+        int max_steps
+        float food_reward
+        float corpse_reward
+        float death_reward
+        float corpse_rate
+
+    void c_init(Env* env) nogil
+    void c_reset(Env* env) nogil
+    void c_step(Env* env) nogil
+    void c_frame(Env* env, unsigned char* tiles) nogil
+    void c_close(Env* env) nogil
+
+
+cdef int configure(Env* env, dict settings) except -1:
+    env.width = settings["width"]
+    env.height = settings["height"]
+    env.num_snakes = settings["num_snakes"]
+    env.num_food = settings["num_food"]
+    env.vision = settings["vision"]
+    env.max_length = settings["max_length"]
+    env.max_steps = settings["max_steps"]
+    env.food_reward = settings["food_reward"]
+    env.corpse_reward = settings["corpse_reward"]
+    env.death_reward = settings["death_reward"]
+    env.corpse_rate = settings["corpse_rate"]
+    return 0
+
+
+include "vecenv.pxi"
