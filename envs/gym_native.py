@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gymnasium
 import numpy as np
+from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
 from puffer_tui.engine.native.pufferenv import ActionError
@@ -22,19 +23,28 @@ _UNKNOWN_TILE = "?"
 class NativeGymEnv(gymnasium.Env):
     """A single native env (num_envs=1) behind the Gymnasium API.
 
-    Spaces are the native env's: a Box of observations and a Discrete, MultiDiscrete or Box of
-    actions. `step` returns a fresh copy of the observation, a float reward and bool flags.
+    Single-agent envs keep their native spaces: a Box of observations and a Discrete,
+    MultiDiscrete or Box of actions. `step` returns a fresh copy of the observation, a float
+    reward and bool flags.
+
+    Multi-agent envs (`agents_per_env` = A > 1) appear as one joint env: observations of
+    shape (A, *obs), one action per agent (MultiDiscrete or Box of shape (A, ...)), the reward
+    is the SUM of the agents' rewards, and terminated/truncated are true only on a step where
+    every agent's episode ends (each agent also resets on its own). The per-agent values are
+    in `info["rewards"]`, `info["terminals"]`, `info["truncations"]` and `info["masks"]`
+    (False for agents not acting this step, e.g. dead and waiting to respawn).
 
     Autoreset: native envs reset themselves inside the step that ends an episode, so on a step
     that returns terminated or truncated the observation is already the FIRST observation of
-    the next episode (the final one is not kept; the C envs overwrite it). That step's info
-    holds `info["episode"]`, the finished episode's stats (`episode_return`,
-    `episode_length`, `score`, plus the env's own fields). You may keep stepping, or call
-    `reset()`, which starts another fresh episode.
+    the next episode (the final one is not kept; the C envs overwrite it). Every step that
+    ends an episode (of any agent) has `info["episode"]`: the finished episodes' averaged
+    stats (`episode_return`, `episode_length`, `score`, the env's own fields, and their count
+    `n`). You may keep stepping, or call `reset()`, which starts another fresh episode.
 
     Seeding: `reset(seed=s)` reseeds the C env with `s`; a `reset()` without a seed draws the
     next seed from `self.np_random`, so a seeded sequence of resets is reproducible. The
-    `seed` given to the constructor is used by the first reset that names none.
+    `seed` given to the constructor is used by the first reset that names none. Reset
+    `options` are accepted and ignored: native envs take their settings at construction.
 
     Rendering: `render_mode="ansi"` makes `render()` return the env's tile grid as text, one
     line per row, drawn with the glyphs of the env's palette.
@@ -46,18 +56,16 @@ class NativeGymEnv(gymnasium.Env):
 
     def __init__(self, name: str, seed: int | None = None, render_mode: str | None = None,
                  **settings):
-        cls = env_class(name)
-        self._env = cls(num_envs=1, seed=0, log_interval=1, **settings)
-        if self._env.agents_per_env != 1:
-            agents = self._env.agents_per_env
-            self._env.close()
-            raise ValueError(
-                f"{name} has {agents} agents per env; a gymnasium.Env has one, so "
-                "make_gymnasium supports single-agent envs only (use puffer_tui.envs.make)"
-            )
         self.name = name
-        self.observation_space = self._env.single_observation_space
-        self.action_space = self._env.single_action_space
+        self._env = env_class(name)(num_envs=1, seed=0, log_interval=1, **settings)
+        self.agents = self._env.agents_per_env
+        self._single_action_shape = self._env.single_action_space.shape
+        if self.agents == 1:
+            self.observation_space = self._env.single_observation_space
+            self.action_space = self._env.single_action_space
+        else:
+            self.observation_space = _stacked(self._env.single_observation_space, self.agents)
+            self.action_space = self._env.action_space  # one row per agent
         modes = ["ansi"] if self._env.frame_shape is not None else []
         self.metadata = {"render_modes": modes, "render_fps": RENDER_FPS}
         if render_mode is not None and render_mode not in modes:
@@ -83,7 +91,7 @@ class NativeGymEnv(gymnasium.Env):
         native_seed = seed if seed is not None else int(self.np_random.integers(2**63))
         observations, _ = self._env.reset(native_seed)
         self._reset_done = True
-        return observations[0].copy(), {}
+        return self._observation(observations), {}
 
     def step(self, action):
         if not self._reset_done:
@@ -94,13 +102,25 @@ class NativeGymEnv(gymnasium.Env):
                 f"{self.name}: action has shape {action.shape}, expected "
                 f"{self.action_space.shape} for {self.action_space}"
             )
-        observations, rewards, terminals, truncations, logs = self._env.step(action[None])
-        # log_interval=1: a log appears exactly on the steps that end an episode
-        info = {"episode": {k: v for k, v in logs[0].items() if k != "n"}} if logs else {}
+        rows = action.reshape((self.agents, *self._single_action_shape))
+        observations, rewards, terminals, truncations, logs = self._env.step(rows)
+        info = {}
+        if logs:  # log_interval=1: a log appears exactly on the steps that end episodes
+            info["episode"] = dict(logs[0])
+        if self.agents == 1:
+            reward, terminated, truncated = rewards[0], terminals[0], truncations[0]
+        else:
+            reward, terminated, truncated = rewards.sum(), terminals.all(), truncations.all()
+            info.update(rewards=rewards.copy(), terminals=terminals.copy(),
+                        truncations=truncations.copy(), masks=self._env.masks.copy())
         return (
-            observations[0].copy(), float(rewards[0]), bool(terminals[0]), bool(truncations[0]),
+            self._observation(observations), float(reward), bool(terminated), bool(truncated),
             info,
         )
+
+    def _observation(self, observations: np.ndarray) -> np.ndarray:
+        """A copy the caller may keep (the buffer changes in place on the next step)."""
+        return observations[0].copy() if self.agents == 1 else observations.copy()
 
     def render(self):
         if self.render_mode is None:
@@ -113,6 +133,14 @@ class NativeGymEnv(gymnasium.Env):
 
     def close(self):
         self._env.close()
+
+
+def _stacked(space: spaces.Box, agents: int) -> spaces.Box:
+    """`space` repeated for each agent along a new first axis."""
+    shape = (agents, *space.shape)
+    return spaces.Box(
+        np.broadcast_to(space.low, shape), np.broadcast_to(space.high, shape), shape, space.dtype
+    )
 
 
 def make_gymnasium(name: str, seed: int | None = None, render_mode: str | None = None,

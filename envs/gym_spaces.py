@@ -319,7 +319,7 @@ class ActionLayout:
     def flatten(self, action) -> np.ndarray:
         """A Gymnasium action -> one buffer row (the inverse of `unflatten`)."""
         dtype = np.float32 if self.continuous else np.int32
-        row = np.zeros(self.space.shape or (1,), dtype)
+        row = np.zeros(int(np.prod(self.space.shape)), dtype)
         for leaf in self.leaves:
             value = np.asarray(_lookup(action, leaf.path))
             if isinstance(leaf.space, (spaces.Discrete, spaces.MultiDiscrete)):

@@ -112,6 +112,25 @@ def test_gym_bad_actions_and_misuse_raise_clear_errors():
     env.close()
 
 
+def test_multi_agent_env_appears_as_one_joint_gymnasium_env():
+    importable_env("snake")
+    env = make_gymnasium("snake", seed=1, width=10, height=10, num_snakes=3, num_food=4)
+    native = env.unwrapped._env
+    obs, _ = env.reset()
+    assert obs.shape == (3, *native.single_observation_space.shape)
+    assert env.action_space.shape == (3,)
+    with pytest.raises(ActionError, match="shape"):
+        env.step(0)
+    env.action_space.seed(0)
+    for _ in range(30):
+        obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        assert obs.shape == (3, *native.single_observation_space.shape)
+        assert reward == pytest.approx(float(info["rewards"].sum()))
+        assert terminated == bool(info["terminals"].all())
+        assert truncated == bool(info["truncations"].all())
+        assert info["masks"].shape == (3,) and info["masks"].dtype == np.bool_
+
+
 # ---- from_gymnasium: Gymnasium envs as PufferEnv ------------------------------------------
 
 
@@ -362,3 +381,27 @@ def test_unflatten_works_on_torch_batches():
     assert np.array_equal(from_torch["t"].numpy(), from_numpy["t"])
     assert np.array_equal(from_torch["nested"][1].numpy(), from_numpy["nested"][1])
     assert np.allclose(from_torch["vec"].numpy(), from_numpy["vec"])
+
+
+@pytest.mark.parametrize(
+    "space,flat_space",
+    [
+        (spaces.Discrete(4, start=2), spaces.Discrete(4)),
+        (spaces.MultiDiscrete([[2, 3], [4, 5]], start=[[1, 1], [0, -2]]),
+         spaces.MultiDiscrete([2, 3, 4, 5])),
+        (spaces.MultiBinary((2, 2)), spaces.MultiDiscrete([2, 2, 2, 2])),
+        (spaces.Box(-1, 1, (2, 2), np.float64), spaces.Box(-1, 1, (2, 2), np.float32)),
+        (spaces.Dict({"x": spaces.Box(-1, 1, (2,), np.float32), "y": spaces.Box(0, 5, (1,))}),
+         spaces.Box(np.array([-1, -1, 0]), np.array([1, 1, 5]), (3,), np.float32)),
+    ],
+)
+def test_action_layouts_of_every_supported_kind_round_trip(space, flat_space):
+    layout = ActionLayout(space)
+    assert layout.space == flat_space
+    space.seed(1)
+    action = space.sample()
+    if isinstance(space, spaces.Box):
+        action = action.astype(np.float32).astype(space.dtype)  # what a float32 buffer holds
+    row = layout.flatten(action)
+    assert layout.space.contains(row.astype(layout.space.dtype))
+    assert exactly_equal(layout.unflatten(row), action)
