@@ -1,0 +1,101 @@
+"""The worker process: owns `envs_per_worker` envs writing into its rows of shared memory.
+
+Loop: wait for a command on the socket (spin briefly, then block), run it, answer. Any
+exception is sent back with its traceback, then the worker exits. The worker also exits by
+itself when the main process goes away (EOF on the socket, a changed parent pid, or, under
+the forkserver, SIGKILL from the kernel when the forkserver dies), so it can never outlive
+the run. Ctrl-C is left to the main process, which shuts the workers down in order.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import traceback
+
+from puffer_tui.engine.vec import channel
+
+PARENT_CHECK_S = 1.0  # how often a blocked worker checks that its parent is alive
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL us when our parent exits (best effort; Linux only)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+class _ParentGone(Exception):
+    pass
+
+
+def _wait_for_command(sock, spin_s: float, parent_pid: int):
+    while True:
+        if channel.wait_readable([sock], spin_s, PARENT_CHECK_S):
+            return channel.receive(sock)
+        spin_s = 0.0
+        if os.getppid() != parent_pid:
+            raise _ParentGone
+
+
+def worker_main(index, env_creator, env_kwargs, memory, layout, rows, num_envs, seed, sock,
+                crash_log, spin_s, die_with_parent):
+    """Entry point of worker `index` (run by multiprocessing in the child)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    crash_log.enable()
+    parent_pid = os.getppid()
+    if die_with_parent:
+        _die_with_parent()
+        if os.getppid() != parent_pid:  # the parent died before prctl took effect
+            return
+    try:
+        mapping = memory.attach()
+        buffers = layout.views(mapping, *rows)
+        env = env_creator(num_envs=num_envs, seed=seed, buf=buffers, **env_kwargs)
+        channel.send_object(sock, ("ready", os.getpid()))
+        _serve(env, buffers, sock, spin_s, parent_pid)
+    except (_ParentGone, channel.ChannelClosed, BrokenPipeError, ConnectionResetError):
+        os._exit(0)
+    except BaseException as exc:  # report everything, even SystemExit from env code
+        message = f"{type(exc).__name__}: {exc}"
+        try:
+            channel.send_object(sock, ("error", message, traceback.format_exc()))
+        except OSError:
+            pass
+        os._exit(1)
+
+
+def _serve(env, buffers, sock, spin_s, parent_pid) -> None:
+    actions = buffers["actions"]
+    while True:
+        command = _wait_for_command(sock, spin_s, parent_pid)
+        if command == channel.STEP:
+            infos = env.step(actions)[4]
+            if infos:
+                channel.send_object(sock, ("done", infos))
+            else:
+                sock.sendall(channel.DONE)
+            continue
+        kind = command[0]
+        if kind == "reset":
+            infos = env.reset(command[1])[1]
+            buffers["rewards"][:] = 0
+            buffers["terminals"][:] = False
+            buffers["truncations"][:] = False
+            channel.send_object(sock, ("done", infos))
+        elif kind == "frame":
+            channel.send_object(sock, ("frame", env.frame(command[1])))
+        elif kind == "close":
+            env.close()
+            channel.send_object(sock, ("closed",))
+            return
+        else:
+            raise ValueError(f"worker got an unknown command {command!r}")
