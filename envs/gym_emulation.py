@@ -37,7 +37,7 @@ class GymnasiumPufferEnv(PufferEnv):
       count `n` (floats, as in native logs). `score` is the final step's `info["score"]` when
       the env reports one, else the episode return. Other per-step infos are dropped.
     * Actions are checked by the base class (`write_actions`) and against their ranges before
-      any env steps, so a bad batch raises `ActionError` and changes nothing.
+      any env steps, so a bad batch raises `ActionError` and no env is stepped.
     """
 
     def __init__(

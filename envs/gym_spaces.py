@@ -45,7 +45,12 @@ class Leaf:
 
     @property
     def name(self) -> str:
-        return "/".join(str(p) for p in self.path) or "<root>"
+        return _path_name(self.path)
+
+
+def _path_name(path: tuple) -> str:
+    """"a/0/b" for a leaf path, "<root>" for the top level."""
+    return "/".join(str(p) for p in path) or "<root>"
 
 
 def iter_leaves(space: spaces.Space, path: tuple = ()):
@@ -59,10 +64,9 @@ def iter_leaves(space: spaces.Space, path: tuple = ()):
     elif isinstance(space, _LEAF_SPACES):
         yield path, space
     else:
-        where = "/".join(str(p) for p in path) or "<root>"
         raise TypeError(
-            f"unsupported space {space!r} at {where}: use Box, Discrete, MultiDiscrete, "
-            "MultiBinary, or Dict/Tuple of them"
+            f"unsupported space {space!r} at {_path_name(path)}: use Box, Discrete, "
+            "MultiDiscrete, MultiBinary, or Dict/Tuple of them"
         )
 
 
@@ -106,7 +110,7 @@ def _cast(x, dtype: np.dtype):
 
 
 def _observation_bounds(space: spaces.Space) -> tuple[np.ndarray, np.ndarray]:
-    """Flat (low, high) of one leaf, as float64 or Python-int object arrays."""
+    """Flat (low, high) arrays of the values one leaf can take."""
     if isinstance(space, spaces.Box):
         return space.low.reshape(-1), space.high.reshape(-1)
     if isinstance(space, spaces.Discrete):
@@ -136,7 +140,7 @@ def _flat_observation_dtype(leaves) -> np.dtype:
     leaves need it; beyond float64's exact range the mix is refused."""
     ranges = []  # (largest magnitude, low, high, leaf) of each integer-valued leaf
     for leaf in leaves:
-        if not _is_float_box(leaf.space):
+        if not _is_float_box(leaf.space) and leaf.size:
             lows, highs = _observation_bounds(leaf.space)
             low, high = int(lows.min()), int(highs.max())
             ranges.append((max(abs(low), abs(high)), low, high, leaf))
@@ -242,7 +246,8 @@ class ObservationLayout:
                 index = part.argmax(-1) + int(leaf.space.start)
                 values[leaf.path] = _cast(index, leaf.space.dtype)
             else:
-                values[leaf.path] = _cast(part.reshape((*lead, *leaf.space.shape)), leaf.space.dtype)
+                shaped = part.reshape((*lead, *leaf.space.shape))
+                values[leaf.path] = _cast(shaped, leaf.space.dtype)
         return _assemble(self.original_space, values)
 
 
@@ -270,8 +275,8 @@ class ActionLayout:
         for path, sub in iter_leaves(space):
             if isinstance(sub, spaces.Box) and sub.dtype.kind != "f":
                 raise ValueError(
-                    f"action space {space!r}: Box {_name(path)} has integer dtype {sub.dtype}; "
-                    "integer actions must use Discrete or MultiDiscrete"
+                    f"action space {space!r}: Box {_path_name(path)} has integer dtype "
+                    f"{sub.dtype}; integer actions must use Discrete or MultiDiscrete"
                 )
             size = 1 if isinstance(sub, spaces.Discrete) else int(np.prod(sub.shape))
             leaves.append(Leaf(path, sub, offset, size))
@@ -336,6 +341,3 @@ def _nvec(space: spaces.Space) -> np.ndarray:
         return np.full(int(np.prod(space.shape)), 2, np.int64)
     return np.asarray(space.nvec, np.int64).reshape(-1)
 
-
-def _name(path: tuple) -> str:
-    return "/".join(str(p) for p in path) or "<root>"
