@@ -48,7 +48,7 @@ class TrainConfig:
     compile: bool = _f(False, "torch.compile the policy")
     policy: str = _f("mlp", "policy network", choices=("mlp", "lstm"))
     hidden_size: int = _f(128, "width of the policy's hidden layers", 4, 8192)
-    horizon: int = _f(64, "steps per segment of the rollout buffer (and BPTT length)", 1, 8192)
+    horizon: int = _f(64, "steps per segment of the rollout buffer (and BPTT length)", 2, 8192)
     batch_size: int = _f(0, "samples per epoch (0: num_agents * horizon)", 0, 2**31 - 1)
     minibatch_size: int = _f(8192, "samples per gradient step", 1, 2**31 - 1)
     update_epochs: int = _f(1, "passes over each batch", 1, 64, live=True)
@@ -225,6 +225,16 @@ def apply(config: Config, values: dict[str, Any]) -> Config:
         spec = spec_for(key, config.env_name)
         data[spec.section][spec.name] = spec.coerce(value)
     return _validated(data)
+
+
+def from_dict(data: dict) -> Config:
+    """The validated Config of a `Config.as_dict()` (e.g. the one saved in a checkpoint)."""
+    if not isinstance(data, dict) or "env_name" not in data:
+        raise ConfigError("a config dict needs env_name (and env / vec / train sections)")
+    unknown = sorted(set(data) - {"env_name", *SECTIONS})
+    if unknown:
+        raise ConfigError(f"config: unknown top-level key(s): {', '.join(unknown)}")
+    return _validated({"env": {}, "vec": {}, "train": {}, **data})
 
 
 def _validated(data: dict) -> Config:

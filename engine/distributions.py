@@ -1,0 +1,118 @@
+"""Action heads: turn a hidden vector into an action distribution for each action space.
+
+Discrete -> one categorical; MultiDiscrete -> one categorical per component (log-probs and
+entropies summed); Box -> a diagonal Gaussian with a learned, state-independent log std.
+Sampling uses the Gumbel-max trick (one uniform draw per logit, no Python loop per row).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+
+LOG_2PI = math.log(2 * math.pi)
+
+
+def _categorical_sample(logits: torch.Tensor, deterministic: bool) -> torch.Tensor:
+    if deterministic:
+        return logits.argmax(-1)
+    uniform = torch.rand_like(logits).clamp_(min=1e-20)
+    return (logits - torch.log(-torch.log(uniform))).argmax(-1)
+
+
+def _categorical_logp_entropy(logits: torch.Tensor, actions: torch.Tensor):
+    logp_all = torch.log_softmax(logits, -1)
+    logp = logp_all.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+    entropy = -(logp_all.exp() * logp_all).sum(-1)
+    return logp, entropy
+
+
+class ActionHead(nn.Module):
+    """hidden -> distribution parameters; sample() and evaluate() for one action space."""
+
+    def __init__(self, action_space: spaces.Space, hidden_size: int):
+        super().__init__()
+        self.space = action_space
+        if isinstance(action_space, spaces.Discrete):
+            self.kind = "discrete"
+            self.sizes = [int(action_space.n)]
+        elif isinstance(action_space, spaces.MultiDiscrete):
+            self.kind = "multidiscrete"
+            self.sizes = [int(n) for n in np.asarray(action_space.nvec).ravel()]
+        elif isinstance(action_space, spaces.Box):
+            self.kind = "box"
+            self.sizes = [int(np.prod(action_space.shape))]
+            self.log_std = nn.Parameter(torch.zeros(self.sizes[0]))
+            low = np.asarray(action_space.low, np.float32).ravel()
+            high = np.asarray(action_space.high, np.float32).ravel()
+            self.register_buffer("low", torch.from_numpy(low), persistent=False)
+            self.register_buffer("high", torch.from_numpy(high), persistent=False)
+        else:
+            raise TypeError(
+                f"unsupported action space {action_space!r}: use Discrete, MultiDiscrete or Box"
+            )
+        self.linear = nn.Linear(hidden_size, sum(self.sizes))
+        nn.init.orthogonal_(self.linear.weight, 0.01)
+        nn.init.zeros_(self.linear.bias)
+
+    @property
+    def action_shape(self) -> tuple[int, ...]:
+        if self.kind == "discrete":
+            return ()
+        return tuple(self.space.shape)
+
+    @property
+    def action_dtype(self) -> torch.dtype:
+        return torch.float32 if self.kind == "box" else torch.int32
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return self.linear(hidden)
+
+    def sample(self, params: torch.Tensor, deterministic: bool = False):
+        """(actions shaped [N, *action_shape], log-probabilities [N])."""
+        if self.kind == "discrete":
+            actions = _categorical_sample(params, deterministic)
+            logp, _ = _categorical_logp_entropy(params, actions)
+            return actions.to(torch.int32), logp
+        if self.kind == "multidiscrete":
+            chunks = params.split(self.sizes, dim=-1)
+            actions = torch.stack([_categorical_sample(c, deterministic) for c in chunks], -1)
+            logp, _ = self.evaluate(params, actions)
+            return actions.to(torch.int32).view(-1, *self.action_shape), logp
+        mean = params
+        if deterministic:
+            actions = mean
+        else:
+            actions = mean + torch.randn_like(mean) * self.log_std.exp()
+        logp, _ = self.evaluate(params, actions)
+        return actions.view(-1, *self.action_shape), logp
+
+    def evaluate(self, params: torch.Tensor, actions: torch.Tensor):
+        """(log-probabilities [N], entropies [N]) of the given actions."""
+        n = params.shape[0]
+        if self.kind == "discrete":
+            return _categorical_logp_entropy(params, actions.reshape(n))
+        if self.kind == "multidiscrete":
+            actions = actions.reshape(n, len(self.sizes))
+            logps, entropies = zip(*(
+                _categorical_logp_entropy(chunk, actions[:, i])
+                for i, chunk in enumerate(params.split(self.sizes, dim=-1))
+            ))
+            return torch.stack(logps, -1).sum(-1), torch.stack(entropies, -1).sum(-1)
+        actions = actions.reshape(n, -1).float()
+        log_std = self.log_std.expand_as(params)
+        z = (actions - params) / log_std.exp()
+        logp = (-0.5 * z * z - log_std - 0.5 * LOG_2PI).sum(-1)
+        entropy = (log_std + 0.5 * (1.0 + LOG_2PI)).sum(-1)
+        return logp, entropy
+
+    def to_env(self, actions: torch.Tensor) -> torch.Tensor:
+        """Actions as the env accepts them: Box actions clipped to the space's bounds."""
+        if self.kind != "box":
+            return actions
+        flat = actions.reshape(actions.shape[0], -1)
+        return torch.maximum(torch.minimum(flat, self.high), self.low).view_as(actions)

@@ -1,0 +1,125 @@
+"""One PPO update over a collected batch, minibatch by minibatch (PufferLib 3.0's loop).
+
+Before each minibatch the advantages of the whole batch are recomputed (cheap: the C kernel)
+with the latest importance ratios and values, so V-trace corrects for how far the policy has
+moved since collection; segments are drawn by priority, their advantages normalised and
+importance-weighted, and the PPO loss is minimised with Adam and gradient-norm clipping.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from puffer_tui.engine.advantage import compute_advantage
+from puffer_tui.engine.ppo_loss import normalize_advantages, ppo_loss
+from puffer_tui.engine.sampling import annealed_beta, sample_segments, segment_priorities
+
+STAT_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac")
+
+
+def learning_rate(train, global_step: int) -> float:
+    """The scheduled rate: cosine from train.learning_rate to 0 over total_timesteps."""
+    if not train.anneal_lr:
+        return train.learning_rate
+    progress = min(global_step / train.total_timesteps, 1.0)
+    return train.learning_rate * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def explained_variance(values: torch.Tensor, returns: torch.Tensor, valid: torch.Tensor) -> float:
+    count = valid.sum().clamp(min=1.0)
+    mean = (returns * valid).sum() / count
+    var_returns = (((returns - mean) * valid) ** 2).sum() / count
+    residual = returns - values
+    res_mean = (residual * valid).sum() / count
+    var_residual = (((residual - res_mean) * valid) ** 2).sum() / count
+    if var_returns.item() <= 1e-12:
+        return 0.0  # constant returns: nothing to explain (and NaN is not JSON)
+    return float(1.0 - var_residual / var_returns)
+
+
+class Learner:
+    def __init__(self, policy, optimizer, train_forward: Callable | None = None):
+        self.policy = policy
+        self.optimizer = optimizer
+        # the (possibly compiled) function replaying sequences: (obs, state, starts) -> heads
+        self.train_forward = train_forward or policy.forward_sequence
+
+    def set_learning_rate(self, lr: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+    def update(self, data: dict, get_train: Callable, global_step: int,
+               safe_point: Callable[[], None]) -> dict:
+        """Train on `data` (RolloutBuffer.tensors on the device). `get_train()` returns the
+        current train config: live changes made at a safe point apply to the next minibatch."""
+        train = get_train()
+        segments, horizon = data["values"].shape
+        device = data["values"].device
+        rewards = data["rewards"]
+        terminals, truncations = data["terminals"], data["truncations"]
+        starts = (terminals + truncations) > 0
+        values = data["values"].clone()  # refreshed with each minibatch's new values
+        ratio = torch.ones_like(values)
+        # The last step of a segment has no successor in the batch, hence no advantage.
+        valid = data["masks"].clone()
+        valid[:, -1] = 0.0
+        advantages = torch.empty_like(values)
+        recurrent = "state_h" in data
+
+        mb_segments = max(1, min(segments, train.minibatch_size // horizon))
+        minibatches = train.update_epochs * max(1, segments // mb_segments)
+        progress = global_step / train.total_timesteps
+        sums = {name: torch.zeros((), device=device) for name in STAT_NAMES}
+        ev = 0.0
+        for i in range(minibatches):
+            if i:
+                safe_point()
+                train = get_train()
+            self.set_learning_rate(learning_rate(train, global_step))
+            clamp = train.reward_clamp
+            used_rewards = rewards.clamp(-clamp, clamp) if clamp > 0 else rewards
+            compute_advantage(values, used_rewards, terminals, truncations, ratio, train.gamma,
+                              train.gae_lambda, train.vtrace_rho_clip, train.vtrace_c_clip,
+                              out=advantages)
+            if i == 0:
+                ev = explained_variance(values, advantages + values, valid)
+            probs = segment_priorities(advantages, train.prio_alpha)
+            idx, weights = sample_segments(probs, mb_segments,
+                                           annealed_beta(train.prio_beta0, progress))
+
+            mb_obs = data["observations"][idx]
+            state = (data["state_h"][idx], data["state_c"][idx]) if recurrent else None
+            params, new_value = self.train_forward(mb_obs, state, starts[idx])
+            flat_actions = data["actions"][idx].reshape(mb_segments * horizon, -1)
+            new_logprob, entropy = self.policy.actor.evaluate(params, flat_actions)
+
+            mb_valid = valid[idx]
+            mb_adv = advantages[idx]
+            mb_values = values[idx]
+            returns = mb_adv + mb_values
+            norm_adv = normalize_advantages(mb_adv, mb_valid) * weights
+            loss, stats, new_ratio = ppo_loss(
+                new_logprob, data["logprobs"][idx].reshape(-1), entropy, new_value,
+                mb_values.reshape(-1), norm_adv.reshape(-1), returns.reshape(-1),
+                mb_valid.reshape(-1), train.clip_coef, train.vf_clip_coef, train.vf_coef,
+                train.ent_coef)
+
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if train.max_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), train.max_grad_norm)
+            self.optimizer.step()
+
+            ratio[idx] = new_ratio.detach().view(mb_segments, horizon)
+            values[idx] = new_value.detach().view(mb_segments, horizon)
+            for name in STAT_NAMES:
+                sums[name] += stats[name]
+
+        row = {name: float(sums[name].item() / minibatches) for name in STAT_NAMES}
+        row["explained_variance"] = ev
+        row["learning_rate"] = float(self.optimizer.param_groups[0]["lr"])
+        row["minibatches"] = minibatches
+        return row

@@ -1,0 +1,188 @@
+"""Policies: an observation encoder, an MLP or LSTM core, an action head and a value head.
+
+    policy = make_policy(observation_space, action_space, config.train)
+    actions, state = policy.act(observations)            # numpy in, numpy out (evaluation)
+    policy, config = load_policy("runs/x/checkpoints/latest.pt")
+
+Small-integer observations (uint8 grids with a handful of cell values, like squared) are
+one-hot encoded per cell: a grid cell's value is a category, not a magnitude. Everything else
+is flattened and fed as floats.
+
+The LSTM's state is reset where an episode ends: the caller passes `starts`, true for rows
+whose current observation is the first of a new episode, and those rows' state is zeroed
+before the step.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from gymnasium import spaces
+from torch import nn
+
+from puffer_tui.engine.distributions import ActionHead
+
+MAX_ONE_HOT_VALUES = 16  # integer observations with at most this many values are one-hot
+
+
+def _init(layer: nn.Linear, gain: float = np.sqrt(2)) -> nn.Linear:
+    nn.init.orthogonal_(layer.weight, gain)
+    nn.init.zeros_(layer.bias)
+    return layer
+
+
+class ObservationEncoder(nn.Module):
+    """[N, *obs_shape] -> [N, hidden]: one-hot cells for small-integer grids, else floats."""
+
+    def __init__(self, space: spaces.Box, hidden_size: int):
+        super().__init__()
+        if not isinstance(space, spaces.Box):
+            raise TypeError(f"observations must be a Box space, got {space!r}")
+        self.obs_shape = tuple(space.shape)
+        cells = int(np.prod(self.obs_shape))
+        self.one_hot_values = 0
+        if np.issubdtype(space.dtype, np.integer) and cells:
+            low, high = int(np.min(space.low)), int(np.max(space.high))
+            if low >= 0 and high < MAX_ONE_HOT_VALUES:
+                self.one_hot_values = high + 1
+        # Value 0 needs no input of its own: the bias stands for "every cell is 0".
+        width = cells * (self.one_hot_values - 1) if self.one_hot_values else cells
+        self.linear = _init(nn.Linear(max(width, 1), hidden_size))
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        flat = obs.reshape(obs.shape[0], -1)
+        if self.one_hot_values:
+            if self.one_hot_values == 1:
+                x = torch.zeros(flat.shape[0], 1, device=flat.device)
+            else:
+                x = torch.cat([flat == v for v in range(1, self.one_hot_values)], 1).float()
+        else:
+            x = flat.float()
+        return nn.functional.gelu(self.linear(x))
+
+
+class Policy(nn.Module):
+    """Actor-critic. `step` is the one-step API used while collecting and evaluating;
+    `forward_sequence` replays [segments, horizon] minibatches while learning."""
+
+    def __init__(self, observation_space, action_space, hidden_size: int = 128,
+                 recurrent: bool = False):
+        super().__init__()
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.hidden_size = hidden_size
+        self.recurrent = recurrent
+        self.encoder = ObservationEncoder(observation_space, hidden_size)
+        if recurrent:
+            self.lstm = nn.LSTMCell(hidden_size, hidden_size)
+            for name, param in self.lstm.named_parameters():
+                if "bias" in name:
+                    nn.init.zeros_(param)
+                else:
+                    nn.init.orthogonal_(param, 1.0)
+        else:
+            self.hidden = _init(nn.Linear(hidden_size, hidden_size))
+        self.actor = ActionHead(action_space, hidden_size)
+        self.critic = _init(nn.Linear(hidden_size, 1), 1.0)
+
+    # -- recurrent state ----------------------------------------------------------------------
+
+    def initial_state(self, rows: int, device=None):
+        """Zero (h, c) for `rows` agents, or None for the MLP."""
+        if not self.recurrent:
+            return None
+        h = torch.zeros(rows, self.hidden_size, device=device)
+        return (h, torch.zeros_like(h))
+
+    @staticmethod
+    def reset_state(state, starts: torch.Tensor | None):
+        """State with the rows where `starts` is true zeroed (a new episode begins there)."""
+        if state is None or starts is None:
+            return state
+        keep = (~starts.bool()).unsqueeze(-1).to(state[0].dtype)
+        return (state[0] * keep, state[1] * keep)
+
+    # -- forward ------------------------------------------------------------------------------
+
+    def _heads(self, hidden: torch.Tensor):
+        return self.actor(hidden), self.critic(hidden).squeeze(-1)
+
+    def step(self, obs: torch.Tensor, state=None, starts: torch.Tensor | None = None):
+        """One step for N rows: (action params [N, .], values [N], new state)."""
+        x = self.encoder(obs)
+        if self.recurrent:
+            if state is None:
+                state = self.initial_state(obs.shape[0], obs.device)
+            h, c = self.lstm(x, self.reset_state(state, starts))
+            params, value = self._heads(h)
+            return params, value, (h, c)
+        params, value = self._heads(nn.functional.gelu(self.hidden(x)))
+        return params, value, None
+
+    def forward_sequence(self, obs: torch.Tensor, state=None, starts: torch.Tensor | None = None):
+        """[B, T, *obs] sequences from state `state` ([B, hidden] pairs, or None for zeros):
+        (action params [B*T, .], values [B*T]), time-major within each row (b, t) -> b*T + t."""
+        batch, horizon = obs.shape[:2]
+        x = self.encoder(obs.reshape(batch * horizon, *obs.shape[2:]))
+        if not self.recurrent:
+            return self._heads(nn.functional.gelu(self.hidden(x)))
+        x = x.view(batch, horizon, -1)
+        if state is None:
+            state = self.initial_state(batch, obs.device)
+        outputs = []
+        for t in range(horizon):
+            step_starts = None if starts is None else starts[:, t]
+            state = self.lstm(x[:, t], self.reset_state(state, step_starts))
+            outputs.append(state[0])
+        hidden = torch.stack(outputs, 1).reshape(batch * horizon, -1)
+        return self._heads(hidden)
+
+    def forward(self, obs, state=None, starts=None):
+        return self.step(obs, state, starts)
+
+    # -- evaluation ---------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def act(self, observations: np.ndarray, state=None, deterministic: bool = False,
+            starts: np.ndarray | None = None):
+        """Actions (numpy, as the env takes them) for a batch of observations, and the new
+        recurrent state (pass it back next call; None for the MLP)."""
+        device = next(self.parameters()).device
+        obs = torch.as_tensor(np.asarray(observations), device=device)
+        expected = tuple(self.observation_space.shape)
+        if tuple(obs.shape[1:]) != expected:
+            raise ValueError(f"observations have shape {tuple(obs.shape)}, expected "
+                             f"(N, {', '.join(map(str, expected))})")
+        start_t = None if starts is None else torch.as_tensor(np.asarray(starts), device=device)
+        params, _, state = self.step(obs, state, start_t)
+        actions, _ = self.actor.sample(params, deterministic)
+        return self.actor.to_env(actions).cpu().numpy(), state
+
+    def num_parameters(self) -> int:
+        return sum(p.numel() for p in self.parameters())
+
+
+def make_policy(observation_space, action_space, train_config) -> Policy:
+    """The policy the config asks for (`train.policy`, `train.hidden_size`)."""
+    return Policy(observation_space, action_space, hidden_size=train_config.hidden_size,
+                  recurrent=train_config.policy == "lstm")
+
+
+def load_policy(checkpoint_path, device: str = "cpu"):
+    """(policy with the checkpoint's weights, its Config) from a file of Trainer.state_dict()."""
+    from puffer_tui.engine.config import Config, ConfigError, from_dict
+    from puffer_tui.envs import env_class
+
+    state = torch.load(checkpoint_path, map_location=device, weights_only=True)
+    if not isinstance(state, dict) or "policy" not in state or "config" not in state:
+        raise ValueError(f"{checkpoint_path}: not a trainer checkpoint (needs 'policy' and 'config')")
+    try:
+        config: Config = from_dict(state["config"])
+    except ConfigError as e:
+        raise ValueError(f"{checkpoint_path}: its config is not valid here: {e}") from None
+    cls = env_class(config.env_name)
+    layout = cls.layout(cls.resolve(dict(config.env)))
+    policy = make_policy(layout.observation_space, layout.action_space, config.train)
+    policy.load_state_dict(state["policy"])
+    policy.to(device).eval()
+    return policy, config

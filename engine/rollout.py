@@ -1,0 +1,120 @@
+"""The rollout buffer: [segments, horizon] of consecutive steps of one agent each.
+
+Agents fill segments as they step (rows named by the `env_ids` a vec env's recv() returns):
+row i writes step `position[i]` of segment `segment[i]`. A full segment hands its row the next
+free segment; when none is left the row idles (its steps are not stored) until the batch is
+complete. At the start of each batch row i owns segment i, so `segments >= num_agents`.
+
+Step t of a segment stores the observation, the action taken from it with its log-prob and
+value, the mask, and the reward / terminal / truncation that arrived WITH that observation
+(the result of action t-1). The advantage kernel pairs them accordingly.
+
+Storage is CPU memory (pinned when the trainer runs on CUDA, so the copy to the device is
+asynchronous); writes go through numpy views, which index far faster than torch on CPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+
+class RolloutBuffer:
+    def __init__(self, segments: int, horizon: int, num_agents: int, obs_shape, obs_dtype,
+                 action_shape, action_dtype, state_size: int = 0, pin_memory: bool = False):
+        if horizon < 2:
+            raise ValueError(f"horizon must be >= 2 (a step's advantage needs its successor), "
+                             f"got {horizon}")
+        if segments < num_agents:
+            raise ValueError(
+                f"the batch holds {segments} segments of {horizon} steps but there are "
+                f"{num_agents} agents; batch_size must be >= num_agents * horizon "
+                f"({num_agents * horizon})")
+        self.segments, self.horizon, self.num_agents = segments, horizon, num_agents
+
+        def tensor(shape, dtype):
+            t = torch.zeros((segments, horizon, *shape), dtype=dtype, pin_memory=pin_memory)
+            return t, t.numpy()
+
+        obs_dtype = torch.from_numpy(np.zeros(0, dtype=obs_dtype)).dtype
+        self.observations, self._obs = tensor(tuple(obs_shape), obs_dtype)
+        self.actions, self._act = tensor(tuple(action_shape), action_dtype)
+        self.logprobs, self._logp = tensor((), torch.float32)
+        self.values, self._val = tensor((), torch.float32)
+        self.rewards, self._rew = tensor((), torch.float32)
+        self.terminals, self._term = tensor((), torch.float32)
+        self.truncations, self._trunc = tensor((), torch.float32)
+        self.masks, self._mask = tensor((), torch.float32)
+        self.state_size = state_size
+        if state_size:
+            shape = (segments, state_size)
+            self.state_h = torch.zeros(shape, pin_memory=pin_memory)
+            self.state_c = torch.zeros(shape, pin_memory=pin_memory)
+            self._h, self._c = self.state_h.numpy(), self.state_c.numpy()
+        self.segment_of = np.zeros(num_agents, np.int64)
+        self.position_of = np.zeros(num_agents, np.int64)
+        self.start_batch()
+
+    def start_batch(self) -> None:
+        """Row i starts segment i at step 0; the rest of the segments are free."""
+        self.segment_of[:] = np.arange(self.num_agents)
+        self.position_of[:] = 0
+        self.next_free = self.num_agents
+        self.full = 0
+
+    @property
+    def ready(self) -> bool:
+        return self.full >= self.segments
+
+    def store(self, env_ids, observations, rewards, terminals, truncations, masks,
+              actions, logprobs, values, state=None) -> int:
+        """Write one step for rows `env_ids` (arrays indexed like env_ids; torch CPU tensors
+        or numpy) and advance them; returns how many segments this step completed."""
+        env_ids = np.asarray(env_ids)
+        seg = self.segment_of[env_ids]
+        pos = self.position_of[env_ids]
+        active = seg >= 0
+        if not active.all():
+            keep = np.flatnonzero(active)
+            env_ids, seg, pos = env_ids[keep], seg[keep], pos[keep]
+            pick = lambda a: None if a is None else np.asarray(a)[keep]  # noqa: E731
+        else:
+            keep = None
+            pick = lambda a: None if a is None else np.asarray(a)  # noqa: E731
+        if len(env_ids) == 0:
+            return 0
+        self._obs[seg, pos] = pick(observations)
+        self._act[seg, pos] = pick(actions)
+        self._logp[seg, pos] = pick(logprobs)
+        self._val[seg, pos] = pick(values)
+        self._rew[seg, pos] = pick(rewards)
+        self._term[seg, pos] = pick(terminals)
+        self._trunc[seg, pos] = pick(truncations)
+        self._mask[seg, pos] = pick(masks)
+        if self.state_size and state is not None:
+            first = np.flatnonzero(pos == 0)
+            if len(first):
+                h, c = (np.asarray(s) for s in state)
+                rows = first if keep is None else keep[first]
+                self._h[seg[first]] = h[rows]
+                self._c[seg[first]] = c[rows]
+        return self._advance(env_ids, pos)
+
+    def _advance(self, env_ids: np.ndarray, pos: np.ndarray) -> int:
+        pos = pos + 1
+        self.position_of[env_ids] = pos
+        finished = env_ids[pos >= self.horizon]
+        if len(finished) == 0:
+            return 0
+        self.full += len(finished)
+        fresh = self.next_free + np.arange(len(finished))
+        self.segment_of[finished] = np.where(fresh < self.segments, fresh, -1)
+        self.position_of[finished] = 0
+        self.next_free += len(finished)
+        return len(finished)
+
+    def tensors(self, device: torch.device) -> dict[str, torch.Tensor]:
+        """The batch on `device` (no copy on CPU; asynchronous from pinned memory on CUDA)."""
+        names = ["observations", "actions", "logprobs", "values", "rewards", "terminals",
+                 "truncations", "masks"] + (["state_h", "state_c"] if self.state_size else [])
+        return {n: getattr(self, n).to(device, non_blocking=True) for n in names}

@@ -1,0 +1,44 @@
+"""Where an epoch's wall time goes: env, forward, copy, learn, misc.
+
+Sections are measured with perf_counter around the code that does the work; on CUDA the
+device is synchronized before a section's clock is read, so asynchronous kernels are billed
+to the section that launched them rather than to whichever section next waits on them.
+"""
+
+from __future__ import annotations
+
+import time
+from contextlib import contextmanager
+
+import torch
+
+SECTIONS = ("env", "forward", "copy", "learn", "misc")
+
+
+class Timing:
+    def __init__(self, device: torch.device):
+        self.sync = device.type == "cuda"
+        self.device = device
+        self.seconds = dict.fromkeys(SECTIONS, 0.0)
+
+    def reset(self) -> None:
+        self.seconds = dict.fromkeys(SECTIONS, 0.0)
+
+    @contextmanager
+    def section(self, name: str):
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            if self.sync:
+                torch.cuda.synchronize(self.device)
+            self.seconds[name] += time.perf_counter() - start
+
+    def metrics(self, total: float) -> dict:
+        """timing_<section> seconds and timing_pct_<section> percent; misc = total - the rest."""
+        measured = sum(v for k, v in self.seconds.items() if k != "misc")
+        self.seconds["misc"] = max(total - measured, 0.0)
+        row = {f"timing_{k}": float(v) for k, v in self.seconds.items()}
+        denominator = max(total, 1e-12)
+        row.update({f"timing_pct_{k}": 100.0 * v / denominator for k, v in self.seconds.items()})
+        return row

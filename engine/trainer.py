@@ -1,0 +1,345 @@
+"""The PPO trainer: collect a batch from the vec env, then one PPO update; repeat.
+
+    trainer = Trainer(load_config("squared"))
+    while not trainer.done:
+        row = trainer.run_epoch()          # flat metrics: losses, SPS, timing, episode stats
+
+The engine process sets `trainer.safe_point` to apply queued commands (pause, set, stop...)
+between env steps and between minibatches; time blocked there is not training time.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+
+import numpy as np
+import torch
+
+from puffer_tui.engine.config import Config, ConfigError, apply, from_dict, spec_for
+from puffer_tui.engine.episode_log import EpisodeLog
+from puffer_tui.engine.learner import Learner, learning_rate
+from puffer_tui.engine.policy import make_policy
+from puffer_tui.engine.rollout import RolloutBuffer
+from puffer_tui.engine.timing import Timing
+
+# When a live field's new value takes effect.
+_APPLIES = {"update_epochs": "from the next update"}
+_APPLIES_DEFAULT = "from the next minibatch"
+# Fields a checkpoint may carry that differ from the running config (the rest must match).
+_PROGRESS_INTERVAL = 0.25  # seconds between progress snapshots while collecting
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("train.device = cuda, but torch sees no CUDA device (use auto or cpu)")
+    return torch.device(name)
+
+
+def make_vecenv(config: Config):
+    from puffer_tui.engine import vec
+    from puffer_tui.envs import creator
+
+    v = config.vec
+    kwargs = {"num_envs": v.num_envs, "backend": v.backend, "seed": config.train.seed}
+    if v.backend != "serial":
+        kwargs.update(num_workers=v.num_workers, batch_size=v.batch_size or v.num_envs,
+                      zero_copy=v.zero_copy)
+    return vec.make(creator(config.env_name, **config.env), **kwargs)
+
+
+class Trainer:
+    def __init__(self, config: Config, vecenv=None):
+        self.config = config
+        train = config.train
+        self.device = resolve_device(train.device)
+        torch.set_num_threads(train.torch_threads or os.cpu_count() or 1)
+        random.seed(train.seed)
+        np.random.seed(train.seed)
+        torch.manual_seed(train.seed)
+
+        self.vecenv = vecenv if vecenv is not None else make_vecenv(config)
+        try:
+            self._build(config)
+        except BaseException:
+            self.vecenv.close()
+            raise
+        self.safe_point = None
+        self.global_step = 0
+        self.epoch = 0
+        self.uptime = 0.0
+        self.progress = {"global_step": 0, "epoch": 0, "sps": 0.0, "uptime": 0.0, "metrics": {}}
+        self._closed = False
+        self.vecenv.async_reset(train.seed)
+
+    def _build(self, config: Config) -> None:
+        from puffer_tui.envs import env_class
+
+        train, vecenv = config.train, self.vecenv
+        obs_space = vecenv.single_observation_space
+        act_space = vecenv.single_action_space
+        self.num_agents = vecenv.num_agents
+        self.num_envs = getattr(vecenv, "num_envs", config.vec.num_envs)
+        batch = train.batch_size or self.num_agents * train.horizon
+        if batch % train.horizon:
+            raise ConfigError(f"train.batch_size ({batch}) must be a multiple of train.horizon "
+                              f"({train.horizon})")
+        if batch < self.num_agents * train.horizon:
+            raise ConfigError(
+                f"train.batch_size ({batch}) is smaller than num_agents * horizon "
+                f"({self.num_agents} * {train.horizon}); every agent needs a segment "
+                f"(0 picks exactly that)")
+        if train.minibatch_size > batch:
+            raise ConfigError(f"train.minibatch_size ({train.minibatch_size}) exceeds the batch "
+                              f"({batch} = num_agents * horizon unless train.batch_size is set)")
+        self.batch_size = batch
+
+        self.policy = make_policy(obs_space, act_space, train).to(self.device)
+        self.optimizer = torch.optim.Adam(
+            self.policy.parameters(), lr=train.learning_rate, eps=train.adam_eps,
+            betas=(train.adam_beta1, train.adam_beta2))
+        step_fn, sequence_fn = self.policy.step, self.policy.forward_sequence
+        if train.compile:
+            step_fn = torch.compile(step_fn)
+            sequence_fn = torch.compile(sequence_fn)
+        self._step_fn = step_fn
+        self.learner = Learner(self.policy, self.optimizer, sequence_fn)
+
+        cuda = self.device.type == "cuda"
+        self.buffer = RolloutBuffer(
+            batch // train.horizon, train.horizon, self.num_agents, obs_space.shape,
+            obs_space.dtype, self.policy.actor.action_shape, self.policy.actor.action_dtype,
+            state_size=self.policy.hidden_size if self.policy.recurrent else 0,
+            pin_memory=cuda)
+        # Per-agent recurrent state, on the device; zeroed where an episode starts.
+        self.lstm_state = self.policy.initial_state(self.num_agents, self.device)
+        # Observations reach the GPU through a pinned staging buffer and a non-blocking copy.
+        self._staging = (torch.empty((self.num_agents, *obs_space.shape),
+                                     dtype=self.buffer.observations.dtype, pin_memory=True)
+                         if cuda else None)
+        self.timing = Timing(self.device)
+
+        cls = env_class(config.env_name)
+        self.palette = dict(cls.palette)
+        self.frame_shape = cls.layout(cls.resolve(dict(config.env))).frame_shape
+
+    # -- properties of the API ----------------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self.global_step >= self.config.train.total_timesteps
+
+    @property
+    def worker_pids(self) -> list[int]:
+        return list(getattr(self.vecenv, "worker_pids", []))
+
+    def frame(self, env_index: int) -> np.ndarray | None:
+        if not 0 <= env_index < self.num_envs:
+            raise IndexError(f"env index {env_index} is out of range [0, {self.num_envs})")
+        return self.vecenv.frame(env_index)
+
+    # -- one epoch ----------------------------------------------------------------------------
+
+    def run_epoch(self) -> dict:
+        """Collect one batch and run one PPO update; returns the epoch's metrics row."""
+        if self._closed:
+            raise RuntimeError("run_epoch() on a closed trainer")
+        self.timing.reset()
+        self._blocked = 0.0
+        self._epoch_start = time.perf_counter()
+        self._epoch_start_step = self.global_step
+        self._uptime_start = self.uptime
+        log = EpisodeLog()
+        self._collect(log)
+        steps = self.global_step - self._epoch_start_step
+        with self.timing.section("copy"):
+            data = self.buffer.tensors(self.device)
+        with self.timing.section("learn"):
+            stats = self.learner.update(data, lambda: self.config.train, self.global_step,
+                                        self._safe_point)
+        elapsed = time.perf_counter() - self._epoch_start - self._blocked
+        self.epoch += 1
+        self.uptime = self._uptime_start + elapsed
+        row = {"epoch": self.epoch, "global_step": self.global_step,
+               "sps": steps / max(elapsed, 1e-9), "uptime": self.uptime}
+        row.update({k: v for k, v in stats.items() if k != "minibatches"})
+        row.update(self.timing.metrics(elapsed))
+        row.update(log.summary())
+        self.progress = {"global_step": self.global_step, "epoch": self.epoch,
+                         "sps": row["sps"], "uptime": self.uptime, "metrics": row}
+        return row
+
+    def _safe_point(self) -> None:
+        if self.safe_point is None:
+            return
+        start = time.perf_counter()
+        try:
+            self.safe_point()
+        finally:
+            self._blocked += time.perf_counter() - start
+
+    def _collect(self, log: EpisodeLog) -> None:
+        buffer, timing, vecenv, policy = self.buffer, self.timing, self.vecenv, self.policy
+        buffer.start_batch()
+        cuda = self._staging is not None
+        last_report = time.perf_counter()
+        while not buffer.ready:
+            self._safe_point()
+            with timing.section("env"):
+                obs, rewards, terminals, truncations, infos, env_ids, masks = vecenv.recv()
+            log.add(infos)
+            with timing.section("copy"):
+                starts_np = terminals | truncations
+                every_row = len(env_ids) == self.num_agents and _is_identity(env_ids)
+                if cuda:
+                    staging = self._staging[: len(env_ids)]
+                    staging.copy_(torch.from_numpy(obs))
+                    obs_t = staging.to(self.device, non_blocking=True)
+                    starts = torch.from_numpy(starts_np).to(self.device, non_blocking=True)
+                else:
+                    obs_t, starts = torch.from_numpy(obs), torch.from_numpy(starts_np)
+                rows = None if every_row else torch.as_tensor(env_ids, device=self.device)
+            with timing.section("forward"), torch.inference_mode():
+                state = self.lstm_state
+                if state is not None:
+                    state = policy.reset_state(
+                        state if rows is None else (state[0][rows], state[1][rows]), starts)
+                params, values, new_state = self._step_fn(obs_t, state, None)
+                actions, logprobs = policy.actor.sample(params)
+                env_actions = policy.actor.to_env(actions)
+            with timing.section("copy"):
+                if new_state is not None:
+                    if rows is None:
+                        self.lstm_state = new_state
+                    else:
+                        self.lstm_state[0][rows] = new_state[0]
+                        self.lstm_state[1][rows] = new_state[1]
+                cpu = (lambda t: t.cpu()) if cuda else (lambda t: t)  # noqa: E731
+                buffer.store(env_ids, obs, rewards, terminals, truncations, masks,
+                             cpu(actions), cpu(logprobs), cpu(values),
+                             None if state is None else (cpu(state[0]), cpu(state[1])))
+                env_actions = cpu(env_actions).numpy()
+            with timing.section("env"):
+                vecenv.send(env_actions)
+            self.global_step += int(np.count_nonzero(masks))
+            now = time.perf_counter()
+            if now - last_report > _PROGRESS_INTERVAL:
+                last_report = now
+                self._report_progress(now)
+
+    def _report_progress(self, now: float) -> None:
+        elapsed = now - self._epoch_start - self._blocked
+        steps = self.global_step - self._epoch_start_step
+        self.progress = {**self.progress, "global_step": self.global_step,
+                         "sps": steps / max(elapsed, 1e-9),
+                         "uptime": self._uptime_start + elapsed}
+
+    # -- hyperparameters ----------------------------------------------------------------------
+
+    def set_hyperparameter(self, key: str, value) -> tuple[object, str]:
+        """Change a live field (e.g. "train.learning_rate"); returns (value, when it applies)."""
+        spec = spec_for(key, self.config.env_name)
+        if not spec.live:
+            raise ConfigError(f"{spec.key} cannot change while training; it applies on restart "
+                              "(set it in the run's config or on the command line)")
+        checked = apply(self.config, {spec.key: value})  # validates the whole config
+        new_value = getattr(getattr(checked, spec.section), spec.name)
+        setattr(getattr(self.config, spec.section), spec.name, new_value)
+        return new_value, _APPLIES.get(spec.name, _APPLIES_DEFAULT)
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def state_dict(self) -> dict:
+        np_state = np.random.get_state()
+        rng = {
+            "torch": torch.get_rng_state(),
+            "numpy": {"name": np_state[0], "keys": torch.from_numpy(np_state[1].astype(np.int64)),
+                      "pos": int(np_state[2]), "has_gauss": int(np_state[3]),
+                      "cached_gaussian": float(np_state[4])},
+            "python": random.getstate(),
+        }
+        if self.device.type == "cuda":
+            rng["cuda"] = torch.cuda.get_rng_state(self.device)
+        train = self.config.train
+        return {
+            "policy": self.policy.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "lr_schedule": {"kind": "cosine" if train.anneal_lr else "constant",
+                            "base_learning_rate": train.learning_rate,
+                            "total_timesteps": train.total_timesteps,
+                            "learning_rate": learning_rate(train, self.global_step)},
+            "global_step": self.global_step,
+            "epoch": self.epoch,
+            "uptime": self.uptime,
+            "rng": rng,
+            "config": self.config.as_dict(),
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Resume exactly: weights, optimizer moments, counters, schedule, RNG streams and the
+        live hyperparameters the run had (the rest of the config must match this trainer's)."""
+        missing = {"policy", "optimizer", "global_step", "epoch", "config"} - set(state)
+        if missing:
+            raise ValueError(f"not a trainer state: missing {', '.join(sorted(missing))}")
+        saved = from_dict(state["config"])
+        self._check_compatible(saved)
+        self.policy.load_state_dict(state["policy"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        for spec in (s for s in _live_fields()):
+            setattr(self.config.train, spec, getattr(saved.train, spec))
+        self.global_step = int(state["global_step"])
+        self.epoch = int(state["epoch"])
+        self.uptime = float(state.get("uptime", 0.0))
+        rng = state.get("rng", {})
+        if "torch" in rng:
+            torch.set_rng_state(rng["torch"])
+        if "cuda" in rng and self.device.type == "cuda":
+            torch.cuda.set_rng_state(rng["cuda"], self.device)
+        if "numpy" in rng:
+            n = rng["numpy"]
+            np.random.set_state((n["name"], n["keys"].numpy().astype(np.uint32), n["pos"],
+                                 n["has_gauss"], n["cached_gaussian"]))
+        if "python" in rng:
+            version, internal, gauss = rng["python"]
+            random.setstate((version, tuple(internal), gauss))
+        self.progress = {"global_step": self.global_step, "epoch": self.epoch, "sps": 0.0,
+                         "uptime": self.uptime, "metrics": {}}
+
+    def _check_compatible(self, saved: Config) -> None:
+        if saved.env_name != self.config.env_name:
+            raise ValueError(f"checkpoint is for env {saved.env_name!r}, this trainer runs "
+                             f"{self.config.env_name!r}")
+        for name in ("policy", "hidden_size"):
+            ours, theirs = getattr(self.config.train, name), getattr(saved.train, name)
+            if ours != theirs:
+                raise ValueError(f"checkpoint has train.{name} = {theirs!r}, this trainer "
+                                 f"{ours!r}; build the trainer from the checkpoint's config")
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.vecenv.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _is_identity(env_ids) -> bool:
+    """True when env_ids is 0..n-1 in order (the synchronous case): no gather/scatter needed."""
+    if isinstance(env_ids, slice):
+        return env_ids.start in (None, 0) and env_ids.step in (None, 1)
+    n = len(env_ids)
+    return n == 0 or (int(env_ids[0]) == 0 and int(env_ids[-1]) == n - 1 and
+                      (n < 3 or bool(np.all(np.diff(env_ids) == 1))))
+
+
+def _live_fields() -> list[str]:
+    from puffer_tui.engine.config import TrainConfig, _section_specs
+
+    return [s.name for s in _section_specs("train", TrainConfig) if s.live]
