@@ -1,0 +1,332 @@
+"""The Textual app: supervises one engine through the control protocol.
+
+Thin by design: it owns the connection (`EngineLink`, read in a thread), the TelemetryStore
+and the psutil monitor, and routes the screens' requests to the engine from worker threads,
+so no key press or redraw ever waits on the engine.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from textual import work
+from textual.app import App, SystemCommand
+from textual.screen import Screen
+
+from puffer_tui.app.engine_link import EngineLink, LinkError
+from puffer_tui.app.system_monitor import SystemMonitor
+from puffer_tui.app.telemetry_store import FINAL_STATES, TelemetryStore
+from puffer_tui.screens.confirm import ChoiceDialog
+from puffer_tui.screens.crash import CrashScreen
+from puffer_tui.screens.dashboard import DashboardScreen
+from puffer_tui.screens.help import HelpScreen
+from puffer_tui.screens.hyperparameters import HyperparameterScreen
+from puffer_tui.screens.render import RenderScreen
+
+DRAIN_S = 0.1  # how often pushes move from the link's inbox into the store
+SILENCE_PING_S = 1.0  # after this much quiet, ask for status to tell "paused" from "hung"
+NOT_RESPONDING_S = 1.5  # after this much quiet (pings unanswered), say so
+SOCKET_WAIT_S = 60.0  # how long to wait for a freshly launched engine's socket
+
+
+class PufferApp(App):
+    TITLE = "puffer-tui"
+    CSS = "Screen { background: $surface; }"
+
+    def __init__(self, run_dir: str | Path | None = None, attach: bool = False,
+                 runs_root: str | Path | None = None):
+        super().__init__()
+        self.run_dir = Path(run_dir) if run_dir else None
+        self.attached = attach  # True: we joined a running engine; False: we started it
+        self.runs_root = runs_root
+        self.store = TelemetryStore()
+        self.link: EngineLink | None = None
+        self.link_state: str | None = "connecting"
+        self.render_env = 0
+        self.exit_message = ""
+        self._monitor: SystemMonitor | None = None
+        self._last_ping = 0.0
+        self._crash_shown = False
+
+    # -- startup ------------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self.set_interval(DRAIN_S, self._drain)
+        self.set_interval(1.0, self._sample_system)
+        self.show_first_screen()
+
+    def show_first_screen(self) -> None:
+        if self.run_dir is None:
+            from puffer_tui.screens.launcher import LauncherScreen
+
+            self.push_screen(LauncherScreen(self.runs_root))
+        else:
+            self.open_run(self.run_dir, attach=self.attached)
+
+    def open_run(self, run_dir: Path, attach: bool) -> None:
+        """Show the dashboard of `run_dir` and connect to its engine in the background."""
+        self.run_dir, self.attached = Path(run_dir), attach
+        self.store = TelemetryStore()
+        self.link_state, self._crash_shown = "connecting", False
+        self.switch_or_push(DashboardScreen(self.store))
+        self._connect(self.run_dir)
+
+    def switch_or_push(self, screen: Screen) -> None:
+        # The default screen stays at the bottom of the stack; ours sit on top of it.
+        if len(self.screen_stack) > 1:
+            self.switch_screen(screen)
+        else:
+            self.push_screen(screen)
+
+    @work(thread=True, exclusive=True, group="connect")
+    def _connect(self, run_dir: Path) -> None:
+        from puffer_tui.engine.run_dir import socket_path
+
+        sock = socket_path(run_dir)
+        deadline = time.monotonic() + SOCKET_WAIT_S
+        while not sock.exists():
+            if self._engine_finished(run_dir) or time.monotonic() > deadline:
+                self.call_from_thread(self._link_lost, f"no engine is listening on {sock}")
+                return
+            time.sleep(0.1)
+        link = EngineLink(sock)
+        try:
+            hello = link.connect()
+        except LinkError as e:
+            self.call_from_thread(self._link_lost, str(e))
+            return
+        if not hello.get("ok"):
+            link.close()
+            self.call_from_thread(self._link_lost, f"engine refused hello: {hello.get('error')}")
+            return
+        self.call_from_thread(self._linked, link, hello)
+
+    @staticmethod
+    def _engine_finished(run_dir: Path) -> bool:
+        from puffer_tui.engine.run_dir import read_status, run_state
+
+        status = read_status(run_dir)
+        return bool(status) and run_state(run_dir, status) not in (
+            "starting", "running", "paused", "stopping")
+
+    def _linked(self, link: EngineLink, hello: dict) -> None:
+        self.link, self.link_state = link, None
+        self.store.set_hello(hello)
+        self.store.touch()
+        self.store.add_event("app", f"connected to engine pid {hello.get('pid')} ({hello.get('run')})")
+        self.engine_request("render", {"env": self.render_env}, quiet=True)
+
+    # -- the engine's pushes, on the app's clock -------------------------------------------
+
+    def _drain(self) -> None:
+        link = self.link
+        if link is None:
+            return
+        for _ in range(1000):  # bounded, so a flood cannot starve the event loop
+            try:
+                message = link.inbox.get_nowait()
+            except Exception:
+                break
+            if message.get("type") == "link_closed":
+                self._link_lost(message.get("reason", "connection closed"))
+                return
+            self.store.ingest(message)
+        self.store.last_message = max(self.store.last_message, link.last_heard)
+        quiet = self.store.silence()
+        if quiet > SILENCE_PING_S and time.monotonic() - self._last_ping > SILENCE_PING_S:
+            self._last_ping = time.monotonic()
+            self.engine_request("status", quiet=True, timeout=1.0)
+        self.link_state = "not responding" if quiet > NOT_RESPONDING_S else None
+
+    def _link_lost(self, reason: str) -> None:
+        if self.link is not None:
+            self.link.close()
+        self.link = None
+        final = self.store.state in FINAL_STATES
+        self.link_state = None if final else "disconnected"
+        self.store.add_event("app" if final else "error", f"engine link closed: {reason}")
+        if not final and not self._crash_shown and self.run_dir is not None:
+            self._show_crash(reason)
+
+    def _show_crash(self, reason: str) -> None:
+        from puffer_tui.screens.crash import last_error_text
+
+        self._crash_shown = True
+        traceback = last_error_text(self.run_dir) or reason
+        self.push_screen(CrashScreen(self.run_dir, traceback), self._after_crash)
+
+    def _after_crash(self, choice: str | None) -> None:
+        if choice == "resume":
+            self.resume_run(self.run_dir)
+        elif choice == "quit":
+            self.exit()
+
+    # -- requests (from the screens) -------------------------------------------------------
+
+    def engine_request(self, cmd: str, args: dict | None = None,
+                       on_reply: Callable[[dict], None] | None = None,
+                       quiet: bool = False, timeout: float = 3.0) -> None:
+        """Send `cmd` from a worker; log the outcome; call `on_reply(reply)` on the UI thread."""
+        link = self.link
+        if link is None:
+            self.notify("not connected to an engine", severity="error")
+            return
+        self._request_worker(link, cmd, args, on_reply, quiet, timeout)
+
+    @work(thread=True, group="requests")
+    def _request_worker(self, link, cmd, args, on_reply, quiet, timeout) -> None:
+        try:
+            reply = link.request(cmd, args, timeout=timeout)
+        except LinkError as e:
+            reply = {"ok": False, "error": str(e)}
+        self.call_from_thread(self._replied, cmd, reply, on_reply, quiet)
+
+    def _replied(self, cmd: str, reply: dict, on_reply, quiet: bool) -> None:
+        if reply.get("ok"):
+            self.store.touch()
+            if cmd == "status":
+                self.store.ingest({"type": "telemetry", **reply})
+        if not quiet or not reply.get("ok"):
+            self.store.add_event("app" if reply.get("ok") else "error", _reply_text(cmd, reply))
+        if not reply.get("ok") and not quiet:
+            self.notify(f"{cmd}: {reply.get('error')}", severity="error")
+        if cmd in ("pause", "resume") and reply.get("ok"):
+            # Show the new state before the next telemetry arrives, so the key feels instant.
+            self.store.latest = {**self.store.latest, "state": reply.get("state")}
+            self.store.version += 1
+        if on_reply is not None:
+            on_reply(reply)
+
+    def select_render_env(self, delta: int) -> None:
+        count = int(self.store.hello.get("num_envs") or 1)
+        self.render_env = (self.render_env + delta) % max(count, 1)
+        for screen in self.screen_stack:
+            if hasattr(screen, "set_render_env"):
+                screen.set_render_env(self.render_env)
+        self.engine_request("render", {"env": self.render_env}, quiet=True)
+
+    # -- dialogs and screens ---------------------------------------------------------------
+
+    def confirm_stop(self) -> None:
+        def stop(choice: str | None) -> None:
+            if choice == "stop":
+                self.engine_request("stop", {"checkpoint": True})
+
+        self.push_screen(ChoiceDialog(
+            "Stop training? The engine saves a checkpoint and exits.",
+            [("stop", "Stop the run", "error"), ("cancel", "Keep training", "default")],
+        ), stop)
+
+    def confirm_quit(self) -> None:
+        if self.link is None:
+            self.exit()
+            return
+
+        def chosen(choice: str | None) -> None:
+            if choice == "detach":
+                self.detach()
+            elif choice == "stop":
+                self.engine_request("stop", {"checkpoint": True}, on_reply=lambda _: self.exit())
+
+        self.push_screen(ChoiceDialog(
+            "Quit the app. Training can go on without it.",
+            [("detach", "Detach (keep training)", "primary"),
+             ("stop", "Stop the run", "error"),
+             ("cancel", "Cancel", "default")],
+        ), chosen)
+
+    def detach(self) -> None:
+        name = self.run_dir.name if self.run_dir else "latest"
+        self.exit_message = (f"Detached: training goes on in {self.run_dir}.\n"
+                             f"Reattach with: puffer-tui attach {name}")
+        if self.link is not None:
+            self.link.close()
+            self.link = None
+        self.exit()
+
+    def open_hyperparameters(self) -> None:
+        self.push_screen(HyperparameterScreen(self.store))
+
+    def open_render_view(self) -> None:
+        self.push_screen(RenderScreen(self.store, self.render_env))
+
+    def open_help(self) -> None:
+        self.push_screen(HelpScreen())
+
+    def start_run(self, env_name: str, overrides: dict) -> None:
+        """Launch a new engine from the launcher (in a worker) and open its dashboard."""
+        self._launch(env_name, overrides, None)
+
+    def resume_run(self, run_dir: Path) -> None:
+        self._launch(None, {}, run_dir)
+
+    @work(thread=True, exclusive=True, group="launch")
+    def _launch(self, env_name, overrides, resume_dir) -> None:
+        from puffer_tui.app import engine_launcher
+
+        try:
+            if resume_dir is not None:
+                run_dir = engine_launcher.resume(resume_dir)
+            else:
+                run_dir = engine_launcher.start(env_name, overrides, runs_root=self.runs_root)
+        except Exception as e:  # the launcher's errors name the problem; show them as they are
+            self.call_from_thread(self.notify, f"could not start the engine: {e}",
+                                  severity="error", timeout=10)
+            return
+        self.call_from_thread(self.open_run, Path(run_dir), False)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        if isinstance(screen, DashboardScreen):
+            yield SystemCommand("Pause training", "Pause the engine", screen.action_pause)
+            yield SystemCommand("Resume training", "Resume the engine", screen.action_resume)
+            yield SystemCommand("Checkpoint now", "Save a checkpoint", screen.action_checkpoint)
+            yield SystemCommand("Stop run", "Checkpoint and stop the engine", self.confirm_stop)
+            yield SystemCommand("Hyperparameters", "Edit live hyperparameters",
+                                self.open_hyperparameters)
+            yield SystemCommand("Render view", "Full-screen render", self.open_render_view)
+            yield SystemCommand("Detach", "Quit the app, keep training", self.detach)
+            yield SystemCommand("Next loss curve", "Plot the next loss", screen.action_next_loss)
+
+    def _sample_system(self) -> None:
+        if isinstance(self.screen, DashboardScreen):
+            self._sample_worker(list(self.store.latest.get("processes") or []))
+
+    @work(thread=True, exclusive=True, group="system")
+    def _sample_worker(self, processes: list[dict]) -> None:
+        if self._monitor is None:
+            self._monitor = SystemMonitor()
+        sample = self._monitor.sample(processes)
+        self.call_from_thread(self._show_sample, sample)
+
+    def _show_sample(self, sample) -> None:
+        if isinstance(self.screen, DashboardScreen):
+            self.screen.show_system(sample)
+
+    def on_unmount(self) -> None:
+        if self.link is not None:
+            self.link.close()  # closing our socket never stops the engine
+
+
+def _reply_text(cmd: str, reply: dict) -> str:
+    if not reply.get("ok"):
+        return f"{cmd} refused: {reply.get('error')}"
+    if cmd == "set":
+        return f"set {reply.get('key')} = {reply.get('value')} ({reply.get('applies', 'applied')})"
+    if cmd == "checkpoint":
+        return f"checkpoint written: {reply.get('path')}"
+    if "state" in reply:
+        return f"{cmd}: engine is {reply['state']}"
+    return f"{cmd}: ok"
+
+
+def run_app(run_dir: str | Path | None = None, attach: bool = False,
+            runs_root: str | Path | None = None) -> int:
+    """Run the app until it exits; print how to reattach when it detached from a live run."""
+    app = PufferApp(run_dir=run_dir, attach=attach, runs_root=runs_root)
+    app.run()
+    if app.exit_message:
+        print(app.exit_message)
+    return 0

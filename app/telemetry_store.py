@@ -1,0 +1,175 @@
+"""What the app knows about the run: the engine's latest telemetry plus short histories.
+
+The connection worker feeds messages in (`ingest`); the dashboard reads from here on its own
+clock, so a burst of telemetry never turns into a burst of redraws. Nothing here touches
+Textual, which keeps it easy to test and cheap to update from any thread-safe call site.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance")
+TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")
+# states after which the engine will not send anything more
+FINAL_STATES = ("finished", "error")
+
+
+@dataclass
+class Event:
+    time: float
+    level: str
+    text: str
+
+
+@dataclass
+class Frame:
+    env: int
+    height: int
+    width: int
+    tiles: bytes  # H*W tile ids, row-major
+
+
+@dataclass
+class TelemetryStore:
+    """Telemetry, histories and events of one run, as seen by one client."""
+
+    sps_capacity: int = 600
+    epoch_capacity: int = 2000
+    event_capacity: int = 500
+    hello: dict = field(default_factory=dict)
+    latest: dict = field(default_factory=dict)
+    sps: deque = field(init=False)
+    steps: deque = field(init=False)  # global_step at each epoch, the x axis of the loss curves
+    losses: dict = field(init=False)
+    stats: dict = field(init=False)
+    events: deque = field(init=False)
+    frame: Frame | None = None
+    last_message: float = 0.0  # time.monotonic() of the last line received
+    version: int = 0  # bumped on every change so views can skip redraws when nothing moved
+    events_seen: int = 0  # total events ever ingested, so a log can append only the new ones
+    _last_epoch: int | None = None
+
+    def __post_init__(self):
+        self.sps = deque(maxlen=self.sps_capacity)
+        self.steps = deque(maxlen=self.epoch_capacity)
+        self.losses = {k: deque(maxlen=self.epoch_capacity) for k in LOSS_KEYS}
+        self.stats = {}
+        self.events = deque(maxlen=self.event_capacity)
+
+    # -- input --------------------------------------------------------------------------------
+
+    def set_hello(self, reply: dict) -> None:
+        self.hello = dict(reply)
+        self.version += 1
+
+    def ingest(self, message: dict, now: float | None = None) -> None:
+        """One push from the engine (telemetry, event or frame); unknown types are ignored."""
+        self.last_message = time.monotonic() if now is None else now
+        kind = message.get("type")
+        if kind == "telemetry":
+            self._telemetry(message)
+        elif kind == "event":
+            self.add_event(message.get("level", "info"), str(message.get("text", "")),
+                           message.get("time"))
+        elif kind == "frame":
+            self._frame(message)
+        else:
+            return
+        self.version += 1
+
+    def touch(self, now: float | None = None) -> None:
+        """Any sign of life from the engine (a reply counts too)."""
+        self.last_message = time.monotonic() if now is None else now
+
+    def add_event(self, level: str, text: str, when: float | None = None) -> None:
+        self.events.append(Event(time.time() if when is None else float(when), level, text))
+        self.events_seen += 1
+        self.version += 1
+
+    def _telemetry(self, t: dict) -> None:
+        self.latest = t
+        sps = t.get("sps")
+        if isinstance(sps, (int, float)) and math.isfinite(sps) and t.get("state") == "running":
+            self.sps.append(float(sps))
+        epoch = t.get("epoch")
+        if epoch is None or epoch == self._last_epoch or not epoch:
+            return
+        # Loss and episode histories grow once per epoch, not once per push.
+        self._last_epoch = epoch
+        losses = t.get("losses") or {}
+        if losses:
+            self.steps.append(int(t.get("global_step", 0)))
+            for k in LOSS_KEYS:
+                v = losses.get(k)
+                self.losses[k].append(float(v) if isinstance(v, (int, float)) else math.nan)
+        for k, v in (t.get("stats") or {}).items():
+            if isinstance(v, (int, float)) and math.isfinite(v):
+                self.stats.setdefault(k, deque(maxlen=self.epoch_capacity)).append(float(v))
+
+    def _frame(self, m: dict) -> None:
+        try:
+            tiles = base64.b64decode(m["tiles"], validate=True)
+            height, width = int(m["height"]), int(m["width"])
+        except (KeyError, ValueError, TypeError):
+            return  # a bad frame is dropped; the render keeps the last good one
+        if height * width != len(tiles):
+            return
+        self.frame = Frame(int(m.get("env", 0)), height, width, tiles)
+
+    # -- views --------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> str:
+        return self.latest.get("state") or self.hello.get("state") or "connecting"
+
+    def silence(self, now: float | None = None) -> float:
+        """Seconds since the engine last said anything (inf before the first message)."""
+        if not self.last_message:
+            return math.inf
+        return (time.monotonic() if now is None else now) - self.last_message
+
+    def trend(self, key: str, window: int = 5) -> int:
+        """+1 / -1 / 0: the mean of the last `window` epochs against the `window` before."""
+        values = list(self.stats.get(key, ()))
+        if len(values) < 2:
+            return 0
+        window = min(window, len(values) // 2)
+        recent = sum(values[-window:]) / window
+        before = sum(values[-2 * window:-window]) / window
+        scale = max(abs(recent), abs(before), 1e-9)
+        if abs(recent - before) / scale < 0.01:
+            return 0
+        return 1 if recent > before else -1
+
+
+def downsample(values, width: int) -> list[float]:
+    """At most `width` points: the mean of equal buckets (keeps a curve's shape, drops noise)."""
+    values = [v for v in values if isinstance(v, (int, float)) and math.isfinite(v)]
+    if width <= 0 or len(values) <= width:
+        return values
+    out = []
+    n = len(values)
+    for i in range(width):
+        lo, hi = i * n // width, (i + 1) * n // width
+        bucket = values[lo:max(hi, lo + 1)]
+        out.append(sum(bucket) / len(bucket))
+    return out
+
+
+def downsample_xy(xs, ys, width: int) -> tuple[list[float], list[float]]:
+    """Paired (x, y) series bucketed to at most `width` points; non-finite y are dropped."""
+    pairs = [(x, y) for x, y in zip(xs, ys) if isinstance(y, (int, float)) and math.isfinite(y)]
+    if width <= 0 or len(pairs) <= width:
+        return [p[0] for p in pairs], [p[1] for p in pairs]
+    n = len(pairs)
+    out_x, out_y = [], []
+    for i in range(width):
+        bucket = pairs[i * n // width:max((i + 1) * n // width, i * n // width + 1)]
+        out_x.append(bucket[-1][0])
+        out_y.append(sum(p[1] for p in bucket) / len(bucket))
+    return out_x, out_y

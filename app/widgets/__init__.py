@@ -1,0 +1,1 @@
+"""Dashboard widgets, one per file; each takes its data as attributes set by its screen."""

@@ -1,0 +1,58 @@
+"""Episode statistics (score, return, length, env-specific fields) with trend arrows."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from puffer_tui.app.widgets.format import metric, spark
+
+# The fields every env reports come first, in this order; env-specific ones follow.
+FIRST = ("score", "episode_return", "episode_length")
+# Fields where going up is not "better", so the arrow stays neutral in colour.
+NEUTRAL = {"episode_length"}
+
+
+class EpisodeStats(Widget):
+    """`history` is {field: values per epoch}; `trends` is {field: +1 / 0 / -1}."""
+
+    DEFAULT_CSS = """
+    EpisodeStats {
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+        height: 1fr;
+        min-height: 5;
+        border: round $primary 50%;
+        border-title-color: $text-accent;
+        padding: 0 1;
+    }
+    """
+
+    history: reactive[dict] = reactive(dict, always_update=True)
+    trends: reactive[dict] = reactive(dict)
+
+    def on_mount(self) -> None:
+        self.border_title = "episodes"
+
+    def render(self) -> Text:
+        if not self.history:
+            return Text("no finished episodes yet", style="dim")
+        keys = [k for k in FIRST if k in self.history]
+        keys += sorted(k for k in self.history if k not in FIRST)
+        spark_w = max(self.size.width - 30, 0)
+        lines = []
+        for key in keys:
+            values = list(self.history[key])
+            trend = self.trends.get(key, 0)
+            arrow, style = {1: ("↑", "green"), -1: ("↓", "red"), 0: ("→", "dim")}[trend]
+            if key in NEUTRAL and trend:
+                style = "cyan"
+            line = Text(no_wrap=True, overflow="ellipsis")
+            line.append(f"{key:<16.16}", "dim")
+            line.append(f"{metric(values[-1] if values else None):>10} ")
+            line.append(arrow, style)
+            if spark_w >= 4:
+                line.append(" " + spark(values, spark_w), "cyan")
+            lines.append(line)
+        return Text("\n").join(lines)

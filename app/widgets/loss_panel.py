@@ -1,0 +1,112 @@
+"""Loss curves: every loss with its latest value and a sparkline, one plotted in full.
+
+Plotext redraws are the most expensive thing on the dashboard, so the screen hands data in
+at most about once a second and the plot is rebuilt only when that data changed.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual.widgets import Static
+from textual_plotext import PlotextPlot
+
+from puffer_tui.app.telemetry_store import LOSS_KEYS, downsample_xy
+from puffer_tui.app.widgets.format import metric, spark
+
+LABELS = {
+    "policy_loss": "policy",
+    "value_loss": "value",
+    "entropy": "entropy",
+    "approx_kl": "kl",
+    "clipfrac": "clipfrac",
+    "explained_variance": "expl_var",
+}
+
+
+class LossPanel(Widget):
+    """`curves` is {loss name: list of values per epoch}; `steps` the matching global steps."""
+
+    DEFAULT_CSS = """
+    LossPanel {
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+        height: 1fr;
+        border: round $primary 50%;
+        border-title-color: $text-accent;
+        border-subtitle-color: $text-muted;
+    }
+    LossPanel #loss-table { height: 3; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
+    LossPanel PlotextPlot { height: 1fr; }
+    """
+
+    curves: reactive[dict] = reactive(dict, always_update=True)
+    steps: reactive[list] = reactive(list)
+    selected: reactive[str] = reactive("policy_loss")
+
+    def compose(self) -> ComposeResult:
+        yield PlotextPlot()
+        yield Static(id="loss-table")
+
+    def on_mount(self) -> None:
+        self.border_title = "losses"
+        self.border_subtitle = "l: next curve"
+        self._draw()
+
+    def cycle(self) -> None:
+        i = LOSS_KEYS.index(self.selected)
+        self.selected = LOSS_KEYS[(i + 1) % len(LOSS_KEYS)]
+
+    def watch_curves(self) -> None:
+        self._draw()
+
+    def watch_selected(self) -> None:
+        self._draw()
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        if not self.is_mounted:
+            return
+        self.query_one("#loss-table", Static).update(self._table())
+        plot = self.query_one(PlotextPlot)
+        plt = plot.plt
+        plt.clear_data()
+        plt.clear_figure()
+        values = self.curves.get(self.selected, [])
+        width = max(plot.size.width - 10, 8)  # leave room for the y axis labels
+        xs, ys = downsample_xy(self.steps or range(len(values)), values, width)
+        plt.title(self.selected.replace("_", " "))
+        if ys:
+            plt.plot(xs, ys, marker="braille", color="cyan")
+        plt.xlabel("step")
+        plot.refresh()
+
+    def _table(self) -> Text:
+        # Two columns of three when narrow, three of two when there is room.
+        width = self.size.width - 4
+        columns = 3 if width >= 96 else 2
+        cell = max(width // columns, 17)
+        spark_w = max(cell - 20, 0)
+        rows = -(-len(LOSS_KEYS) // columns)
+        text = Text(no_wrap=True, overflow="ellipsis")
+        for row in range(rows):
+            for col in range(columns):
+                i = col * rows + row
+                if i >= len(LOSS_KEYS):
+                    continue
+                key = LOSS_KEYS[i]
+                values = self.curves.get(key, [])
+                style = "bold reverse" if key == self.selected else "dim"
+                text.append(f"{LABELS[key]:<8}", style)
+                text.append(f"{metric(values[-1]) if values else '-':>9}")
+                if spark_w:
+                    text.append(" " + spark(list(values), spark_w).ljust(spark_w), "cyan")
+                if col < columns - 1:
+                    text.append(" ")
+            if row < rows - 1:
+                text.append("\n")
+        return text

@@ -1,0 +1,65 @@
+"""The dashboard's top lines: run identity, state, progress, speed, time."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+from textual.widget import Widget
+
+from puffer_tui.app.widgets.format import bar, duration, human
+
+STATE_STYLES = {
+    "running": "bold green",
+    "paused": "bold yellow",
+    "starting": "bold cyan",
+    "stopping": "bold magenta",
+    "finished": "bold blue",
+    "error": "bold white on red",
+    "connecting": "bold cyan",
+    "not responding": "bold white on dark_orange3",
+    "disconnected": "bold white on red",
+}
+
+
+class RunHeader(Widget):
+    """Two lines: who and how (env, run, state, epoch, uptime, ETA); where (steps, bar, SPS)."""
+
+    DEFAULT_CSS = """
+    RunHeader {
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+        height: 2;
+        padding: 0 1;
+        background: $boost;
+    }
+    """
+
+    telemetry: reactive[dict] = reactive(dict, always_update=True)
+    # what the app believes about the link, which can override the engine's own state
+    link_state: reactive[str | None] = reactive(None)
+
+    def render(self) -> Text:
+        t = self.telemetry
+        state = self.link_state or t.get("state") or "connecting"
+        top = Text(no_wrap=True, overflow="ellipsis")
+        top.append(str(t.get("env") or "?"), "bold")
+        top.append("  ")
+        top.append(str(t.get("run") or ""), "dim")
+        top.append("  ")
+        top.append(f" {state} ", STATE_STYLES.get(state, "bold"))
+        top.append(f"  epoch {t.get('epoch', 0)}")
+        top.append(f"  up {duration(t.get('uptime'))}")
+        top.append(f"  ETA {duration(t.get('eta'))}")
+        if t.get("device"):
+            top.append(f"  {t['device']}", "dim")
+
+        step, total = t.get("global_step") or 0, t.get("total_timesteps") or 0
+        fraction = step / total if total else 0.0
+        left = f"step {human(step)}/{human(total)} "
+        right = f" {fraction * 100:5.1f}%  SPS {human(t.get('sps')):>6}"
+        width = max(self.size.width - len(left) - len(right), 4)
+        bottom = Text(no_wrap=True, overflow="ellipsis")
+        bottom.append(left)
+        bottom.append(bar(fraction, width), "green" if state != "error" else "red")
+        bottom.append(right, "bold")
+        return Text("\n").join([top, bottom])

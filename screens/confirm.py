@@ -1,0 +1,49 @@
+"""A modal question with a few labelled answers (stop? detach or stop?)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Label
+
+
+class ChoiceDialog(ModalScreen[str | None]):
+    """Dismisses with the chosen key, or None on Escape."""
+
+    DEFAULT_CSS = """
+    ChoiceDialog { align: center middle; }
+    ChoiceDialog > Vertical {
+        width: 64;
+        height: auto;
+        border: thick $primary;
+        background: $panel;
+        padding: 1 2;
+    }
+    ChoiceDialog Label { width: 1fr; margin-bottom: 1; }
+    ChoiceDialog Horizontal { height: auto; align: center middle; }
+    ChoiceDialog Button { margin: 0 1; }
+    """
+
+    BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
+
+    def __init__(self, question: str, choices: list[tuple[str, str, str]]):
+        """`choices`: (key, button label, button variant) in display order."""
+        super().__init__()
+        self.question = question
+        self.choices = choices
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.question)
+            with Horizontal():
+                for key, label, variant in self.choices:
+                    yield Button(label, id=f"choice-{key}", variant=variant)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        self.dismiss(event.button.id.removeprefix("choice-"))
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)

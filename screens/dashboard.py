@@ -1,0 +1,179 @@
+"""The dashboard: every panel of a live run on one screen, and the keys that steer it.
+
+The screen polls the app's TelemetryStore on its own timers (fast panels ~4 Hz, plots 1 Hz)
+and hands each widget plain data; it never waits on the engine. Keys turn into requests the
+app sends from a worker.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from puffer_tui.app.telemetry_store import TelemetryStore
+from puffer_tui.app.widgets.cpu_panel import CpuPanel
+from puffer_tui.app.widgets.env_render import EnvRender
+from puffer_tui.app.widgets.episode_stats import EpisodeStats
+from puffer_tui.app.widgets.event_log import EventLog
+from puffer_tui.app.widgets.loss_panel import LossPanel
+from puffer_tui.app.widgets.run_header import RunHeader
+from puffer_tui.app.widgets.sps_history import SpsHistory
+from puffer_tui.app.widgets.timing_bars import TimingBars
+
+FAST_REFRESH_S = 0.25
+PLOT_REFRESH_S = 1.0
+
+
+class DashboardScreen(Screen):
+    DEFAULT_CSS = """
+    DashboardScreen { layout: vertical; }
+    DashboardScreen #top { height: 3fr; min-height: 14; }
+    DashboardScreen #bottom { height: 2fr; min-height: 8; }
+    DashboardScreen #left { width: 32; }
+    DashboardScreen TimingBars { height: 7; }
+    DashboardScreen LossPanel { width: 1fr; }
+    DashboardScreen EnvRender { width: 28; }
+    DashboardScreen CpuPanel { width: 32; }
+    DashboardScreen EpisodeStats { width: 1fr; max-width: 56; }
+    DashboardScreen EventLog { width: 1fr; }
+    """
+
+    BINDINGS = [
+        Binding("p", "pause", "Pause"),
+        Binding("p", "resume", "Resume"),
+        Binding("c", "checkpoint", "Checkpoint"),
+        Binding("s", "stop", "Stop"),
+        Binding("h", "hyperparameters", "Hyperparams"),
+        Binding("r", "render_view", "Render"),
+        Binding("left_square_bracket", "env(-1)", "Prev env", show=False),
+        Binding("right_square_bracket", "env(1)", "Next env", show=False),
+        Binding("l", "next_loss", "Next loss", show=False),
+        Binding("question_mark", "help", "Help"),
+        Binding("q", "quit_run", "Quit"),
+    ]
+
+    def __init__(self, store: TelemetryStore, **kwargs):
+        super().__init__(**kwargs)
+        self.store = store
+        self._shown_version = -1
+        self._plotted_epochs = -1
+        self._last_state = ""
+
+    def compose(self) -> ComposeResult:
+        yield RunHeader()
+        with Horizontal(id="top"):
+            with Vertical(id="left"):
+                yield SpsHistory()
+                yield TimingBars()
+            yield LossPanel()
+            yield EnvRender()
+        with Horizontal(id="bottom"):
+            yield CpuPanel()
+            yield EpisodeStats()
+            yield EventLog()
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.refresh_panels()
+        self.refresh_plots()
+        self.set_interval(FAST_REFRESH_S, self.refresh_panels)
+        self.set_interval(PLOT_REFRESH_S, self.refresh_plots)
+
+    # -- attributes down -------------------------------------------------------------------
+
+    def refresh_panels(self) -> None:
+        store = self.store
+        header = self.query_one(RunHeader)
+        link_state = getattr(self.app, "link_state", None)
+        if header.link_state != link_state:
+            header.link_state = link_state
+        if store.version == self._shown_version:
+            return
+        self._shown_version = store.version
+        t = store.latest
+        header.telemetry = {**self._identity(), **t}
+        self.query_one(SpsHistory).samples = list(store.sps)
+        timing = self.query_one(TimingBars)
+        timing.percent = t.get("timing_pct") or {}
+        timing.seconds = t.get("timing") or {}
+        stats = self.query_one(EpisodeStats)
+        stats.trends = {k: store.trend(k) for k in store.stats}
+        stats.history = {k: list(v) for k, v in store.stats.items()}
+        cpu = self.query_one(CpuPanel)
+        cpu.gpu = t.get("gpu")
+        render = self.query_one(EnvRender)
+        render.palette = self.app_palette()
+        render.num_envs = int(store.hello.get("num_envs") or 0)
+        render.frame = store.frame
+        self.query_one(EventLog).show(list(store.events), store.events_seen)
+        if store.state != self._last_state:
+            self._last_state = store.state
+            self.refresh_bindings()  # the footer's pause/resume label follows the state
+
+    def refresh_plots(self) -> None:
+        store = self.store
+        if len(store.steps) == self._plotted_epochs:
+            return
+        self._plotted_epochs = len(store.steps)
+        losses = self.query_one(LossPanel)
+        losses.steps = list(store.steps)
+        losses.curves = {k: list(v) for k, v in store.losses.items()}
+
+    def show_system(self, sample) -> None:
+        """A psutil sample from the app's monitor worker."""
+        self.query_one(CpuPanel).sample = sample
+
+    def app_palette(self) -> dict:
+        raw = self.store.hello.get("palette") or {}
+        return {int(k): tuple(v) for k, v in raw.items()}
+
+    def _identity(self) -> dict:
+        hello = self.store.hello
+        return {"env": hello.get("env"), "run": hello.get("run"), "state": hello.get("state")}
+
+    # -- keys (messages up, to the app) ----------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        state = self.store.state
+        if action == "pause":
+            return state != "paused"
+        if action == "resume":
+            return state == "paused"
+        return True
+
+    def action_pause(self) -> None:
+        self.app.engine_request("pause")
+
+    def action_resume(self) -> None:
+        self.app.engine_request("resume")
+
+    def action_checkpoint(self) -> None:
+        self.app.engine_request("checkpoint")
+
+    def action_stop(self) -> None:
+        self.app.confirm_stop()
+
+    def action_hyperparameters(self) -> None:
+        self.app.open_hyperparameters()
+
+    def action_render_view(self) -> None:
+        self.app.open_render_view()
+
+    def action_help(self) -> None:
+        self.app.open_help()
+
+    def action_quit_run(self) -> None:
+        self.app.confirm_quit()
+
+    def action_next_loss(self) -> None:
+        self.query_one(LossPanel).cycle()
+
+    def action_env(self, delta: int) -> None:
+        self.app.select_render_env(delta)
+
+    def set_render_env(self, index: int) -> None:
+        render = self.query_one(EnvRender)
+        render.env_index = index

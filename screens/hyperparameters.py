@@ -1,0 +1,156 @@
+"""The hyperparameter editor, generated from the schema the engine sent in its hello.
+
+Live fields are editable: each keystroke is checked against the field's type and bounds
+(the same FieldSpec.coerce the engine uses), Enter sends a `set` only when the text is valid,
+and the engine's reply is shown next to the field. Other fields are read-only: they apply
+when a run starts.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, Input, Label, Static
+
+from puffer_tui.app.telemetry_store import TelemetryStore
+from puffer_tui.engine.config import ConfigError, FieldSpec
+
+TYPES = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def spec_from_wire(field: dict) -> FieldSpec:
+    """A FieldSpec from one entry of hello's `schema` list."""
+    choices = field.get("choices")
+    return FieldSpec(
+        field["section"], field["name"], TYPES.get(field.get("type"), str), field.get("default"),
+        field.get("low"), field.get("high"), field.get("help", ""), bool(field.get("live")),
+        tuple(choices) if choices else None,
+    )
+
+
+def current_values(store: TelemetryStore) -> dict:
+    """`section.name` -> value: live values from telemetry over the config from hello."""
+    values = {}
+    config = store.hello.get("config") or {}
+    for section in ("env", "vec", "train"):
+        for name, value in (config.get(section) or {}).items():
+            values[f"{section}.{name}"] = value
+    values.update(store.latest.get("hyperparameters") or {})
+    return values
+
+
+class FieldRow(Horizontal):
+    """One live field: name, input, bounds/help, and the latest verdict."""
+
+    DEFAULT_CSS = """
+    FieldRow { height: auto; margin-bottom: 1; }
+    FieldRow .name { width: 26; padding-top: 1; }
+    FieldRow Input { width: 22; }
+    FieldRow Input.-invalid { border: tall $error; }
+    FieldRow .about { width: 1fr; padding-left: 1; }
+    """
+
+    def __init__(self, spec: FieldSpec, value):
+        super().__init__(id=f"row-{spec.section}-{spec.name}")
+        self.spec = spec
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        yield Label(self.spec.key, classes="name")
+        yield Input(_text(self.value), id=f"input-{self.spec.section}-{self.spec.name}")
+        with Vertical(classes="about"):
+            yield Static(Text(f"{self.spec.help} ({self.spec.bounds_text()})", style="dim"))
+            yield Static("", classes="verdict")
+
+
+class HyperparameterScreen(Screen):
+    DEFAULT_CSS = """
+    HyperparameterScreen #status { height: 1; padding: 0 1; background: $boost; }
+    HyperparameterScreen VerticalScroll { padding: 0 1; }
+    HyperparameterScreen .section { text-style: bold; color: $text-accent; margin: 1 0; }
+    HyperparameterScreen .readonly { color: $text-muted; }
+    """
+
+    BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
+
+    def __init__(self, store: TelemetryStore):
+        super().__init__()
+        self.store = store
+        self.specs = [spec_from_wire(f) for f in store.hello.get("schema") or []]
+
+    def compose(self) -> ComposeResult:
+        yield Static("Enter applies a value; escape goes back", id="status")
+        values = current_values(self.store)
+        with VerticalScroll():
+            if not self.specs:
+                yield Label("The engine has not sent its schema yet (not connected?).")
+            yield Label("Live: change while training", classes="section")
+            for spec in self.specs:
+                if spec.live:
+                    yield FieldRow(spec, values.get(spec.key, spec.default))
+            yield Label("Fixed: apply on restart (start a new run or resume with overrides)",
+                        classes="section")
+            for spec in self.specs:
+                if not spec.live:
+                    yield Static(self._readonly_line(spec, values.get(spec.key, spec.default)),
+                                 classes="readonly")
+        yield Footer()
+
+    @staticmethod
+    def _readonly_line(spec: FieldSpec, value) -> Text:
+        line = Text(no_wrap=True, overflow="ellipsis")
+        line.append(f"{spec.key:<30}")
+        line.append(f"{_text(value):<14}", "bold")
+        line.append(f" {spec.help} (applies on restart)", "dim")
+        return line
+
+    def _row(self, widget) -> FieldRow:
+        return next(a for a in widget.ancestors if isinstance(a, FieldRow))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        row = self._row(event.input)
+        try:
+            row.spec.coerce(event.value)
+        except ConfigError as e:
+            event.input.add_class("-invalid")
+            self._verdict(row, str(e), "red")
+        else:
+            event.input.remove_class("-invalid")
+            self._verdict(row, "", "")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        row = self._row(event.input)
+        try:
+            value = row.spec.coerce(event.value)
+        except ConfigError as e:
+            # Refused here: nothing is sent to the engine.
+            self._verdict(row, f"refused: {e}", "bold red")
+            self.query_one("#status", Static).update(Text(f"not sent: {e}", style="red"))
+            return
+        self._verdict(row, "sending...", "yellow")
+
+        def replied(reply: dict) -> None:
+            if reply.get("ok"):
+                text = f"engine: {reply.get('key')} = {reply.get('value')}; {reply.get('applies', '')}"
+                self._verdict(row, text, "green")
+            else:
+                text = f"engine refused: {reply.get('error')}"
+                self._verdict(row, text, "bold red")
+            self.query_one("#status", Static).update(text)
+
+        self.app.engine_request("set", {"key": row.spec.key, "value": value}, on_reply=replied)
+
+    @staticmethod
+    def _verdict(row: FieldRow, text: str, style: str) -> None:
+        row.query_one(".verdict", Static).update(Text(text, style=style))
+
+
+def _text(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)

@@ -1,0 +1,173 @@
+"""The launcher: pick an env, adjust its preset, start; or reopen a recent run.
+
+Everything here comes from the config schema and the env registry, so a new env or a new
+field shows up without touching this file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import Button, Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from puffer_tui.app.widgets.override_form import OverrideForm
+from puffer_tui.engine.config import ConfigError, load_config, schema
+
+LIVE_RUN_STATES = ("starting", "running", "paused", "stopping")
+
+
+def env_option(info: dict) -> Option:
+    text = Text(no_wrap=False)
+    text.append(info["name"], "bold")
+    text.append(f"  {info['description']}\n", "")
+    text.append(f"  obs {info['observation_space']}  act {info['action_space']}", "dim")
+    return Option(text, id=info["name"])
+
+
+class LauncherScreen(Screen):
+    DEFAULT_CSS = """
+    LauncherScreen #title { height: 1; padding: 0 1; background: $boost; text-style: bold; }
+    LauncherScreen #left { width: 44; }
+    LauncherScreen #envs { height: 1fr; border: round $primary 50%; }
+    LauncherScreen #runs { height: 1fr; border: round $primary 50%; }
+    LauncherScreen #right { width: 1fr; border: round $primary 50%; padding: 0 1; }
+    LauncherScreen #start-row { height: auto; }
+    LauncherScreen #start-row Button { margin-right: 2; }
+    LauncherScreen #start-row Static { width: 1fr; padding-top: 1; }
+    """
+
+    BINDINGS = [
+        Binding("ctrl+s", "start", "Start training"),
+        Binding("question_mark", "help", "Help", show=False),
+        Binding("q", "app.quit", "Quit"),
+    ]
+
+    def __init__(self, runs_root: str | Path | None = None):
+        super().__init__()
+        self.runs_root = runs_root
+        self.env_name = "squared"
+
+    def compose(self) -> ComposeResult:
+        yield Static("puffer-tui: choose an environment, adjust the preset, press Enter", id="title")
+        with Horizontal():
+            with Vertical(id="left"):
+                yield OptionList(id="envs")
+                yield OptionList(id="runs")
+            with Vertical(id="right"):
+                with Horizontal(id="start-row"):
+                    yield Button("Start training", id="start", variant="success")
+                    yield Static("", id="chosen")
+                yield Vertical(id="form-holder")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        envs = self.query_one("#envs", OptionList)
+        envs.border_title = "environments"
+        runs = self.query_one("#runs", OptionList)
+        runs.border_title = "recent runs (Enter: attach or resume)"
+        self.query_one("#right").border_title = "preset and overrides"
+        self._load_envs()
+        self._load_runs()
+        self._show_env(self.env_name)
+        envs.focus()
+
+    @work(thread=True, group="launcher")
+    def _load_envs(self) -> None:
+        # Describing an env imports its native module: keep that off the UI thread.
+        from puffer_tui.app.commands.envs import describe
+        from puffer_tui.envs import ENV_NAMES
+
+        infos = []
+        for name in ENV_NAMES:
+            try:
+                infos.append(describe(name))
+            except Exception as e:  # an env that fails to load is listed with why
+                infos.append({"name": name, "description": f"unavailable: {e}",
+                              "observation_space": "?", "action_space": "?"})
+        self.app.call_from_thread(self._fill_envs, infos)
+
+    def _fill_envs(self, infos: list[dict]) -> None:
+        envs = self.query_one("#envs", OptionList)
+        envs.clear_options()
+        envs.add_options([env_option(i) for i in infos])
+        names = [i["name"] for i in infos]
+        if self.env_name in names:
+            envs.highlighted = names.index(self.env_name)
+
+    @work(thread=True, group="launcher")
+    def _load_runs(self) -> None:
+        from puffer_tui.engine.run_dir import list_runs, run_info, runs_root
+
+        infos = [run_info(p) for p in reversed(list_runs(runs_root(self.runs_root)))][:20]
+        self.app.call_from_thread(self._fill_runs, infos)
+
+    def _fill_runs(self, infos) -> None:
+        runs = self.query_one("#runs", OptionList)
+        runs.clear_options()
+        if not infos:
+            runs.add_option(Option(Text("no runs yet", style="dim"), id="none", disabled=True))
+        for info in infos:
+            text = Text(no_wrap=True, overflow="ellipsis")
+            text.append(info.name, "bold" if info.state in LIVE_RUN_STATES else "")
+            text.append(f"  {info.state}", "green" if info.state in LIVE_RUN_STATES else "dim")
+            if info.global_step:
+                text.append(f"  {info.global_step:,} steps", "dim")
+            runs.add_option(Option(text, id=str(info.path)))
+        self._run_states = {str(i.path): i.state for i in infos}
+
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option_list.id == "envs" and event.option.id != self.env_name:
+            self._show_env(event.option.id)
+
+    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+        if event.option_list.id == "envs":
+            self.action_start()
+        elif event.option_list.id == "runs" and event.option.id != "none":
+            path = Path(event.option.id)
+            if getattr(self, "_run_states", {}).get(event.option.id) in LIVE_RUN_STATES:
+                self.app.open_run(path, attach=True)
+            else:
+                self.app.resume_run(path)
+
+    def _show_env(self, name: str) -> None:
+        self.env_name = name
+        try:
+            config = load_config(name)
+        except ConfigError as e:
+            self.query_one("#chosen", Static).update(Text(str(e), style="red"))
+            return
+        preset = {f"{section}.{k}": v for section, values in config.as_dict().items()
+                  if isinstance(values, dict) for k, v in values.items()}
+        holder = self.query_one("#form-holder")
+        holder.remove_children()
+        holder.mount(OverrideForm(schema(name), preset, id="form"))
+        self.query_one("#chosen", Static).update(Text(f"env: {name}", style="bold"))
+
+    def on_input_submitted(self) -> None:
+        self.action_start()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "start":
+            self.action_start()
+
+    def action_start(self) -> None:
+        form = self.query_one("#form", OverrideForm)
+        try:
+            overrides = form.overrides()
+            load_config(self.env_name, overrides)  # the whole config, cross-field checks too
+        except ConfigError as e:
+            form.show_error(str(e))
+            self.notify(str(e), severity="error")
+            return
+        self.query_one("#chosen", Static).update(Text(f"starting {self.env_name}...", "yellow"))
+        self.app.start_run(self.env_name, overrides)
+
+    def action_help(self) -> None:
+        self.app.open_help()
