@@ -118,9 +118,8 @@ class PufferEnv:
     def _raise_out_of_range(self, actions, index: int | None = None) -> None:
         flat = np.asarray(actions).reshape(-1)
         if index is None:
-            nvec = np.broadcast_to(self._nvec, self._action_shape[1:] or (1,)).reshape(-1)
-            per_row = flat.reshape(self.num_agents, -1)
-            bad = np.argwhere((per_row < 0) | (per_row >= nvec))
+            per_row = flat.reshape(self.num_agents, -1)  # k components per row, like _nvec
+            bad = np.argwhere((per_row < 0) | (per_row >= self._nvec))
             index = int(bad[0][0] * per_row.shape[1] + bad[0][1])
         if self._nvec is None:
             raise ActionError(f"{self.name}: action {index} is not finite ({flat[index]})")
