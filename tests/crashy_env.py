@@ -1,7 +1,7 @@
 """A pure-Python PufferEnv for the vectorizer tests: predictable rows, and crashes on command.
 
-Observation row of env i: [seed + i, steps since reset, last action]. Every action is
-ordinary except the commands below, which make the env fail in the worker that owns it.
+Observation row of env i: [seed + i, steps since reset, last action]. Actions 0..10 are
+ordinary; the commands 11..15, which make the env fail in the worker that owns it.
 Masks: row i is masked out when (step + i) % mask_every == 0 (mask_every=0: never).
 Infos: every `info_every` steps, one dict {"env": seed, "steps": steps} per call.
 """
@@ -18,8 +18,9 @@ from gymnasium import spaces
 
 from puffer_tui.engine.native import PufferEnv
 
-NORMAL, RAISE, SIGKILL, SEGFAULT, HANG, EXIT = range(6)
-NUM_ACTIONS = 6
+NORMAL = 0  # actions 0..10 are ordinary (the reward is the action)
+RAISE, SIGKILL, SEGFAULT, HANG, EXIT = range(11, 16)
+NUM_ACTIONS = 16
 
 
 class CrashyError(RuntimeError):
@@ -35,7 +36,7 @@ class CrashyEnv(PufferEnv):
     name = "crashy"
 
     def __init__(self, num_envs=1, seed=0, buf=None, mask_every=0, info_every=0,
-                 fail_on_init=False, step_sleep=0.0):
+                 fail_on_init=False, step_sleep=0.0, sleep_seed=None):
         if fail_on_init:
             raise CrashyError("cannot build this env on purpose")
         super().__init__(
@@ -45,7 +46,9 @@ class CrashyEnv(PufferEnv):
         self.seed = seed
         self.mask_every = mask_every
         self.info_every = info_every
+        # sleep `step_sleep` per step; only the copy seeded `sleep_seed` when that is given
         self.step_sleep = step_sleep
+        self.sleep_seed = sleep_seed
         self.steps = 0
 
     def reset(self, seed=None):
@@ -62,7 +65,7 @@ class CrashyEnv(PufferEnv):
         self.write_actions(actions)
         for i, action in enumerate(self.actions):
             self._obey(int(action), i)
-        if self.step_sleep:
+        if self.step_sleep and self.sleep_seed in (None, self.seed):
             time.sleep(self.step_sleep)
         self.steps += 1
         self.observations[:, 1] = self.steps

@@ -1,0 +1,196 @@
+"""Multiprocessing vec: same results as Serial, pool ordering, env_ids, masks, infos, frames."""
+
+import functools
+import time
+import warnings
+
+import numpy as np
+import psutil
+import pytest
+from crashy_env import NORMAL, CrashyEnv
+
+import puffer_tui.envs as envs
+from puffer_tui.engine.native import ActionError
+from puffer_tui.engine.vec import make
+from puffer_tui.engine.vec.sizing import plan_workers
+
+pytestmark = pytest.mark.filterwarnings("ignore:num_workers=.* is more than")
+
+
+def mp(creator, num_envs, num_workers, **kwargs):
+    return make(creator, num_envs=num_envs, backend="multiprocessing", num_workers=num_workers,
+                **kwargs)
+
+
+def actions_for(vec, rng):
+    return rng.integers(0, 5, vec.agents_per_batch).astype(np.int32)
+
+
+def test_sync_matches_serial_step_for_step():
+    creator = envs.creator("squared", size=5)
+    rng_a, rng_b = np.random.default_rng(0), np.random.default_rng(0)
+    serial = make(creator, num_envs=1, backend="serial", seed=7)
+    # One worker holds exactly what Serial holds: same seeds, same trajectories.
+    with mp(creator, 1, 1, seed=7) as vec:
+        obs, _ = vec.reset()
+        np.testing.assert_array_equal(obs, serial.reset()[0])
+        for _ in range(60):
+            a = actions_for(vec, rng_a)
+            got = vec.step(a)
+            want = serial.step(actions_for(serial, rng_b))
+            for g, w in zip(got[:4], want[:4], strict=True):
+                np.testing.assert_array_equal(g, w)
+    serial.close()
+
+
+def test_each_worker_is_a_serial_vec_seeded_at_its_first_env():
+    creator = envs.creator("squared", size=7)
+    with mp(creator, 6, 2, seed=3) as vec:
+        obs, _ = vec.reset()
+        second = make(creator, num_envs=3, backend="serial", seed=3 + 3)
+        np.testing.assert_array_equal(obs[3:], second.reset()[0])
+        rng = np.random.default_rng(1)
+        for _ in range(40):
+            a = actions_for(vec, rng)
+            obs = vec.step(a)[0]
+            np.testing.assert_array_equal(obs[3:], second.step(a[3:])[0])
+        second.close()
+
+
+def test_same_seed_same_trajectories_across_runs():
+    creator = envs.creator("squared", size=7)
+    runs = []
+    for _ in range(2):
+        with mp(creator, 4, 2, seed=11) as vec:
+            rng = np.random.default_rng(5)
+            trace = [vec.reset()[0].copy()]
+            trace += [vec.step(actions_for(vec, rng))[0].copy() for _ in range(30)]
+            runs.append(np.stack(trace))
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
+def test_sync_returns_all_rows_in_order_with_masks_and_infos():
+    creator = functools.partial(CrashyEnv, mask_every=3, info_every=2)
+    with mp(creator, 6, 3, seed=100) as vec:
+        obs, _, _, _, infos, env_ids, masks = (vec.async_reset(), vec.recv())[1]
+        np.testing.assert_array_equal(env_ids, np.arange(6))
+        np.testing.assert_array_equal(obs[:, 0], 100 + np.arange(6))
+        for step in range(1, 5):
+            vec.send(np.full(6, NORMAL, np.int64))
+            obs, rewards, _, _, infos, env_ids, masks = vec.recv()
+            assert (obs[:, 1] == step).all()
+            local = np.arange(6) % 2  # index of each env inside its worker
+            np.testing.assert_array_equal(masks, (step + local) % 3 != 0)
+            assert masks is vec.masks or np.shares_memory(masks, vec.masks)
+            if step % 2 == 0:
+                assert sorted(i["env"] for i in infos) == [100, 102, 104]
+            else:
+                assert infos == []
+
+
+@pytest.mark.parametrize("zero_copy", [True, False])
+def test_pool_returns_whole_workers_and_serves_every_worker(zero_copy):
+    creator = functools.partial(CrashyEnv, step_sleep=0.002)
+    with mp(creator, 8, 4, batch_size=4, zero_copy=zero_copy, seed=0) as vec:
+        assert vec.agents_per_batch == 4
+        vec.async_reset()
+        steps = np.zeros(8, int)
+        for _ in range(24):
+            obs, rewards, _, _, _, env_ids, masks = vec.recv()
+            assert len(env_ids) == 4 and len(set(env_ids.tolist())) == 4
+            pairs = env_ids.reshape(2, 2)
+            assert (pairs[:, 0] % 2 == 0).all() and (pairs[:, 1] == pairs[:, 0] + 1).all()
+            if zero_copy:
+                assert env_ids[0] % 4 == 0 and np.shares_memory(obs, vec.observations)
+            np.testing.assert_array_equal(obs[:, 0], env_ids)  # each row is the env it says
+            np.testing.assert_array_equal(obs[:, 1], steps[env_ids])
+            steps[env_ids] += 1
+            vec.send((env_ids % 2).astype(np.int32))
+        assert steps.min() >= 4, f"a worker starved: steps per env {steps}"
+        obs, rewards, *_ , env_ids, _ = vec.recv()
+        np.testing.assert_array_equal(rewards, env_ids % 2)  # each got its own action
+
+
+def test_pool_prefers_fast_workers():
+    """Worker 0 sleeps 40 ms per step, worker 1 none: the pool keeps returning worker 1."""
+
+    slow = functools.partial(CrashyEnv, step_sleep=0.04, sleep_seed=0)
+    with mp(slow, 2, 2, batch_size=1, zero_copy=False) as vec:
+        vec.async_reset()
+        seen = []
+        for _ in range(10):
+            *_, env_ids, _ = vec.recv()
+            seen.append(int(env_ids[0]))
+            vec.send(np.zeros(1, np.int32))
+        assert seen.count(1) >= 7, seen
+
+
+def test_frame_comes_from_the_worker_that_owns_the_env():
+    with mp(CrashyEnv, 6, 3, seed=0) as vec:
+        vec.reset()
+        for env_index in (0, 3, 5):
+            np.testing.assert_array_equal(vec.frame(env_index), np.full((2, 3), env_index))
+        vec.send(np.zeros(6, np.int32))  # a frame between send and recv waits for the step
+        assert vec.frame(4)[0, 0] == 4
+        assert (vec.recv()[0][:, 1] == 1).all()
+        with pytest.raises(IndexError, match="out of range"):
+            vec.frame(6)
+
+
+def test_bad_actions_are_refused_in_the_caller_and_the_vec_survives():
+    with mp(CrashyEnv, 4, 2) as vec:
+        vec.reset()
+        with pytest.raises(ActionError, match="shape"):
+            vec.send(np.zeros(3, np.int32))
+        with pytest.raises(ActionError, match="integer dtype"):
+            vec.send(np.zeros(4, np.float32))
+        with pytest.raises(ActionError, match="out of range"):
+            vec.send(np.array([0, 1, 16, 0]))
+        vec.send(np.zeros(4, np.int64))  # int64 is narrowed
+        assert (vec.recv()[0][:, 1] == 1).all()
+
+
+def test_api_misuse_is_a_clear_error():
+    with mp(CrashyEnv, 2, 2) as vec:
+        with pytest.raises(RuntimeError, match="recv"):
+            vec.send(np.zeros(2, np.int32))
+        vec.reset()
+        with pytest.raises(RuntimeError, match="pending"):
+            vec.recv()
+    with pytest.raises(RuntimeError, match="closed"):
+        vec.async_reset()
+
+
+def test_sizes_that_do_not_fit_say_what_to_choose():
+    with pytest.raises(ValueError, match=r"num_workers in \(1, 2, 5, 10\)"):
+        plan_workers(10, 4, None, True, cores=8)
+    with pytest.raises(ValueError, match=r"choose batch_size in \(3, 6, 9, 12\)"):
+        plan_workers(12, 4, 4, True, cores=8)
+    with pytest.raises(ValueError, match="zero_copy=False"):
+        plan_workers(12, 4, 9, True, cores=8)
+    assert plan_workers(12, 4, 9, False, cores=8).workers_per_batch == 3
+    with pytest.raises(ValueError, match="at least one env"):
+        plan_workers(2, 3, None, True, cores=8)
+    with pytest.warns(RuntimeWarning, match="choose num_workers <= 2"):
+        plan_workers(8, 4, None, True, cores=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert plan_workers(8, None, None, True, cores=2).num_workers == 2
+
+
+def test_idle_workers_use_no_cpu():
+    with mp(CrashyEnv, 2, 2) as vec:
+        vec.reset()
+        procs = [psutil.Process(pid) for pid in vec.worker_pids]
+        before = [sum(p.cpu_times()[:2]) for p in procs]
+        time.sleep(1.0)
+        used = [sum(p.cpu_times()[:2]) - b for p, b in zip(procs, before, strict=True)]
+        assert max(used) < 0.05, f"idle workers used {used} CPU seconds in 1 s"
+
+
+def test_buffers_live_in_nameless_memory():
+    with mp(CrashyEnv, 2, 2) as vec:
+        vec.reset()
+        maps = open(f"/proc/{vec.worker_pids[0]}/maps").read()
+        assert "puffer_tui_vec" in maps
+        assert "/dev/shm/" not in maps
