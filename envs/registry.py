@@ -16,6 +16,7 @@ _CLASSES = {
     "password": "Password",
     "stochastic": "Stochastic",
     "snake": "Snake",
+    "cpr": "CPR",
 }
 ENV_NAMES = tuple(_CLASSES)
 
