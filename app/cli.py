@@ -10,6 +10,9 @@ import sys
 COMMANDS = {
     "envs": "Lists the environments with their spaces",
     "bench": "Measures env, vectorizer and training speed",
+    "train": "Trains an agent (--headless for a plain progress display)",
+    "eval": "Plays a trained policy and reports its score",
+    "runs": "Lists the runs with their state, steps, best score and last checkpoint",
 }
 
 
@@ -28,7 +31,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
-    args = parser.parse_args(argv)
+    # Commands that take free-form settings (--env.NAME V) get the unparsed rest as args.extra.
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "accepts_extra", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.extra = extra
     if args.command is None:
         parser.print_help()
         return 0

@@ -7,6 +7,7 @@ import importlib
 # bench kind -> (module in puffer_tui.benchmarks, help)
 KINDS = {
     "envs": "single-core agent-steps/second of every env, with pre-generated random actions",
+    "train": "training agent-steps/second of the real Trainer, with its timing breakdown",
 }
 
 

@@ -1,0 +1,286 @@
+"""A small client for the engine's control socket (docs/protocol.md).
+
+From a thread (blocking calls):
+
+    with EngineClient.connect(run_dir) as client:      # a run dir or a control.sock path
+        hello = client.hello                           # the engine's hello reply
+        client.call("pause")                           # -> reply dict; EngineCommandError if ok is false
+        reply = client.request("set", key="train.learning_rate", value=1e-3)   # reply, ok or not
+        for push in client.pushes(timeout=1.0):        # telemetry / event / frame dicts
+            ...
+
+From asyncio (never blocks the event loop):
+
+    client = await AsyncEngineClient.connect(run_dir)
+    await client.call("resume")
+    async for push in client.pushes():
+        ...
+
+Callbacks: `client.on_push(fn)` calls `fn(push)` on the reader thread for every push (a Textual
+app would hop back with `app.call_from_thread`). When the engine goes away, pending requests
+fail with EngineDisconnected, `pushes()` ends and `client.closed` is set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import queue
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from puffer_tui.engine.run_dir import SOCKET_FILE, unix_address
+
+MAX_MESSAGE = 1 << 20
+DEFAULT_TIMEOUT = 30.0  # seconds for a reply (a checkpoint waits for the end of an epoch)
+PUSH_QUEUE_LIMIT = 10_000  # unread pushes kept for pushes(); older ones are dropped
+_END = object()
+
+
+class EngineClientError(RuntimeError):
+    """The engine could not be reached or did not answer in time."""
+
+
+class EngineDisconnected(EngineClientError):
+    """The connection closed (the engine exited or crashed)."""
+
+
+class EngineCommandError(EngineClientError):
+    """The engine answered `ok: false`; the text is its error."""
+
+    def __init__(self, cmd: str, reply: dict):
+        super().__init__(f"{cmd}: {reply.get('error', 'failed')}")
+        self.reply = reply
+
+
+def resolve_socket(target: str | os.PathLike) -> Path:
+    path = Path(target)
+    return path / SOCKET_FILE if path.is_dir() else path
+
+
+class EngineClient:
+    """One connection to an engine; thread-safe. Use `EngineClient.connect(...)`."""
+
+    def __init__(self, sock: socket.socket, path: Path):
+        self.path = path
+        self.hello: dict = {}
+        self.closed = threading.Event()
+        self.close_reason: str | None = None
+        self._sock = sock
+        self._ids = itertools.count(1)
+        self._send_lock = threading.Lock()
+        self._pending: dict[int, list] = {}  # id -> [threading.Event, reply or None]
+        self._pending_lock = threading.Lock()
+        self._callbacks: list[Callable[[dict], None]] = []
+        self._pushes: queue.Queue = queue.Queue()
+        self._reader = threading.Thread(target=self._read_loop, name="engine-client",
+                                        daemon=True)
+
+    @classmethod
+    def connect(cls, target: str | os.PathLike, timeout: float = 5.0,
+                hello: bool = True) -> EngineClient:
+        """Connect to a run dir's (or a socket path's) engine and, by default, say hello."""
+        path = resolve_socket(target)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        address, fd = unix_address(path)
+        try:
+            sock.connect(address)
+        except OSError as e:
+            sock.close()
+            raise EngineClientError(f"cannot connect to the engine at {path}: "
+                                    f"{e.strerror or e}") from None
+        finally:
+            if fd is not None:
+                os.close(fd)
+        sock.settimeout(None)
+        client = cls(sock, path)
+        client._reader.start()
+        if hello:
+            client.hello = client.call("hello", timeout=timeout, client="puffer-tui")
+        return client
+
+    # -- requests -----------------------------------------------------------------------------
+
+    def request(self, cmd: str, timeout: float | None = DEFAULT_TIMEOUT, **args) -> dict:
+        """Send `cmd` with `args`, wait for its reply and return it (ok or not)."""
+        request_id, waiter = self.send(cmd, **args)
+        if not waiter[0].wait(timeout):
+            with self._pending_lock:
+                self._pending.pop(request_id, None)
+            raise EngineClientError(f"{cmd}: no reply from the engine within {timeout:g} s")
+        reply = waiter[1]
+        if reply is None:
+            raise EngineDisconnected(f"{cmd}: the engine disconnected ({self.close_reason})")
+        return reply
+
+    def call(self, cmd: str, timeout: float | None = DEFAULT_TIMEOUT, **args) -> dict:
+        """Like `request`, but raises EngineCommandError when the engine says ok: false."""
+        reply = self.request(cmd, timeout=timeout, **args)
+        if not reply.get("ok"):
+            raise EngineCommandError(cmd, reply)
+        return reply
+
+    def send(self, cmd: str, **args) -> tuple[int, list]:
+        """Send without waiting; returns (id, waiter) where waiter[0] is a threading.Event set
+        when the reply (waiter[1]) arrives. Most callers want `request` or `call`."""
+        if self.closed.is_set():
+            raise EngineDisconnected(f"{cmd}: the connection is closed ({self.close_reason})")
+        request_id = next(self._ids)
+        waiter = [threading.Event(), None]
+        with self._pending_lock:
+            self._pending[request_id] = waiter
+        message = {"id": request_id, "cmd": cmd}
+        if args:
+            message["args"] = args
+        self.send_raw(json.dumps(message).encode("utf-8") + b"\n")
+        return request_id, waiter
+
+    def send_raw(self, data: bytes) -> None:
+        """Write bytes as they are (tests use it to send malformed messages)."""
+        try:
+            with self._send_lock:
+                self._sock.sendall(data)
+        except OSError as e:
+            self._finish(f"send failed: {e}")
+            raise EngineDisconnected(f"the engine is gone: {e}") from None
+
+    # -- pushes -----------------------------------------------------------------------------
+
+    def on_push(self, callback: Callable[[dict], None]) -> None:
+        """Call `callback(push)` on the reader thread for every push from now on."""
+        self._callbacks.append(callback)
+
+    def pushes(self, timeout: float | None = None) -> Iterator[dict]:
+        """Pushes in arrival order; ends when the connection closes, or after `timeout` seconds
+        without one."""
+        while True:
+            try:
+                item = self._pushes.get(timeout=timeout)
+            except queue.Empty:
+                return
+            if item is _END:
+                self._pushes.put(_END)  # let other iterators end too
+                return
+            yield item
+
+    # -- reader -----------------------------------------------------------------------------
+
+    def _read_loop(self) -> None:
+        buffer = b""
+        reason = "closed by the engine"
+        try:
+            while True:
+                chunk = self._sock.recv(1 << 16)
+                if not chunk:
+                    break
+                buffer += chunk
+                if b"\n" not in chunk:
+                    if len(buffer) > 64 * MAX_MESSAGE:
+                        reason = "the engine sent an oversized message"
+                        break
+                    continue
+                *lines, buffer = buffer.split(b"\n")
+                for line in lines:
+                    if line.strip():
+                        self._dispatch(json.loads(line))
+        except (OSError, ValueError) as e:
+            reason = f"connection error: {e}"
+        self._finish(reason)
+
+    def _dispatch(self, message: dict) -> None:
+        if "type" in message and "id" not in message:
+            if self._pushes.qsize() >= PUSH_QUEUE_LIMIT:
+                try:
+                    self._pushes.get_nowait()  # nobody is reading: keep the newest
+                except queue.Empty:
+                    pass
+            self._pushes.put(message)
+            for callback in list(self._callbacks):
+                callback(message)
+            return
+        with self._pending_lock:
+            waiter = self._pending.pop(message.get("id"), None)
+        if waiter is not None:
+            waiter[1] = message
+            waiter[0].set()
+        else:  # an error about a line we could not attribute (malformed, oversized)
+            self._pushes.put({"type": "reply", **message})
+
+    def _finish(self, reason: str) -> None:
+        if self.closed.is_set():
+            return
+        self.close_reason = reason
+        self.closed.set()
+        with self._pending_lock:
+            waiting, self._pending = list(self._pending.values()), {}
+        for waiter in waiting:
+            waiter[0].set()  # reply stays None: EngineDisconnected in request()
+        self._pushes.put(_END)
+
+    def close(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        self._sock.close()
+        self._finish("closed by the client")
+        if self._reader.is_alive() and threading.current_thread() is not self._reader:
+            self._reader.join(2.0)
+
+    def __enter__(self) -> EngineClient:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class AsyncEngineClient:
+    """The same client for asyncio code: requests and pushes are awaited, never blocking."""
+
+    def __init__(self, client: EngineClient, loop: asyncio.AbstractEventLoop):
+        self.client = client
+        self._loop = loop
+        self._pushes: asyncio.Queue = asyncio.Queue()
+        client.on_push(lambda push: loop.call_soon_threadsafe(self._pushes.put_nowait, push))
+        threading.Thread(target=self._watch_close, daemon=True).start()
+
+    @classmethod
+    async def connect(cls, target: str | os.PathLike, timeout: float = 5.0) -> AsyncEngineClient:
+        loop = asyncio.get_running_loop()
+        client = await loop.run_in_executor(None, lambda: EngineClient.connect(target, timeout))
+        return cls(client, loop)
+
+    @property
+    def hello(self) -> dict:
+        return self.client.hello
+
+    async def request(self, cmd: str, timeout: float | None = DEFAULT_TIMEOUT, **args) -> dict:
+        return await self._loop.run_in_executor(
+            None, lambda: self.client.request(cmd, timeout=timeout, **args))
+
+    async def call(self, cmd: str, timeout: float | None = DEFAULT_TIMEOUT, **args) -> dict:
+        return await self._loop.run_in_executor(
+            None, lambda: self.client.call(cmd, timeout=timeout, **args))
+
+    async def pushes(self):
+        """Pushes until the connection closes."""
+        while True:
+            item = await self._pushes.get()
+            if item is _END:
+                return
+            yield item
+
+    def _watch_close(self) -> None:
+        self.client.closed.wait()
+        try:
+            self._loop.call_soon_threadsafe(self._pushes.put_nowait, _END)
+        except RuntimeError:  # the loop is gone
+            pass
+
+    async def close(self) -> None:
+        await self._loop.run_in_executor(None, self.client.close)

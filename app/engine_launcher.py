@@ -1,0 +1,132 @@
+"""Start the engine as a detached process and wait until its control socket answers.
+
+    handle = launch_engine(run_dir)                  # python -m puffer_tui.engine RUN_DIR
+    handle = launch_engine(run_dir, resume=True)     # ... --resume
+    client = EngineClient.connect(run_dir)
+
+The engine runs in its own session and process group (`start_new_session=True`): Ctrl-C in
+the terminal and the app exiting or crashing do not reach it. Its stdout and stderr go to
+RUN_DIR/engine.out. Whoever launched it should call `handle.wait()` or `handle.poll()` once it
+has exited, so it is reaped (if the launcher exits first, init reaps it).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from puffer_tui.engine import run_dir as rd
+
+
+class EngineStartError(RuntimeError):
+    """The engine exited or did not open its socket; the text carries the end of engine.out."""
+
+
+@dataclass
+class EngineHandle:
+    run_dir: Path
+    process: subprocess.Popen
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def poll(self) -> int | None:
+        return self.process.poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        return self.process.wait(timeout)
+
+
+def engine_running(run_dir: str | os.PathLike) -> bool:
+    """Whether an engine is alive on this run (its status says so and its process exists)."""
+    return rd.run_state(run_dir) in rd.LIVE_STATES
+
+
+def launch_engine(
+    run_dir: str | os.PathLike,
+    resume: bool = False,
+    fallback_checkpoint: bool = False,
+    timeout: float = 120.0,
+    python: str | None = None,
+) -> EngineHandle:
+    """Start the engine on a prepared run dir and return once its socket accepts connections."""
+    run_dir = Path(run_dir).resolve()
+    if not rd.is_run_dir(run_dir):
+        raise EngineStartError(f"{run_dir} is not a run directory (no {rd.CONFIG_FILE})")
+    if engine_running(run_dir):
+        status = rd.read_status(run_dir)
+        raise EngineStartError(f"an engine (pid {status.get('pid')}) is already running "
+                               f"{run_dir.name}; attach to it instead")
+    command = [python or sys.executable, "-m", "puffer_tui.engine", str(run_dir)]
+    if resume:
+        command.append("--resume")
+    if fallback_checkpoint:
+        command.append("--fallback-checkpoint")
+    out_path = run_dir / rd.ENGINE_OUT_FILE
+    # The old status and socket belong to a previous engine; the new one writes its own.
+    (run_dir / rd.STATUS_FILE).unlink(missing_ok=True)
+    with out_path.open("ab") as out:
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True, close_fds=True, cwd=os.getcwd(),
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+    handle = EngineHandle(run_dir, process)
+    try:
+        wait_for_socket(handle, timeout)
+    except BaseException:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        raise
+    return handle
+
+
+def wait_for_socket(handle: EngineHandle, timeout: float) -> None:
+    """Until the engine's socket accepts a connection; EngineStartError if the engine dies."""
+    path = rd.socket_path(handle.run_dir)
+    deadline = time.monotonic() + timeout
+    while True:
+        code = handle.poll()
+        if code is not None:
+            raise EngineStartError(f"the engine exited with status {code} before it was ready:\n"
+                                   f"{tail(handle.run_dir / rd.ENGINE_OUT_FILE)}")
+        if path.exists() and _connectable(path):
+            return
+        if time.monotonic() > deadline:
+            raise EngineStartError(f"the engine did not open {path} within {timeout:g} s:\n"
+                                   f"{tail(handle.run_dir / rd.ENGINE_OUT_FILE)}")
+        time.sleep(0.05)
+
+
+def _connectable(path: Path) -> bool:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(1.0)
+    address, fd = rd.unix_address(path)
+    try:
+        sock.connect(address)
+        return True
+    except OSError:
+        return False
+    finally:
+        sock.close()
+        if fd is not None:
+            os.close(fd)
+
+
+def tail(path: Path, lines: int = 40) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return f"({path} is missing)"
+    return "\n".join(text.rstrip().splitlines()[-lines:]) or f"({path} is empty)"

@@ -1,0 +1,129 @@
+"""The `train --headless` display: a rich Live panel fed by engine telemetry.
+
+Shows state, steps (with a bar), SPS, ETA, epoch, uptime, score, episode return/length,
+losses and the timing breakdown; prints engine events above it. Ctrl-C asks the engine to
+checkpoint and stop, then waits for it to finish (a second Ctrl-C stops waiting; the engine
+still checkpoints and exits on its own).
+"""
+
+from __future__ import annotations
+
+import time
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.progress_bar import ProgressBar
+from rich.table import Table
+
+from puffer_tui.app.engine_client import EngineClient, EngineClientError
+from puffer_tui.engine import run_dir as rd
+
+REFRESH_HZ = 4
+
+
+def _fmt_seconds(seconds) -> str:
+    if seconds is None:
+        return "-"
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def _fmt(value, spec: str = ".4g") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def render(t: dict) -> Panel:
+    """The panel for one telemetry snapshot."""
+    total = t.get("total_timesteps") or 1
+    step = t.get("global_step", 0)
+    stats = t.get("stats", {})
+    losses = t.get("losses", {})
+    summary = Table.grid(padding=(0, 2))
+    for _ in range(4):
+        summary.add_column()
+    summary.add_row("state", f"[bold]{t.get('state', '?')}[/]", "epoch", str(t.get("epoch", 0)))
+    summary.add_row("steps", f"{step:,} / {total:,}", "SPS", f"{t.get('sps', 0):,.0f}")
+    summary.add_row("uptime", _fmt_seconds(t.get("uptime")), "ETA", _fmt_seconds(t.get("eta")))
+    summary.add_row("score", _fmt(stats.get("score"), ".3f"),
+                    "return", _fmt(stats.get("episode_return"), ".3f"))
+    summary.add_row("ep length", _fmt(stats.get("episode_length"), ".1f"),
+                    "lr", _fmt(t.get("learning_rate"), ".3g"))
+    loss_row = "  ".join(f"{k} {_fmt(v)}" for k, v in losses.items()) or "-"
+    timing = t.get("timing_pct", {})
+    timing_row = "  ".join(f"{k} {v:.0f}%" for k, v in timing.items() if v is not None) or "-"
+    body = Group(
+        ProgressBar(total=total, completed=min(step, total), width=60),
+        summary,
+        f"[dim]losses[/]  {loss_row}",
+        f"[dim]timing[/]  {timing_row}",
+    )
+    return Panel(body, title=f"puffer-tui  {t.get('env', '')}  {t.get('run', '')}",
+                 border_style="cyan")
+
+
+class HeadlessDisplay:
+    def __init__(self, client: EngineClient, run_dir, console: Console | None = None):
+        self.client = client
+        self.run_dir = run_dir
+        self.console = console or Console()
+        self.telemetry: dict = {"state": client.hello.get("state", "starting"),
+                                "env": client.hello.get("env", ""),
+                                "run": client.hello.get("run", "")}
+        self.errors: list[str] = []
+
+    def run(self) -> str:
+        """Show progress until the engine exits; returns its final state."""
+        stop_sent = False
+        with Live(render(self.telemetry), console=self.console, refresh_per_second=REFRESH_HZ,
+                  transient=False) as live:
+            while True:
+                try:
+                    self._pump(live)
+                    if self.client.closed.is_set():
+                        break
+                except KeyboardInterrupt:
+                    if stop_sent:
+                        self.console.print("[yellow]not waiting any longer; the engine "
+                                           "checkpoints and exits on its own[/]")
+                        break
+                    stop_sent = True
+                    self.console.print("[yellow]Ctrl-C: asking the engine to checkpoint and "
+                                       "stop...[/]")
+                    try:
+                        self.client.send("stop", checkpoint=True)
+                    except EngineClientError:
+                        break
+        return self.final_state(wait=self.client.closed.is_set())
+
+    def _pump(self, live: Live) -> None:
+        deadline = time.monotonic() + 1 / REFRESH_HZ
+        for push in self.client.pushes(timeout=1 / REFRESH_HZ):
+            kind = push.get("type")
+            if kind == "telemetry":
+                self.telemetry = push
+            elif kind == "event":
+                self._print_event(push)
+            if time.monotonic() >= deadline:
+                break
+        live.update(render(self.telemetry))
+
+    def _print_event(self, event: dict) -> None:
+        level = event.get("level", "info")
+        style = {"info": "dim", "warning": "yellow", "error": "bold red"}.get(level, "")
+        text = str(event.get("text", ""))
+        if level == "error":
+            self.errors.append(text)
+        self.console.print(f"[{style}]{level}[/] ", end="")
+        self.console.print(text, markup=False, highlight=False)
+
+    def final_state(self, wait: bool = True) -> str:
+        """The engine's last word: status.json once it has exited, else the last telemetry."""
+        for _ in range(50 if wait else 1):  # status.json is final just before the socket closes
+            state = rd.run_state(self.run_dir)
+            if state not in rd.LIVE_STATES:
+                return state
+            time.sleep(0.1)
+        return self.telemetry.get("state", "unknown")

@@ -1,0 +1,92 @@
+"""`puffer-tui bench train ENV`: training agent-steps/second of the real Trainer, in-process.
+
+The first epoch (allocation, warm-up) is not counted. SPS is the agent steps of the counted
+epochs over their wall time; the breakdown is the trainer's own timing of those epochs.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")
+
+
+def add_arguments(p):
+    from puffer_tui.engine.config import add_arguments as add_config_arguments
+
+    p.add_argument("env", metavar="ENV", help="environment to train")
+    p.add_argument("--seconds", type=float, default=10.0,
+                   help="measured training time, after one warm-up epoch (default 10)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_config_arguments(p)
+    p.set_defaults(accepts_extra=True)
+
+
+def measure(config, seconds: float) -> dict:
+    from puffer_tui.engine.trainer import Trainer
+
+    trainer = Trainer(config)
+    try:
+        trainer.run_epoch()  # warm-up: not measured
+        start_step = trainer.global_step
+        totals = dict.fromkeys(TIMING_KEYS, 0.0)
+        epochs = 0
+        start = time.perf_counter()
+        while True:
+            row = trainer.run_epoch()
+            epochs += 1
+            for key in TIMING_KEYS:
+                totals[key] += float(row.get(f"timing_{key}", 0.0))
+            elapsed = time.perf_counter() - start
+            if elapsed >= seconds or trainer.done:
+                break
+        steps = trainer.global_step - start_step
+    finally:
+        trainer.close()
+    timed = sum(totals.values()) or 1.0
+    return {
+        "env": config.env_name,
+        "backend": config.vec.backend,
+        "num_envs": config.vec.num_envs,
+        "num_workers": config.vec.num_workers,
+        "sps": steps / elapsed,
+        "steps": steps,
+        "epochs": epochs,
+        "seconds": elapsed,
+        "timing": totals,
+        "timing_pct": {k: 100.0 * v / timed for k, v in totals.items()},
+    }
+
+
+def run(args) -> int:
+    from puffer_tui.engine.config import ConfigError, load_config, overrides_from_args
+
+    if args.seconds <= 0:
+        raise SystemExit("--seconds must be > 0")
+    try:
+        overrides = overrides_from_args(args, getattr(args, "extra", []) or [])
+        # A budget large enough that the run never ends inside the measurement.
+        overrides.setdefault("train.total_timesteps", 10**12)
+        config = load_config(args.env, overrides)
+    except ConfigError as e:
+        raise SystemExit(f"puffer-tui bench train: error: {e}") from None
+    result = measure(config, args.seconds)
+    if args.json:
+        print(json.dumps({"train": result}, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"training {result['env']}: {result['num_envs']} envs, "
+                        f"{result['backend']} backend")
+    table.add_column("measure")
+    table.add_column("value", justify="right")
+    table.add_row("agent-steps/s", f"{result['sps']:,.0f}")
+    table.add_row("steps / epochs", f"{result['steps']:,} / {result['epochs']}")
+    table.add_row("seconds", f"{result['seconds']:.2f}")
+    for key in TIMING_KEYS:
+        table.add_row(f"  {key}", f"{result['timing'][key]:.2f} s  "
+                                  f"({result['timing_pct'][key]:.0f}%)")
+    Console().print(table)
+    return 0
