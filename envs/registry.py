@@ -17,6 +17,7 @@ _CLASSES = {
     "stochastic": "Stochastic",
     "snake": "Snake",
     "cpr": "CPR",
+    "breakout": "Breakout",
 }
 ENV_NAMES = tuple(_CLASSES)
 
