@@ -33,6 +33,25 @@ def _die_with_parent() -> None:
         pass
 
 
+def _release_forkserver() -> None:
+    """Close our copy of the forkserver's "alive" pipe.
+
+    CPython hands every forkserver child the write end of that pipe, so the forkserver
+    outlives the main process while any worker lives; we close it so that the forkserver
+    exits with the main process, and PDEATHSIG then kills us even if an env is stuck in C.
+    (Should env code here start processes itself, multiprocessing starts a new forkserver.)"""
+    from multiprocessing import forkserver
+
+    server = forkserver._forkserver
+    fd = getattr(server, "_forkserver_alive_fd", None)
+    if fd is not None:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+        server._forkserver_alive_fd = None
+
+
 class _ParentGone(Exception):
     pass
 
@@ -53,6 +72,7 @@ def worker_main(index, env_creator, env_kwargs, memory, layout, rows, num_envs, 
     crash_log.enable()
     parent_pid = os.getppid()
     if die_with_parent:
+        _release_forkserver()
         _die_with_parent()
         if os.getppid() != parent_pid:  # the parent died before prctl took effect
             return
