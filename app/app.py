@@ -15,7 +15,7 @@ from textual import work
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
-from puffer_tui.app.engine_link import EngineLink, LinkError
+from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.system_monitor import SystemMonitor
 from puffer_tui.app.telemetry_store import FINAL_STATES, TelemetryStore
 from puffer_tui.screens.confirm import ChoiceDialog
@@ -28,7 +28,7 @@ from puffer_tui.screens.render import RenderScreen
 DRAIN_S = 0.1  # how often pushes move from the link's inbox into the store
 SILENCE_PING_S = 1.0  # after this much quiet, ask for status to tell "paused" from "hung"
 NOT_RESPONDING_S = 1.5  # after this much quiet (pings unanswered), say so
-SOCKET_WAIT_S = 60.0  # how long to wait for a freshly launched engine's socket
+SOCKET_WAIT_S = 10.0  # how long to wait for the socket of an engine we attach to
 
 
 class PufferApp(App):
@@ -42,7 +42,8 @@ class PufferApp(App):
         self.attached = attach  # True: we joined a running engine; False: we started it
         self.runs_root = runs_root
         self.store = TelemetryStore()
-        self.link: EngineLink | None = None
+        self.link: EngineClient | None = None
+        self.engine_handle = None  # the engine process, when this app launched it
         self.link_state: str | None = "connecting"
         self.render_env = 0
         self.exit_message = ""
@@ -65,13 +66,13 @@ class PufferApp(App):
         else:
             self.open_run(self.run_dir, attach=self.attached)
 
-    def open_run(self, run_dir: Path, attach: bool) -> None:
-        """Show the dashboard of `run_dir` and connect to its engine in the background."""
+    def open_run(self, run_dir: Path, attach: bool, resume: bool = False) -> None:
+        """Show the dashboard of `run_dir`; start its engine unless attaching, then connect."""
         self.run_dir, self.attached = Path(run_dir), attach
         self.store = TelemetryStore()
-        self.link_state, self._crash_shown = "connecting", False
+        self.link_state, self._crash_shown = "starting engine" if not attach else "connecting", False
         self.switch_or_push(DashboardScreen(self.store))
-        self._connect(self.run_dir)
+        self._connect(self.run_dir, launch=not attach, resume=resume)
 
     def switch_or_push(self, screen: Screen) -> None:
         # The default screen stays at the bottom of the stack; ours sit on top of it.
@@ -81,9 +82,17 @@ class PufferApp(App):
             self.push_screen(screen)
 
     @work(thread=True, exclusive=True, group="connect")
-    def _connect(self, run_dir: Path) -> None:
+    def _connect(self, run_dir: Path, launch: bool = False, resume: bool = False) -> None:
+        """Launch the engine first when asked, then connect and say hello (a worker thread)."""
+        from puffer_tui.app.engine_launcher import EngineStartError, launch_engine
         from puffer_tui.engine.run_dir import socket_path
 
+        if launch:
+            try:
+                self.engine_handle = launch_engine(run_dir, resume=resume)
+            except EngineStartError as e:
+                self.call_from_thread(self._link_lost, f"the engine failed to start: {e}")
+                return
         sock = socket_path(run_dir)
         deadline = time.monotonic() + SOCKET_WAIT_S
         while not sock.exists():
@@ -91,17 +100,12 @@ class PufferApp(App):
                 self.call_from_thread(self._link_lost, f"no engine is listening on {sock}")
                 return
             time.sleep(0.1)
-        link = EngineLink(sock)
         try:
-            hello = link.connect()
-        except LinkError as e:
+            client = EngineClient.connect(run_dir)
+        except EngineClientError as e:
             self.call_from_thread(self._link_lost, str(e))
             return
-        if not hello.get("ok"):
-            link.close()
-            self.call_from_thread(self._link_lost, f"engine refused hello: {hello.get('error')}")
-            return
-        self.call_from_thread(self._linked, link, hello)
+        self.call_from_thread(self._linked, client, client.hello)
 
     @staticmethod
     def _engine_finished(run_dir: Path) -> bool:
@@ -111,7 +115,7 @@ class PufferApp(App):
         return bool(status) and run_state(run_dir, status) not in (
             "starting", "running", "paused", "stopping")
 
-    def _linked(self, link: EngineLink, hello: dict) -> None:
+    def _linked(self, link: EngineClient, hello: dict) -> None:
         self.link, self.link_state = link, None
         self.store.set_hello(hello)
         self.store.touch()
@@ -124,16 +128,17 @@ class PufferApp(App):
         link = self.link
         if link is None:
             return
-        for _ in range(1000):  # bounded, so a flood cannot starve the event loop
-            try:
-                message = link.inbox.get_nowait()
-            except Exception:
-                break
-            if message.get("type") == "link_closed":
-                self._link_lost(message.get("reason", "connection closed"))
-                return
-            self.store.ingest(message)
-        self.store.last_message = max(self.store.last_message, link.last_heard)
+        count = 0
+        for push in link.pushes(timeout=0):
+            count += 1
+            self.store.ingest(push)
+            if count >= 2000 and not link.closed.is_set():
+                break  # bounded, so a flood cannot starve the event loop; the rest waits
+        if count:
+            self.store.touch()
+        if link.closed.is_set():
+            self._link_lost(link.close_reason or "connection closed")
+            return
         quiet = self.store.silence()
         if quiet > SILENCE_PING_S and time.monotonic() - self._last_ping > SILENCE_PING_S:
             self._last_ping = time.monotonic()
@@ -144,17 +149,23 @@ class PufferApp(App):
         if self.link is not None:
             self.link.close()
         self.link = None
-        final = self.store.state in FINAL_STATES
-        self.link_state = None if final else "disconnected"
-        self.store.add_event("app" if final else "error", f"engine link closed: {reason}")
-        if not final and not self._crash_shown and self.run_dir is not None:
+        state = self.store.state
+        ended = state in FINAL_STATES and state != "error"
+        self.link_state = None if ended else "disconnected"
+        self.store.add_event("app" if ended else "error", f"engine link closed: {reason}")
+        if ended:
+            self.notify(f"the run is {state}; q quits", timeout=10)
+        elif not self._crash_shown and self.run_dir is not None:
             self._show_crash(reason)
 
     def _show_crash(self, reason: str) -> None:
         from puffer_tui.screens.crash import last_error_text
 
         self._crash_shown = True
-        traceback = last_error_text(self.run_dir) or reason
+        # The engine's own error event (pushed, or in events.log) says more than "EOF".
+        pushed = [e.text for e in self.store.events if e.level == "error"
+                  and not e.text.startswith("engine link closed")]
+        traceback = (pushed[-1] if pushed else "") or last_error_text(self.run_dir) or reason
         self.push_screen(CrashScreen(self.run_dir, traceback), self._after_crash)
 
     def _after_crash(self, choice: str | None) -> None:
@@ -178,8 +189,8 @@ class PufferApp(App):
     @work(thread=True, group="requests")
     def _request_worker(self, link, cmd, args, on_reply, quiet, timeout) -> None:
         try:
-            reply = link.request(cmd, args, timeout=timeout)
-        except LinkError as e:
+            reply = link.request(cmd, timeout=timeout, **(args or {}))
+        except EngineClientError as e:
             reply = {"ok": False, "error": str(e)}
         self.call_from_thread(self._replied, cmd, reply, on_reply, quiet)
 
@@ -256,26 +267,22 @@ class PufferApp(App):
         self.push_screen(HelpScreen())
 
     def start_run(self, env_name: str, overrides: dict) -> None:
-        """Launch a new engine from the launcher (in a worker) and open its dashboard."""
-        self._launch(env_name, overrides, None)
-
-    def resume_run(self, run_dir: Path) -> None:
-        self._launch(None, {}, run_dir)
-
-    @work(thread=True, exclusive=True, group="launch")
-    def _launch(self, env_name, overrides, resume_dir) -> None:
-        from puffer_tui.app import engine_launcher
+        """A new run from the launcher: write its run dir and config, then launch and watch."""
+        from puffer_tui.engine import config as cfg
+        from puffer_tui.engine import run_dir as rd
 
         try:
-            if resume_dir is not None:
-                run_dir = engine_launcher.resume(resume_dir)
-            else:
-                run_dir = engine_launcher.start(env_name, overrides, runs_root=self.runs_root)
-        except Exception as e:  # the launcher's errors name the problem; show them as they are
-            self.call_from_thread(self.notify, f"could not start the engine: {e}",
-                                  severity="error", timeout=10)
+            config = cfg.load_config(env_name, overrides)
+            run_dir = rd.create_run_dir(env_name, rd.runs_root(self.runs_root))
+            cfg.save(config, run_dir / rd.CONFIG_FILE)
+        except (cfg.ConfigError, OSError) as e:
+            self.notify(f"cannot start {env_name}: {e}", severity="error", timeout=10)
             return
-        self.call_from_thread(self.open_run, Path(run_dir), False)
+        self.open_run(run_dir, attach=False)
+
+    def resume_run(self, run_dir: Path) -> None:
+        """Start a new engine on `run_dir` from its latest checkpoint."""
+        self.open_run(run_dir, attach=False, resume=True)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

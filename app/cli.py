@@ -13,6 +13,7 @@ COMMANDS = {
     "train": "Trains an agent (--headless for a plain progress display)",
     "eval": "Plays a trained policy and reports its score",
     "runs": "Lists the runs with their state, steps, best score and last checkpoint",
+    "attach": "Opens the dashboard of a running engine (the latest if RUN is omitted)",
 }
 
 
@@ -37,8 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
     if args.command is None:
-        parser.print_help()
-        return 0
+        # No subcommand: the app's launcher (runs under $PUFFER_TUI_RUNS or ./runs).
+        from puffer_tui.app.app import run_app
+
+        return int(run_app() or 0)
     try:
         return int(args.run(args) or 0)
     except KeyboardInterrupt:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance")
 TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")
 # states after which the engine will not send anything more
-FINAL_STATES = ("finished", "error")
+FINAL_STATES = ("finished", "stopped", "error")
 
 
 @dataclass

@@ -39,11 +39,21 @@ class ChoiceDialog(ModalScreen[str | None]):
             yield Label(self.question)
             with Horizontal():
                 for key, label, variant in self.choices:
-                    yield Button(label, id=f"choice-{key}", variant=variant)
+                    yield Button(f"[u]{label[0]}[/u]{label[1:]}", id=f"choice-{key}",
+                                 variant=variant)
+
+    def on_key(self, event) -> None:
+        # The first letter of each answer picks it (d: detach, s: stop, c: cancel).
+        for key, label, _ in self.choices:
+            if event.character and event.character.lower() == label[0].lower():
+                event.stop()
+                self.dismiss(None if key == "cancel" else key)
+                return
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        self.dismiss(event.button.id.removeprefix("choice-"))
+        key = event.button.id.removeprefix("choice-")
+        self.dismiss(None if key == "cancel" else key)
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)

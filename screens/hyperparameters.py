@@ -42,15 +42,18 @@ def current_values(store: TelemetryStore) -> dict:
     return values
 
 
-class FieldRow(Horizontal):
-    """One live field: name, input, bounds/help, and the latest verdict."""
+class FieldRow(Vertical):
+    """One live field: name, input, bounds/help on one line; the latest verdict below it."""
 
     DEFAULT_CSS = """
-    FieldRow { height: auto; margin-bottom: 1; }
-    FieldRow .name { width: 26; padding-top: 1; }
-    FieldRow Input { width: 22; }
-    FieldRow Input.-invalid { border: tall $error; }
-    FieldRow .about { width: 1fr; padding-left: 1; }
+    FieldRow { height: auto; }
+    FieldRow > Horizontal { height: 1; }
+    FieldRow .name { width: 26; }
+    FieldRow Input { width: 16; background: $boost; }
+    FieldRow Input.-invalid { color: $error; text-style: bold; }
+    FieldRow .about { width: 1fr; padding-left: 1; color: $text-muted; }
+    FieldRow .verdict { height: auto; padding-left: 26; display: none; }
+    FieldRow .verdict.-shown { display: block; }
     """
 
     def __init__(self, spec: FieldSpec, value):
@@ -59,11 +62,12 @@ class FieldRow(Horizontal):
         self.value = value
 
     def compose(self) -> ComposeResult:
-        yield Label(self.spec.key, classes="name")
-        yield Input(_text(self.value), id=f"input-{self.spec.section}-{self.spec.name}")
-        with Vertical(classes="about"):
-            yield Static(Text(f"{self.spec.help} ({self.spec.bounds_text()})", style="dim"))
-            yield Static("", classes="verdict")
+        with Horizontal():
+            yield Label(self.spec.key, classes="name")
+            yield Input(_text(self.value), id=f"input-{self.spec.section}-{self.spec.name}",
+                        compact=True)
+            yield Static(f"{self.spec.help} ({self.spec.bounds_text()})", classes="about")
+        yield Static("", classes="verdict")
 
 
 class HyperparameterScreen(Screen):
@@ -71,7 +75,7 @@ class HyperparameterScreen(Screen):
     HyperparameterScreen #status { height: 1; padding: 0 1; background: $boost; }
     HyperparameterScreen VerticalScroll { padding: 0 1; }
     HyperparameterScreen .section { text-style: bold; color: $text-accent; margin: 1 0; }
-    HyperparameterScreen .readonly { color: $text-muted; }
+    HyperparameterScreen .readonly { color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
@@ -145,7 +149,9 @@ class HyperparameterScreen(Screen):
 
     @staticmethod
     def _verdict(row: FieldRow, text: str, style: str) -> None:
-        row.query_one(".verdict", Static).update(Text(text, style=style))
+        verdict = row.query_one(".verdict", Static)
+        verdict.update(Text(text, style=style))
+        verdict.set_class(bool(text), "-shown")
 
 
 def _text(value) -> str:

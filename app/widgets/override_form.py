@@ -26,10 +26,10 @@ class OverrideRow(Horizontal):
     DEFAULT_CSS = """
     OverrideRow { height: 1; }
     OverrideRow .name { width: 26; }
-    OverrideRow Input { width: 16; }
+    OverrideRow Input { width: 16; background: $boost; }
     OverrideRow Input.-invalid { color: $error; text-style: bold; }
     OverrideRow Input.-changed { color: $text-warning; }
-    OverrideRow .about { width: 1fr; padding-left: 1; color: $text-muted; }
+    OverrideRow .about { width: 1fr; padding-left: 1; color: $text-muted; text-wrap: nowrap; }
     """
 
     def __init__(self, spec: FieldSpec, preset_value):

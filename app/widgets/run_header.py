@@ -14,6 +14,8 @@ STATE_STYLES = {
     "starting": "bold cyan",
     "stopping": "bold magenta",
     "finished": "bold blue",
+    "stopped": "bold blue",
+    "starting engine": "bold cyan",
     "error": "bold white on red",
     "connecting": "bold cyan",
     "not responding": "bold white on dark_orange3",

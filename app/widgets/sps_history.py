@@ -35,7 +35,8 @@ class SpsHistory(Widget):
     SpsHistory {
         text-wrap: nowrap;
         text-overflow: ellipsis;
-        height: 6;
+        height: 1fr;
+        min-height: 5;
         border: round $primary 50%;
         border-title-color: $text-accent;
         padding: 0 1;

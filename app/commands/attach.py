@@ -1,0 +1,57 @@
+"""`puffer-tui attach [RUN]`: open the dashboard of an engine that is already training.
+
+With no RUN, the most recent run whose engine is alive. The engine does not notice the app
+coming or going: detaching (q, then "detach") or killing the app leaves it training.
+"""
+
+from __future__ import annotations
+
+import sys
+
+LIVE = ("starting", "running", "paused", "stopping")
+
+
+def add_parser(sub, name, help_text):
+    p = sub.add_parser(name, help=help_text, description=help_text)
+    p.add_argument("run_name", nargs="?", metavar="RUN",
+                   help="a run name or path (default: the latest run that is still training)")
+    p.add_argument("--runs-dir", metavar="D",
+                   help="where runs live (default $PUFFER_TUI_RUNS or ./runs)")
+    p.set_defaults(run=run)
+
+
+def choose_run(run_name: str | None, runs_dir: str | None):
+    """The run to attach to; RunDirError naming why there is none."""
+    from puffer_tui.engine import run_dir as rd
+
+    root = rd.runs_root(runs_dir)
+    if run_name:
+        path = rd.find_run(run_name, root)
+        state = rd.run_state(path)
+        if state not in LIVE:
+            raise rd.RunDirError(
+                f"{path.name} is not training (state: {state}); resume it with "
+                f"`puffer-tui train --resume {path}`")
+        return path
+    runs = rd.list_runs(root)
+    for path in reversed(runs):
+        if rd.run_state(path) in LIVE:
+            return path.resolve()
+    if not runs:
+        raise rd.RunDirError(f"no runs in {root}; start one with `puffer-tui train ENV`")
+    raise rd.RunDirError(
+        f"no run in {root} is training; the latest is {runs[-1].name} "
+        f"({rd.run_state(runs[-1])}); resume it with `puffer-tui train --resume {runs[-1]}`")
+
+
+def run(args) -> int:
+    from puffer_tui.engine.run_dir import RunDirError
+
+    try:
+        path = choose_run(args.run_name, args.runs_dir)
+    except RunDirError as e:
+        print(f"puffer-tui attach: error: {e}", file=sys.stderr)
+        return 2
+    from puffer_tui.app.app import run_app
+
+    return int(run_app(run_dir=path, attach=True, runs_root=args.runs_dir) or 0)
