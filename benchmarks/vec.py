@@ -1,0 +1,165 @@
+"""`puffer-tui bench vec`: agent-steps/second of our vectorizers against Gymnasium's (and EnvPool's).
+
+For each workload every backend gets the same total number of envs and a few settings; the
+best setting of each backend is compared. Gymnasium's AsyncVectorEnv runs one process per
+env; ours pack several envs into each of a few workers. Timings on a shared machine are
+noisy: use --repeat to keep the best of several runs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from dataclasses import asdict, dataclass
+from functools import partial
+
+from puffer_tui.benchmarks import vec_runners
+from puffer_tui.benchmarks.vec_workloads import workloads
+
+OURS = ("serial", "multiprocessing", "multiprocessing-pool")
+GYMNASIUM = ("gymnasium-sync", "gymnasium-async")
+
+
+@dataclass
+class Result:
+    workload: str
+    backend: str
+    num_envs: int
+    num_workers: int
+    batch_size: int
+    sps: float
+    zero_copy: bool | None = None
+    error: str | None = None
+
+
+def add_arguments(p):
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--seconds", type=float, default=1.5, help="time per setting (default 1.5)")
+    p.add_argument("--repeat", type=int, default=1, help="runs per setting, best kept (default 1)")
+    p.add_argument("--workload", action="append",
+                   help="only these workloads (repeatable): squared, cartpole, delay")
+    p.add_argument("--squared-envs", type=int, default=16384, help="total squared envs")
+    p.add_argument("--cartpole-envs", type=int, default=16, help="total CartPole-v1 envs")
+    p.add_argument("--delay-envs", type=int, default=4, help="total delay envs")
+
+
+def settings_for(workload, cores: int) -> list[tuple[str, int, int, bool]]:
+    """(backend, num_workers, batch_size, zero_copy) of our backends to try on `workload`."""
+    n = workload.num_envs
+    sync_workers = max(d for d in range(1, min(cores, n) + 1) if n % d == 0)
+    out = [("serial", 1, n, True), ("multiprocessing", sync_workers, n, True)]
+    # Pools: half the workers in flight while the other half is returned, with as many
+    # workers as cores (no oversubscription) or twice as many (room to skip slow ones).
+    for workers, batch in ((cores, n // 2), (2 * cores, n // 2), (2 * cores, n // 4)):
+        if workers <= n and n % workers == 0 and batch >= 1 and batch % (n // workers) == 0:
+            setting = ("multiprocessing-pool", workers, batch, False)
+            if setting not in out:
+                out.append(setting)
+    return out
+
+
+def _measure(fn, repeat: int) -> tuple[float, str | None]:
+    best, error = 0.0, None
+    for _ in range(repeat):
+        try:
+            best = max(best, fn())
+        except Exception as exc:  # one broken backend must not end the whole benchmark
+            error = f"{type(exc).__name__}: {exc}"
+    return best, error
+
+
+def run_workload(workload, seconds: float, repeat: int, cores: int, log) -> list[Result]:
+    results = []
+    n = workload.num_envs
+    for backend, workers, batch, zero_copy in settings_for(workload, cores):
+        log(f"{workload.name}: {backend} workers={workers} batch={batch}")
+        real = "serial" if backend == "serial" else "multiprocessing"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # pools oversubscribe on purpose
+            sps, error = _measure(partial(
+                vec_runners.run_ours, workload, real, workers, batch, zero_copy, seconds), repeat)
+        results.append(Result(workload.name, backend, n, workers, batch, sps, zero_copy, error))
+    if workload.gym_creator is not None:
+        for kind in ("sync", "async"):
+            log(f"{workload.name}: gymnasium {kind}")
+            sps, error = _measure(partial(vec_runners.run_gymnasium, workload, kind, seconds),
+                                  repeat)
+            workers = 1 if kind == "sync" else n
+            results.append(Result(workload.name, f"gymnasium-{kind}", n, workers, n, sps,
+                                  error=error))
+    if workload.envpool_id and vec_runners.envpool_available():
+        for batch in sorted({n, max(1, n // 2)}, reverse=True):
+            log(f"{workload.name}: envpool batch={batch}")
+            sps, error = _measure(partial(vec_runners.run_envpool, workload, cores, batch,
+                                          seconds), repeat)
+            results.append(Result(workload.name, "envpool", n, cores, batch, sps, error=error))
+    return results
+
+
+def best_by_backend(results: list[Result]) -> dict[tuple[str, str], Result]:
+    best: dict[tuple[str, str], Result] = {}
+    for r in results:
+        key = (r.workload, r.backend)
+        if key not in best or r.sps > best[key].sps:
+            best[key] = r
+    return best
+
+
+def ratios(results: list[Result]) -> dict[tuple[str, str], dict[str, float]]:
+    """Each backend's best against Gymnasium's best and against our synchronous mode."""
+    best = best_by_backend(results)
+    out = {}
+    for (workload, backend), r in best.items():
+        gym = max((best[(workload, g)].sps for g in GYMNASIUM if (workload, g) in best),
+                  default=0.0)
+        sync = best.get((workload, "multiprocessing"))
+        serial = best.get((workload, "serial"))
+        out[(workload, backend)] = {
+            "vs_gymnasium_best": r.sps / gym if gym else None,
+            "vs_our_sync": r.sps / sync.sps if sync and sync.sps else None,
+            "vs_our_serial": r.sps / serial.sps if serial and serial.sps else None,
+        }
+    return out
+
+
+def select_workloads(names, sizes):
+    chosen = workloads(*sizes)
+    if not names:
+        return chosen
+    keys = {"squared": "squared", "cartpole": "CartPole-v1", "delay": "delay"}
+    unknown = [n for n in names if n not in keys]
+    if unknown:
+        raise SystemExit(f"unknown workload(s) {', '.join(unknown)}; choose from "
+                         f"{', '.join(keys)}")
+    return [w for w in chosen if any(w.name.startswith(keys[n]) for n in names)]
+
+
+def run(args) -> int:
+    from puffer_tui.engine.vec.sizing import available_cores
+
+    if args.seconds <= 0 or args.repeat < 1:
+        raise SystemExit("--seconds must be > 0 and --repeat >= 1")
+    sizes = (args.squared_envs, args.cartpole_envs, args.delay_envs)
+    if min(sizes) < 1:
+        raise SystemExit("--squared-envs, --cartpole-envs and --delay-envs must be >= 1")
+    cores = available_cores()
+
+    def log(text):
+        print(f"  {text}", file=sys.stderr, flush=True)
+
+    results = []
+    for workload in select_workloads(args.workload, sizes):
+        results += run_workload(workload, args.seconds, args.repeat, cores, log)
+    summary = ratios(results)
+    if args.json:
+        print(json.dumps({
+            "cores": cores,
+            "results": [asdict(r) for r in results],
+            "best": [{"workload": w, "backend": b, **v} for (w, b), v in summary.items()],
+        }, indent=2))
+        return 0
+    from puffer_tui.benchmarks.vec_table import print_table
+
+    print_table(results, best_by_backend(results), summary, cores)
+    return 0

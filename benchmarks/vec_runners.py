@@ -1,0 +1,106 @@
+"""Timed loops for `puffer-tui bench vec`: one function per family of vectorizer.
+
+Every loop feeds actions from a fixed pre-generated array (so the RNG is not measured), runs
+a short warm-up, then counts agent-steps for `seconds` of wall time.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from gymnasium import spaces
+
+ACTION_BLOCK = 256  # pre-generated action batches, cycled
+WARMUP_STEPS = 20
+
+
+def fixed_actions(space, rows: int, seed: int = 0) -> np.ndarray:
+    """ACTION_BLOCK batches of `rows` random actions from the single-agent `space`."""
+    rng = np.random.default_rng(seed)
+    if isinstance(space, spaces.Discrete):
+        return rng.integers(0, space.n, (ACTION_BLOCK, rows)).astype(np.int32)
+    if isinstance(space, spaces.MultiDiscrete):
+        return rng.integers(0, space.nvec, (ACTION_BLOCK, rows, *space.shape)).astype(np.int32)
+    if isinstance(space, spaces.Box):
+        return rng.uniform(space.low, space.high, (ACTION_BLOCK, rows, *space.shape)).astype(
+            np.float32)
+    raise TypeError(f"no fixed actions for {space!r}")
+
+
+def _timed(step, rows_per_step: int, seconds: float) -> float:
+    for i in range(WARMUP_STEPS):
+        step(i)
+    steps = 0
+    start = time.perf_counter()
+    deadline = start + seconds
+    while True:
+        step(steps)
+        steps += 1
+        now = time.perf_counter()
+        if now >= deadline:
+            return steps * rows_per_step / (now - start)
+
+
+def run_ours(workload, backend: str, num_workers: int, batch_size: int, zero_copy: bool,
+             seconds: float) -> float:
+    """Agent-steps/second of one of our backends, driven through the async API."""
+    from puffer_tui.engine.vec import make
+
+    vec = make(workload.creator(), num_envs=workload.num_envs, backend=backend,
+               num_workers=num_workers, batch_size=batch_size, zero_copy=zero_copy, seed=0)
+    try:
+        actions = fixed_actions(vec.single_action_space, vec.agents_per_batch)
+        vec.async_reset(0)
+
+        def step(i):
+            vec.recv()
+            vec.send(actions[i % ACTION_BLOCK])
+
+        return _timed(step, vec.agents_per_batch, seconds)
+    finally:
+        vec.close()
+
+
+def run_gymnasium(workload, kind: str, seconds: float) -> float:
+    """Gymnasium's SyncVectorEnv, or AsyncVectorEnv (one process per env, shared memory on)."""
+    from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
+
+    creators = [workload.gym_creator] * workload.num_envs
+    if kind == "sync":
+        env = SyncVectorEnv(creators)
+    else:
+        env = AsyncVectorEnv(creators, shared_memory=True)
+    try:
+        env.reset(seed=0)
+        actions = fixed_actions(env.single_action_space, workload.num_envs)
+        return _timed(lambda i: env.step(actions[i % ACTION_BLOCK]), workload.num_envs, seconds)
+    finally:
+        env.close()
+
+
+def envpool_available() -> bool:
+    try:
+        import envpool  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def run_envpool(workload, num_threads: int, batch_size: int, seconds: float) -> float:
+    """EnvPool's own C++ env (not the Python one), async when batch_size < num_envs."""
+    import envpool
+
+    env = envpool.make(workload.envpool_id, env_type="gymnasium", num_envs=workload.num_envs,
+                       batch_size=batch_size, num_threads=num_threads, seed=0)
+    try:
+        actions = fixed_actions(env.action_space, batch_size)
+        env.async_reset()
+
+        def step(i):
+            env_id = env.recv()[-1]["env_id"]
+            env.send(actions[i % ACTION_BLOCK], env_id)
+
+        return _timed(step, batch_size, seconds)
+    finally:
+        env.close()

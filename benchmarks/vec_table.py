@@ -1,0 +1,47 @@
+"""The readable table of `puffer-tui bench vec`: the best setting of each backend per workload."""
+
+from __future__ import annotations
+
+# backend -> short label for the table
+LABELS = {
+    "serial": "serial",
+    "multiprocessing": "mp sync",
+    "multiprocessing-pool": "mp pool",
+    "gymnasium-sync": "gym Sync",
+    "gymnasium-async": "gym Async",
+    "envpool": "envpool",
+}
+
+
+def _ratio(value) -> str:
+    return "" if value is None else f"{value:.2f}x"
+
+
+def _sps(value: float) -> str:
+    if value >= 1e6:
+        return f"{value / 1e6:,.1f} M"
+    return f"{value:,.0f}"
+
+
+def print_table(results, best, summary, cores: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"agent-steps/second, best setting per backend ({cores} cores)")
+    for col in ("workload", "backend", "envs", "workers", "batch", "steps/s",
+                "x gym best", "x mp sync"):
+        table.add_column(col, justify="left" if col in ("workload", "backend") else "right")
+    workloads = list(dict.fromkeys(r.workload for r in results))
+    for workload in workloads:
+        for backend, label in LABELS.items():
+            r = best.get((workload, backend))
+            if r is None:
+                continue
+            ratio = summary[(workload, backend)]
+            sps = f"[red]{r.error}[/red]" if r.error and not r.sps else _sps(r.sps)
+            table.add_row(workload, label, str(r.num_envs), str(r.num_workers),
+                          str(r.batch_size), sps, _ratio(ratio["vs_gymnasium_best"]),
+                          _ratio(ratio["vs_our_sync"]))
+        table.add_section()
+    Console(width=110).print(table)
+    print("Gymnasium's AsyncVectorEnv uses one process per env; '--json' lists every setting tried.")

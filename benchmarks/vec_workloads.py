@@ -1,0 +1,100 @@
+"""The workloads of `puffer-tui bench vec`: what is simulated, and how each backend builds it.
+
+Each workload fixes the total number of envs, so every backend is compared on the same
+amount of simulation. Gymnasium-based workloads also give a picklable `gym_creator` for
+Gymnasium's own vectorizers.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+
+class DelayEnv(gymnasium.Env):
+    """A pure-Python env whose step burns CPU for a random time with a given mean and spread.
+
+    Step times are Gamma-distributed with mean `delay_s` and standard deviation
+    `spread * delay_s` (spread 0: constant; spread 1: exponential), the PufferLib 0.5
+    experiment. The wait counts this thread's CPU time, not wall time, so every step costs the
+    same work however many processes share the cores."""
+
+    observation_space = spaces.Box(-1.0, 1.0, (4,), np.float32)
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, delay_s: float = 1e-3, spread: float = 0.0, episode_length: int = 200):
+        if delay_s < 0 or spread < 0:
+            raise ValueError(f"delay_s and spread must be >= 0, got {delay_s}, {spread}")
+        self.delay_s, self.spread, self.episode_length = delay_s, spread, episode_length
+        self._rng = np.random.default_rng()
+        self._t = 0
+        self._obs = np.zeros(4, np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        self._t = 0
+        return self._obs, {}
+
+    def _delay(self) -> float:
+        if self.spread == 0:
+            return self.delay_s
+        shape = 1.0 / self.spread**2
+        return float(self._rng.gamma(shape, self.delay_s / shape))
+
+    def step(self, action):
+        end = time.thread_time() + self._delay()
+        while time.thread_time() < end:
+            pass
+        self._t += 1
+        return self._obs, 1.0, False, self._t >= self.episode_length, {}
+
+
+def make_cartpole():
+    return gymnasium.make("CartPole-v1")
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    description: str
+    num_envs: int
+    creator_factory: object  # () -> creator(num_envs=, seed=, buf=) for our backends
+    gym_creator: object = None  # () -> gymnasium.Env, for Gymnasium's vectorizers
+    envpool_id: str | None = None
+
+    def creator(self):
+        return self.creator_factory()
+
+
+def _native(name, **settings):
+    from puffer_tui.envs import creator
+
+    return creator(name, **settings)
+
+
+def _gym(gym_creator):
+    from puffer_tui.envs import from_gymnasium
+
+    return from_gymnasium(gym_creator)
+
+
+def workloads(squared_envs=16384, cartpole_envs=16, delay_envs=4):
+    delay0 = functools.partial(DelayEnv, delay_s=1e-3, spread=0.0)
+    delay1 = functools.partial(DelayEnv, delay_s=1e-3, spread=1.0)
+    return [
+        Workload("squared", "native C env, size 11", squared_envs,
+                 functools.partial(_native, "squared", size=11)),
+        Workload("CartPole-v1", "Gymnasium's pure-Python CartPole", cartpole_envs,
+                 functools.partial(_gym, make_cartpole), make_cartpole, "CartPole-v1"),
+        Workload("delay 1ms±0%", "Python env, 1 ms of CPU per step", delay_envs,
+                 functools.partial(_gym, delay0), delay0),
+        Workload("delay 1ms±100%", "Python env, 1 ms mean, exponential step times", delay_envs,
+                 functools.partial(_gym, delay1), delay1),
+    ]
