@@ -26,8 +26,8 @@ class CPR(NativeEnv):
         AGENT: ("@", "bold bright_cyan"),
     }
     settings_schema = (
-        Setting("width", 32, 3, 255, "columns of the field"),
-        Setting("height", 32, 3, 255, "rows of the field"),
+        Setting("width", 32, 1, 255, "columns of the field"),
+        Setting("height", 32, 1, 255, "rows of the field"),
         Setting("num_agents", 8, 1, 1024, "agents per env"),
         Setting("vision", 5, 1, 15, "radius of the square window each agent sees"),
         Setting("max_ticks", 1000, 1, 10_000_000, "steps before the episode is truncated"),
