@@ -9,26 +9,23 @@ from textual.screen import ModalScreen
 from textual.widgets import Markdown
 
 HELP = """\
-# puffer-tui
+# puffer-tui keys
 
-| key | action |
-| --- | --- |
-| `p` | pause / resume training (the engine and its workers idle while paused) |
-| `c` | save a checkpoint now |
-| `s` | stop the run (asks first; the engine checkpoints and exits) |
-| `h` | hyperparameter editor (live fields change while training) |
-| `r` | full-screen render of one environment |
-| `[` `]` | previous / next environment in the render |
-| `l` | plot the next loss curve |
-| `ctrl+p` | command palette (every action above, by name) |
-| `?` | this help |
-| `q` | quit: detach (training goes on) or stop the run |
+- `p` pause / resume training (the engine and its workers idle while paused)
+- `c` save a checkpoint now
+- `s` stop the run (asks first; the engine checkpoints and exits)
+- `h` hyperparameter editor (live fields change while training)
+- `r` full-screen render of one environment; `[` `]` previous / next env
+- `l` plot the next loss curve
+- `ctrl+p` command palette (every action above, by name)
+- `?` this help
+- `q` quit: **detach** (training goes on) or **stop** the run
 
-Detached runs keep training; `puffer-tui attach [RUN]` reconnects (the latest run if omitted).
-If the engine stops answering the header says **not responding**; if it dies its traceback is
-shown with an offer to resume from the last checkpoint.
+Detached runs keep training: `puffer-tui attach [RUN]` reconnects (the latest running run
+if RUN is omitted). If the engine stops answering, the header says **not responding**; if it
+dies, its traceback is shown with an offer to resume from the last checkpoint.
 
-Press `escape` or `?` to close.
+`escape` or `?` closes this help.
 """
 
 
@@ -36,9 +33,11 @@ class HelpScreen(ModalScreen[None]):
     DEFAULT_CSS = """
     HelpScreen { align: center middle; }
     HelpScreen > VerticalScroll {
+        padding: 0 1;
         width: 84;
         max-width: 95%;
-        height: 80%;
+        height: auto;
+        max-height: 90%;
         border: thick $primary;
         background: $panel;
     }
