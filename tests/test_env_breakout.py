@@ -70,6 +70,7 @@ def test_a_tracking_paddle_breaks_every_brick_and_each_brick_pays_one():
         broken = before - obs[:, 6:].sum(axis=1)
         assert np.all(rew[live] == broken[live]), "reward = bricks broken this step"
         total += np.where(done, 0, rew)
+        assert np.all(obs[term, 6:] == 1.0), "autoreset restores the wall"
         done |= term
         assert not trunc.any()
         if done.all():
@@ -77,7 +78,6 @@ def test_a_tracking_paddle_breaks_every_brick_and_each_brick_pays_one():
     assert done.all() and np.all(total == 8)
     log = env.log()
     assert log["score"] == 1.0 and log["bricks_broken"] == 8 and log["n"] >= 4
-    assert np.all(env.observations[:, 6:] == 1.0), "autoreset restored the wall"
 
 
 def test_a_still_paddle_loses_its_lives_and_the_episode_ends():
