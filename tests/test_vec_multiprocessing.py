@@ -109,6 +109,16 @@ def test_pool_returns_whole_workers_and_serves_every_worker(zero_copy):
         assert steps.min() >= 4, f"a worker starved: steps per env {steps}"
         obs, rewards, *_ , env_ids, _ = vec.recv()
         np.testing.assert_array_equal(rewards, env_ids % 2)  # each got its own action
+        vec.send(np.zeros(4, np.int32))
+        vec.async_reset(50)  # with steps in flight: they land first, then every env resets
+        served = set()
+        for _ in range(2):
+            obs, *_, env_ids, _ = vec.recv()
+            np.testing.assert_array_equal(obs[:, 0], 50 + env_ids)
+            np.testing.assert_array_equal(obs[:, 1], 0)
+            served.update(env_ids.tolist())
+            vec.send(np.zeros(4, np.int32))
+        assert served == set(range(8))
 
 
 def test_pool_prefers_fast_workers():

@@ -162,8 +162,7 @@ class Multiprocessing:
         if seed is not None:
             self.seed = int(seed)
         self._wait(lambda: not any(self._busy), range(self.num_workers))  # let steps land
-        self._ready.clear()
-        self._held.clear()
+        self._ready, self._held = [], []
         for w in range(self.num_workers):
             self._infos[w] = []
             message = ("reset", self._worker_seed(w))
@@ -207,7 +206,7 @@ class Multiprocessing:
             self._held_rows, arrays = None, self._gather_rows(workers)
         ready = set(workers)
         self._ready = [w for w in self._ready if w not in ready]
-        self._held = workers
+        self._held = list(workers)
         infos = []
         for w in workers:
             if self._infos[w]:
