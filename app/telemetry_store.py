@@ -52,6 +52,7 @@ class TelemetryStore:
     last_message: float = 0.0  # time.monotonic() of the last line received
     version: int = 0  # bumped on every change so views can skip redraws when nothing moved
     events_seen: int = 0  # total events ever ingested, so a log can append only the new ones
+    telemetry_seen: int = 0  # telemetry pushes ingested (tests wait for "a few more pushes")
     _last_epoch: int | None = None
 
     def __post_init__(self):
@@ -93,6 +94,7 @@ class TelemetryStore:
 
     def _telemetry(self, t: dict) -> None:
         self.latest = t
+        self.telemetry_seen += 1
         sps = t.get("sps")
         if isinstance(sps, (int, float)) and math.isfinite(sps) and t.get("state") == "running":
             self.sps.append(float(sps))
