@@ -1,0 +1,228 @@
+"""The window renderer: tile frames (uint8 H x W grids) drawn with an env's palette in a raylib
+window, through the PyPI `raylib` package (`pyray`), so no C env links raylib itself.
+
+Each frame becomes an RGBA image through a colour lookup table (one flat colour per tile,
+taken from the palette's rich colour), is uploaded to a W x H texture, and is drawn scaled
+up to `cell` pixels per tile, so the cost per frame does not grow with Python calls per tile.
+
+    python -m puffer_tui.app.render_window snake --screenshot snake.png   # random actions
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from rich.color import Color, ColorType
+from rich.errors import StyleSyntaxError
+from rich.style import Style
+
+BACKGROUND = (12, 12, 18)
+FOREGROUND = (220, 220, 220)  # for palette entries without a colour, or "default"
+UNKNOWN_TILE = (255, 0, 255)  # tile ids missing from the palette stand out
+MAX_CELL = 32
+MAX_WINDOW = (1280, 800)
+
+
+class WindowUnavailableError(RuntimeError):
+    """No display to open a window on."""
+
+
+NO_DISPLAY_HINT = (
+    "use `--render ascii` to draw in the terminal, or run under a virtual display, "
+    "e.g. `xvfb-run -a puffer-tui eval RUN --render window --screenshot out.png`"
+)
+
+
+def tile_rgb(glyph: str, colour: str) -> tuple[int, int, int]:
+    """RGB of one palette entry: blank glyphs are background, others their rich colour
+    ("bold" brightens the eight standard colours, as most terminals do)."""
+    if not glyph.strip():
+        return BACKGROUND
+    try:
+        style = Style.parse(colour)
+    except StyleSyntaxError as error:
+        raise ValueError(f"palette colour {colour!r} is not a rich colour: {error}") from None
+    parsed = style.color
+    if parsed is None or parsed.is_default:
+        return FOREGROUND
+    if style.bold and parsed.type == ColorType.STANDARD and parsed.number < 8:
+        parsed = Color.from_ansi(parsed.number + 8)
+    return tuple(parsed.get_truecolor())
+
+
+def colour_table(palette: dict[int, tuple[str, str]]) -> np.ndarray:
+    """A (256, 4) uint8 RGBA lookup table indexed by tile id."""
+    table = np.empty((256, 4), np.uint8)
+    table[:] = (*UNKNOWN_TILE, 255)
+    for tile, (glyph, colour) in palette.items():
+        if not 0 <= int(tile) <= 255:
+            raise ValueError(f"palette tile id {tile} is outside [0, 255]")
+        table[int(tile)] = (*tile_rgb(glyph, colour), 255)
+    return table
+
+
+def cell_size(frame_shape: tuple[int, int], max_window=MAX_WINDOW) -> int:
+    """Pixels per tile so that the window fits `max_window` (at least 1, at most MAX_CELL)."""
+    rows, cols = frame_shape
+    return max(1, min(MAX_CELL, max_window[0] // cols, max_window[1] // rows))
+
+
+def _check_frame(frame) -> np.ndarray:
+    frame = np.asarray(frame)
+    if frame.ndim != 2 or frame.dtype != np.uint8 or 0 in frame.shape:
+        raise ValueError(
+            f"frames must be non-empty 2-D uint8 tile grids, got shape {frame.shape} "
+            f"dtype {frame.dtype}"
+        )
+    return frame
+
+
+def _has_display() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+class _Canvas:
+    """A raylib texture the size of the frame, redrawn scaled to the window."""
+
+    def __init__(self, rl, shape: tuple[int, int], cell: int):
+        self.rl, self.shape, self.cell = rl, shape, cell
+        image = rl.gen_image_color(shape[1], shape[0], rl.BLACK)
+        self.texture = rl.load_texture_from_image(image)
+        rl.unload_image(image)
+        rl.set_window_size(shape[1] * cell, shape[0] * cell)
+
+    def draw(self, rgba: np.ndarray) -> None:
+        rl = self.rl
+        pixels = rl.ffi.from_buffer(rgba)  # a view, alive until the call returns
+        rl.update_texture(self.texture, rl.ffi.cast("void *", pixels))
+        rl.begin_drawing()
+        rl.clear_background(rl.Color(*BACKGROUND, 255))
+        rl.draw_texture_ex(self.texture, rl.Vector2(0, 0), 0.0, float(self.cell), rl.WHITE)
+        rl.end_drawing()
+
+    def close(self) -> None:
+        self.rl.unload_texture(self.texture)
+
+
+def _save_screen(rl, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    image = rl.load_image_from_screen()
+    try:
+        if not rl.export_image(image, str(path)):
+            raise OSError(f"could not write the screenshot to {path}")
+    finally:
+        rl.unload_image(image)
+
+
+def run_window(
+    next_frame: Callable[[], np.ndarray | None],
+    palette: dict[int, tuple[str, str]],
+    title: str = "puffer-tui",
+    fps: int = 30,
+    screenshot: Path | str | None = None,
+    screenshot_after: int = 10,
+) -> int:
+    """Show frames from `next_frame()` until it returns None or the window is closed.
+
+    `fps` caps the frame rate (0: uncapped). With `screenshot`, the window is saved as a PNG
+    after `screenshot_after` frames and the function returns. Returns the frames drawn.
+    Raises WindowUnavailableError when no window can be opened (no display).
+    """
+    if fps < 0:
+        raise ValueError(f"fps must be >= 0 (0: uncapped), got {fps}")
+    if screenshot_after < 1:
+        raise ValueError(f"screenshot_after must be >= 1, got {screenshot_after}")
+    table = colour_table(palette)
+    frame = next_frame()
+    if frame is None:
+        return 0
+    frame = _check_frame(frame)
+    if not _has_display():
+        raise WindowUnavailableError(f"no display (DISPLAY is not set): {NO_DISPLAY_HINT}")
+    import pyray as rl  # imported late: it prints a banner and needs nothing until now
+
+    rl.set_trace_log_level(rl.LOG_WARNING)
+    cell = cell_size(frame.shape)
+    rl.init_window(frame.shape[1] * cell, frame.shape[0] * cell, title)
+    if not rl.is_window_ready():
+        raise WindowUnavailableError(
+            f"could not open a window on display {os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')!r}: "
+            f"{NO_DISPLAY_HINT}"
+        )
+    canvas = None
+    drawn = 0
+    try:
+        rl.set_target_fps(fps)
+        while frame is not None and not rl.window_should_close():
+            frame = _check_frame(frame)
+            if canvas is None or canvas.shape != frame.shape:
+                if canvas is not None:
+                    canvas.close()
+                canvas = _Canvas(rl, frame.shape, cell_size(frame.shape))
+            rgba = table[frame]
+            canvas.draw(rgba)
+            drawn += 1
+            if screenshot is not None and drawn >= screenshot_after:
+                canvas.draw(rgba)  # both buffers now hold this frame, whichever one is read
+                _save_screen(rl, Path(screenshot))
+                break
+            frame = next_frame()
+    finally:
+        if canvas is not None:
+            canvas.close()
+        rl.close_window()
+    return drawn
+
+
+def env_frames(env, env_index: int = 0, frames: int | None = None, seed: int = 0):
+    """`next_frame` for run_window: steps `env` with random actions and returns its frame."""
+    rng = np.random.default_rng(seed)
+    space = env.action_space
+    space.seed(int(rng.integers(2**31)))
+    env.reset(seed=seed)
+    count = 0
+
+    def next_frame():
+        nonlocal count
+        if frames is not None and count >= frames:
+            return None
+        if count:
+            env.step(space.sample().astype(env.actions.dtype))
+        count += 1
+        return env.frame(env_index)
+
+    return next_frame
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from puffer_tui.envs import make
+
+    p = argparse.ArgumentParser(description="show an env with random actions in a window")
+    p.add_argument("env", help="env name")
+    p.add_argument("--fps", type=int, default=30)
+    p.add_argument("--frames", type=int, default=None, help="stop after this many frames")
+    p.add_argument("--screenshot", type=Path, help="save a PNG after --screenshot-after frames")
+    p.add_argument("--screenshot-after", type=int, default=10)
+    p.add_argument("--seed", type=int, default=0)
+    args = p.parse_args(argv)
+    env = make(args.env, num_envs=1, seed=args.seed)
+    if env.frame_shape is None:
+        raise SystemExit(f"{args.env} has no frame to render")
+    try:
+        run_window(env_frames(env, frames=args.frames, seed=args.seed), env.palette,
+                   title=f"puffer-tui: {args.env}", fps=args.fps, screenshot=args.screenshot,
+                   screenshot_after=args.screenshot_after)
+    except WindowUnavailableError as error:
+        raise SystemExit(str(error)) from None
+    finally:
+        env.close()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,149 @@
+"""The raylib window renderer: palette colours, errors without a display, and a real window
+under Xvfb whose screenshot must show the env's frame."""
+
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from rich.color import Color
+
+from puffer_tui.app.render_window import (
+    BACKGROUND,
+    FOREGROUND,
+    UNKNOWN_TILE,
+    WindowUnavailableError,
+    cell_size,
+    colour_table,
+    run_window,
+    tile_rgb,
+)
+from puffer_tui.envs.cpr import CPR
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_palette_colours_map_to_rich_truecolour():
+    assert tile_rgb("@", "bright_cyan") == Color.parse("bright_cyan").get_truecolor()
+    assert tile_rgb("●", "grey70") == (178, 178, 178)
+    assert tile_rgb("◆", "bold yellow") == Color.parse("bright_yellow").get_truecolor()
+    assert tile_rgb("x", "#102030") == (16, 32, 48)
+    assert tile_rgb(" ", "red") == BACKGROUND, "blank glyphs are background"
+    assert tile_rgb("@", "default") == FOREGROUND and tile_rgb("@", "bold") == FOREGROUND
+    with pytest.raises(ValueError, match="'not-a-colour' is not a rich colour"):
+        tile_rgb("@", "not-a-colour")
+
+
+def test_colour_table_covers_every_tile_id():
+    table = colour_table(CPR.palette)
+    assert table.shape == (256, 4) and np.all(table[:, 3] == 255)
+    assert tuple(table[4, :3]) == tile_rgb(*CPR.palette[4])
+    assert tuple(table[200, :3]) == UNKNOWN_TILE
+    with pytest.raises(ValueError, match="outside"):
+        colour_table({300: ("x", "red")})
+
+
+def test_cell_size_fits_the_window_and_stays_in_bounds():
+    assert cell_size((10, 10)) == 32
+    assert cell_size((255, 255)) == 3
+    assert cell_size((2000, 5000)) == 1
+    assert cell_size((20, 40), max_window=(400, 400)) == 10
+
+
+def test_without_a_display_the_error_suggests_ascii_or_xvfb(monkeypatch):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    frame = np.zeros((4, 4), np.uint8)
+    with pytest.raises(WindowUnavailableError, match="--render ascii.*xvfb-run"):
+        run_window(lambda: frame, CPR.palette)
+
+
+def test_bad_arguments_and_frames_are_refused():
+    frame = np.zeros((4, 4), np.uint8)
+    with pytest.raises(ValueError, match="fps"):
+        run_window(lambda: frame, CPR.palette, fps=-1)
+    with pytest.raises(ValueError, match="screenshot_after"):
+        run_window(lambda: frame, CPR.palette, screenshot_after=0)
+    with pytest.raises(ValueError, match="2-D uint8"):
+        run_window(lambda: np.zeros((4, 4), np.float32), CPR.palette)
+    assert run_window(lambda: None, CPR.palette) == 0, "no frame, no window"
+
+
+def test_an_unreachable_display_is_a_clear_error_not_a_crash():
+    script = textwrap.dedent(
+        """
+        import numpy as np
+        from puffer_tui.app.render_window import WindowUnavailableError, run_window
+        try:
+            run_window(lambda: np.zeros((3, 3), np.uint8), {0: ("x", "red")})
+        except WindowUnavailableError as error:
+            print("ERROR:", error)
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "WAYLAND_DISPLAY"}
+    env["DISPLAY"] = ":4731"  # no server there
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, env=env, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert "ERROR: could not open a window on display ':4731'" in out.stdout
+
+
+def read_png(path: Path) -> np.ndarray:
+    """RGBA pixels of a PNG (decoded with raylib, which needs no window for it)."""
+    import pyray as rl
+
+    image = rl.load_image(str(path))
+    assert image.width > 0, f"{path} is not a readable PNG"
+    colours = rl.load_image_colors(image)
+    try:
+        data = rl.ffi.buffer(colours, image.width * image.height * 4)
+        return np.frombuffer(data, np.uint8).reshape(image.height, image.width, 4).copy()
+    finally:
+        rl.unload_image_colors(colours)
+        rl.unload_image(image)
+
+
+WINDOW_SCRIPT = """
+import sys
+import numpy as np
+from puffer_tui.app.render_window import env_frames, run_window
+from puffer_tui.envs import make
+
+env = make("cpr", num_envs=1, seed=3, width=24, height=18, num_agents=6)
+frames = env_frames(env, seed=3)
+shown = []
+def next_frame():
+    shown.append(frames())
+    return shown[-1]
+drawn = run_window(next_frame, env.palette, title="test", fps=0, screenshot=sys.argv[1],
+                   screenshot_after=12)
+np.save(sys.argv[2], shown[-1])
+print("drawn", drawn)
+"""
+
+
+@pytest.mark.skipif(shutil.which("xvfb-run") is None,
+                    reason="xvfb-run is not installed (apt-get install xvfb xauth)")
+def test_a_window_under_xvfb_draws_the_env_frame_and_saves_a_screenshot(tmp_path):
+    png, npy = tmp_path / "shots" / "cpr.png", tmp_path / "frame.npy"
+    out = subprocess.run(
+        ["xvfb-run", "-a", "-s", "-screen 0 1280x1024x24", sys.executable, "-c", WINDOW_SCRIPT,
+         str(png), str(npy)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "drawn 12" in out.stdout
+    pixels = read_png(png)
+    frame = np.load(npy)
+    cell = cell_size(frame.shape)
+    assert pixels.shape == (frame.shape[0] * cell, frame.shape[1] * cell, 4)
+    colours = np.unique(pixels[..., :3].reshape(-1, 3), axis=0)
+    assert len(colours) >= 4, "a blank or single-colour window"
+    # the centre pixel of every tile has the palette colour of that tile
+    centres = pixels[cell // 2 :: cell, cell // 2 :: cell, :3]
+    expected = colour_table(CPR.palette)[frame][..., :3]
+    assert np.array_equal(centres, expected)
