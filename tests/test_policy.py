@@ -1,0 +1,134 @@
+"""Policies: shapes for every action space, the one-hot encoder, LSTM state resets."""
+
+import numpy as np
+import pytest
+import torch
+from gymnasium import spaces
+
+from puffer_tui.engine.config import TrainConfig
+from puffer_tui.engine.policy import Policy, make_policy
+
+GRID = spaces.Box(0, 2, (9,), np.uint8)
+FLOATS = spaces.Box(-1.0, 1.0, (3,), np.float32)
+ACTION_SPACES = {
+    "discrete": spaces.Discrete(5),
+    "multidiscrete": spaces.MultiDiscrete([3, 4, 2]),
+    "box": spaces.Box(-1.0, 2.0, (2,), np.float32),
+}
+
+
+def _obs(space, n, seed=0):
+    rng = np.random.default_rng(seed)
+    if space.dtype == np.uint8:
+        return rng.integers(0, 3, (n, *space.shape)).astype(np.uint8)
+    return rng.uniform(-1, 1, (n, *space.shape)).astype(np.float32)
+
+
+@pytest.mark.parametrize("recurrent", [False, True], ids=["mlp", "lstm"])
+@pytest.mark.parametrize("kind", list(ACTION_SPACES))
+@pytest.mark.parametrize("obs_space", [GRID, FLOATS], ids=["grid", "floats"])
+def test_shapes_for_every_action_space(kind, recurrent, obs_space):
+    action_space = ACTION_SPACES[kind]
+    policy = Policy(obs_space, action_space, hidden_size=16, recurrent=recurrent)
+    obs = _obs(obs_space, 7)
+    actions, state = policy.act(obs)
+    assert actions.shape == (7, *action_space.shape)
+    assert all(action_space.contains(a) for a in actions.astype(action_space.dtype))
+    assert (state is None) != recurrent
+    if recurrent:
+        assert state[0].shape == (7, 16) and state[1].shape == (7, 16)
+
+    # log-probs from sampling equal those from evaluating the same actions
+    obs_t = torch.from_numpy(obs)
+    params, values, _ = policy.step(obs_t)
+    sampled, logp = policy.actor.sample(params)
+    again, entropy = policy.actor.evaluate(params, sampled)
+    torch.testing.assert_close(logp, again)
+    assert values.shape == (7,) and entropy.shape == (7,)
+    assert torch.all(entropy > 0) if kind != "box" else entropy.shape == (7,)
+
+    # sequences: [B, T] -> B*T rows, row b*T + t
+    seq = torch.from_numpy(_obs(obs_space, 2 * 4)).view(2, 4, *obs_space.shape)
+    seq_params, seq_values = policy.forward_sequence(seq)
+    assert seq_params.shape[0] == 8 and seq_values.shape == (8,)
+
+
+def test_deterministic_actions_are_the_mode():
+    policy = Policy(FLOATS, spaces.Discrete(4), hidden_size=8)
+    obs = _obs(FLOATS, 5)
+    a1, _ = policy.act(obs, deterministic=True)
+    params, _, _ = policy.step(torch.from_numpy(obs))
+    np.testing.assert_array_equal(a1, params.argmax(-1).numpy())
+
+
+def test_box_actions_are_clipped_to_bounds_for_the_env():
+    policy = Policy(FLOATS, ACTION_SPACES["box"], hidden_size=8)
+    with torch.no_grad():
+        policy.actor.log_std.fill_(3.0)  # wide noise: many samples leave the box
+    actions, _ = policy.act(_obs(FLOATS, 200))
+    assert actions.min() >= -1.0 and actions.max() <= 2.0
+
+
+def test_categorical_sampling_follows_the_distribution():
+    torch.manual_seed(0)
+    policy = Policy(FLOATS, spaces.Discrete(3), hidden_size=8)
+    logits = torch.log(torch.tensor([[0.7, 0.2, 0.1]])).repeat(20000, 1)
+    actions, _ = policy.actor.sample(logits)
+    freq = np.bincount(actions.numpy(), minlength=3) / 20000
+    np.testing.assert_allclose(freq, [0.7, 0.2, 0.1], atol=0.02)
+
+
+def test_small_integer_grids_are_one_hot_encoded():
+    policy = Policy(GRID, spaces.Discrete(2), hidden_size=8)
+    assert policy.encoder.one_hot_values == 3
+    assert policy.encoder.linear.in_features == 9 * 2  # value 0 is the bias
+    floats = Policy(FLOATS, spaces.Discrete(2), hidden_size=8)
+    assert floats.encoder.one_hot_values == 0 and floats.encoder.linear.in_features == 3
+
+
+def test_lstm_state_is_reset_where_an_episode_starts():
+    torch.manual_seed(0)
+    policy = Policy(FLOATS, spaces.Discrete(2), hidden_size=8, recurrent=True)
+    obs = torch.from_numpy(_obs(FLOATS, 4))
+    _, _, state = policy.step(obs)  # some non-zero state
+    starts = torch.tensor([True, False, True, False])
+    params, _, _ = policy.step(obs, state, starts)
+    fresh, _, _ = policy.step(obs, None)
+    kept, _, _ = policy.step(obs, state)
+    torch.testing.assert_close(params[starts], fresh[starts])
+    torch.testing.assert_close(params[~starts], kept[~starts])
+    assert not torch.allclose(kept[starts], fresh[starts])
+
+
+def test_sequence_replay_equals_stepping_with_resets():
+    torch.manual_seed(1)
+    policy = Policy(FLOATS, spaces.Discrete(3), hidden_size=8, recurrent=True)
+    batch, horizon = 3, 6
+    obs = torch.from_numpy(_obs(FLOATS, batch * horizon)).view(batch, horizon, 3)
+    starts = torch.zeros(batch, horizon, dtype=torch.bool)
+    starts[0, 2] = starts[1, 4] = starts[2, 0] = True
+    h0 = torch.randn(batch, 8), torch.randn(batch, 8)
+    seq_params, seq_values = policy.forward_sequence(obs, h0, starts)
+    state, outs, vals = h0, [], []
+    for t in range(horizon):
+        p, v, state = policy.step(obs[:, t], state, starts[:, t])
+        outs.append(p)
+        vals.append(v)
+    torch.testing.assert_close(seq_params, torch.stack(outs, 1).reshape(batch * horizon, -1))
+    torch.testing.assert_close(seq_values, torch.stack(vals, 1).reshape(-1))
+
+
+def test_make_policy_reads_the_train_config():
+    policy = make_policy(GRID, spaces.Discrete(5), TrainConfig(policy="lstm", hidden_size=32))
+    assert policy.recurrent and policy.hidden_size == 32
+    assert make_policy(GRID, spaces.Discrete(5), TrainConfig()).recurrent is False
+
+
+def test_bad_inputs_are_named():
+    policy = Policy(FLOATS, spaces.Discrete(2), hidden_size=8)
+    with pytest.raises(ValueError, match=r"expected \(N, 3\)"):
+        policy.act(np.zeros((2, 4), np.float32))
+    with pytest.raises(TypeError, match="unsupported action space"):
+        Policy(FLOATS, spaces.Text(4), hidden_size=8)
+    with pytest.raises(TypeError, match="Box space"):
+        Policy(spaces.Discrete(3), spaces.Discrete(2), hidden_size=8)
