@@ -59,42 +59,45 @@ def settings_for(workload, cores: int) -> list[tuple[str, int, int, bool]]:
     return out
 
 
-def _measure(fn, repeat: int) -> tuple[float, str | None]:
-    best, error = 0.0, None
-    for _ in range(repeat):
-        try:
-            best = max(best, fn())
-        except Exception as exc:  # one broken backend must not end the whole benchmark
-            error = f"{type(exc).__name__}: {exc}"
-    return best, error
+def _ours(workload, backend, workers, batch, zero_copy, seconds):
+    real = "serial" if backend == "serial" else "multiprocessing"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # pools oversubscribe on purpose
+        return vec_runners.run_ours(workload, real, workers, batch, zero_copy, seconds)
+
+
+def plan_runs(workload, seconds: float, cores: int) -> list[tuple[Result, object]]:
+    """(result to fill, timed function) for every backend and setting tried on `workload`."""
+    n, name = workload.num_envs, workload.name
+    runs = [
+        (Result(name, backend, n, workers, batch, 0.0, zero_copy),
+         partial(_ours, workload, backend, workers, batch, zero_copy, seconds))
+        for backend, workers, batch, zero_copy in settings_for(workload, cores)
+    ]
+    if workload.gym_creator is not None:
+        for kind in ("sync", "async"):
+            runs.append((Result(name, f"gymnasium-{kind}", n, 1 if kind == "sync" else n, n, 0.0),
+                         partial(vec_runners.run_gymnasium, workload, kind, seconds)))
+    if workload.envpool_id and vec_runners.envpool_available():
+        for batch in sorted({n, max(1, n // 2)}, reverse=True):
+            runs.append((Result(name, "envpool", n, cores, batch, 0.0),
+                         partial(vec_runners.run_envpool, workload, cores, batch, seconds)))
+    return runs
 
 
 def run_workload(workload, seconds: float, repeat: int, cores: int, log) -> list[Result]:
-    results = []
-    n = workload.num_envs
-    for backend, workers, batch, zero_copy in settings_for(workload, cores):
-        log(f"{workload.name}: {backend} workers={workers} batch={batch}")
-        real = "serial" if backend == "serial" else "multiprocessing"
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # pools oversubscribe on purpose
-            sps, error = _measure(partial(
-                vec_runners.run_ours, workload, real, workers, batch, zero_copy, seconds), repeat)
-        results.append(Result(workload.name, backend, n, workers, batch, sps, zero_copy, error))
-    if workload.gym_creator is not None:
-        for kind in ("sync", "async"):
-            log(f"{workload.name}: gymnasium {kind}")
-            sps, error = _measure(partial(vec_runners.run_gymnasium, workload, kind, seconds),
-                                  repeat)
-            workers = 1 if kind == "sync" else n
-            results.append(Result(workload.name, f"gymnasium-{kind}", n, workers, n, sps,
-                                  error=error))
-    if workload.envpool_id and vec_runners.envpool_available():
-        for batch in sorted({n, max(1, n // 2)}, reverse=True):
-            log(f"{workload.name}: envpool batch={batch}")
-            sps, error = _measure(partial(vec_runners.run_envpool, workload, cores, batch,
-                                          seconds), repeat)
-            results.append(Result(workload.name, "envpool", n, cores, batch, sps, error=error))
-    return results
+    """Every setting, `repeat` rounds taken in turn (so a burst of load elsewhere on the
+    machine hits all backends alike), keeping each setting's best."""
+    runs = plan_runs(workload, seconds, cores)
+    for round_index in range(repeat):
+        for result, fn in runs:
+            log(f"{result.workload}: {result.backend} workers={result.num_workers} "
+                f"batch={result.batch_size} (round {round_index + 1}/{repeat})")
+            try:
+                result.sps = max(result.sps, fn())
+            except Exception as exc:  # one broken backend must not end the whole benchmark
+                result.error = f"{type(exc).__name__}: {exc}"
+    return [result for result, _ in runs]
 
 
 def best_by_backend(results: list[Result]) -> dict[tuple[str, str], Result]:

@@ -7,6 +7,7 @@ a short warm-up, then counts agent-steps for `seconds` of wall time.
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 from gymnasium import spaces
@@ -91,8 +92,11 @@ def run_envpool(workload, num_threads: int, batch_size: int, seconds: float) -> 
     """EnvPool's own C++ env (not the Python one), async when batch_size < num_envs."""
     import envpool
 
-    env = envpool.make(workload.envpool_id, env_type="gymnasium", num_envs=workload.num_envs,
-                       batch_size=batch_size, num_threads=num_threads, seed=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # its float64 Box bounds
+        env = envpool.make(workload.envpool_id, env_type="gymnasium",
+                           num_envs=workload.num_envs, batch_size=batch_size,
+                           num_threads=num_threads, seed=0)
     try:
         actions = fixed_actions(env.action_space, batch_size)
         env.async_reset()
