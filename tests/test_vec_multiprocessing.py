@@ -171,6 +171,11 @@ def test_api_misuse_is_a_clear_error():
         vec.async_reset()
 
 
+def test_an_unpicklable_creator_is_a_clear_error():
+    with pytest.raises(TypeError, match="not a lambda"):
+        mp(lambda **kw: CrashyEnv(**kw), 2, 2)
+
+
 def test_sizes_that_do_not_fit_say_what_to_choose():
     with pytest.raises(ValueError, match=r"num_workers in \(1, 2, 5, 10\)"):
         plan_workers(10, 4, None, True, cores=8)

@@ -14,6 +14,7 @@ Not thread-safe: call it from one thread (the trainer's).
 from __future__ import annotations
 
 import multiprocessing
+import pickle
 import socket
 import time
 import weakref
@@ -51,6 +52,19 @@ def _context(method: str):
     return ctx
 
 
+def _check_picklable(env_creator, env_kwargs) -> None:
+    """Workers receive the creator by pickle: say so plainly instead of deep in multiprocessing."""
+    try:
+        pickle.dumps((env_creator, env_kwargs))
+    except Exception as exc:
+        raise TypeError(
+            f"the multiprocessing backend sends env_creator {env_creator!r} to its workers by "
+            f"pickle, which failed ({type(exc).__name__}: {exc}); use puffer_tui.envs.creator(...), "
+            "puffer_tui.envs.from_gymnasium(...), a module-level function or a functools.partial "
+            "of one, not a lambda or a local function"
+        ) from exc
+
+
 class Multiprocessing:
     def __init__(self, env_creator, num_envs: int = 1, num_workers: int | None = None,
                  batch_size: int | None = None, zero_copy: bool = True, seed: int = 0,
@@ -67,6 +81,7 @@ class Multiprocessing:
         self.seed, self.timeout, self._spin_s = int(seed), float(timeout), spin_us / 1e6
         self._closed, self._error = False, None
         env_kwargs = dict(env_kwargs or {})
+        _check_picklable(env_creator, env_kwargs)
         # A one-env copy in this process tells us the spaces, and serves as driver_env.
         probe = env_creator(num_envs=1, seed=self.seed, **env_kwargs)
         self.driver_env = probe
