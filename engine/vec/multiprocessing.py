@@ -8,7 +8,9 @@ recv() returns the first workers to finish, so simulation overlaps with the call
 `zero_copy` batches are fixed contiguous blocks of workers returned as views of shared
 memory; otherwise any finished workers are gathered (copied) into batch arrays.
 
-Not thread-safe: call it from one thread (the trainer's).
+Not thread-safe: call it from one thread (the trainer's). Workers start from a forkserver,
+which imports the main module of a script again: scripts need the usual
+`if __name__ == "__main__":` guard, and the env creator must pickle.
 """
 
 from __future__ import annotations
@@ -66,6 +68,15 @@ def _check_picklable(env_creator, env_kwargs) -> None:
 
 
 class Multiprocessing:
+    """`num_envs` envs in `num_workers` processes; recv() returns `batch_size` envs' rows.
+
+    Same API and attributes as Serial, plus `worker_pids`, `envs_per_worker` and
+    `workers_per_batch`. `timeout`: seconds recv()/frame() wait for a worker before calling
+    it hung. `spin_us`: how long a waiting process polls before it blocks (None: 20 us when
+    there is a core to spare beyond the workers, else 0). Any worker failure raises
+    WorkerError and closes the whole vec env.
+    """
+
     def __init__(self, env_creator, num_envs: int = 1, num_workers: int | None = None,
                  batch_size: int | None = None, zero_copy: bool = True, seed: int = 0,
                  env_kwargs: dict | None = None, timeout: float = DEFAULT_TIMEOUT_S,
