@@ -10,6 +10,7 @@ between env steps and between minibatches; time blocked there is not training ti
 
 from __future__ import annotations
 
+import copy
 import os
 import random
 import time
@@ -287,7 +288,8 @@ class Trainer:
         saved = from_dict(state["config"])
         self._check_compatible(saved)
         self.policy.load_state_dict(state["policy"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        # Adam adopts the given tensors and updates them in place: keep the caller's intact.
+        self.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
         for spec in (s for s in _live_fields()):
             setattr(self.config.train, spec, getattr(saved.train, spec))
         self.global_step = int(state["global_step"])

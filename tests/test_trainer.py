@@ -1,0 +1,328 @@
+"""The trainer: rollout buffer, prioritized sampling, the PPO loss's masks, live
+hyperparameters, metrics rows and exact resume from state_dict()."""
+
+import io
+import json
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from puffer_tui.engine.config import ConfigError, load_config
+from puffer_tui.engine.policy import load_policy
+from puffer_tui.engine.ppo_loss import ppo_loss
+from puffer_tui.engine.rollout import RolloutBuffer
+from puffer_tui.engine.sampling import annealed_beta, sample_segments, segment_priorities
+from puffer_tui.engine.trainer import Trainer
+
+SMALL = {"vec.num_envs": 8, "train.horizon": 8, "train.minibatch_size": 16,
+         "train.hidden_size": 16, "train.total_timesteps": 10_000, "train.torch_threads": 1}
+
+
+def small_trainer(env="squared", **overrides):
+    return Trainer(load_config(env, {**SMALL, **overrides}))
+
+
+# -- rollout buffer -----------------------------------------------------------------------------
+
+
+def _buffer(segments=4, horizon=3, agents=2, state_size=0):
+    return RolloutBuffer(segments, horizon, agents, (2,), np.float32, (), torch.int32,
+                         state_size=state_size)
+
+
+def _step(buf, env_ids, value, terminals=None, masks=None, state=None):
+    n = len(env_ids)
+    obs = np.full((n, 2), value, np.float32)
+    term = np.zeros(n, bool) if terminals is None else np.asarray(terminals)
+    mask = np.ones(n, bool) if masks is None else np.asarray(masks)
+    return buf.store(np.asarray(env_ids), obs, np.full(n, value, np.float32), term,
+                     np.zeros(n, bool), mask, np.full(n, int(value), np.int32),
+                     np.zeros(n, np.float32), np.full(n, value, np.float32), state)
+
+
+def test_segments_are_filled_row_by_row_from_env_ids():
+    buf = _buffer()
+    # agent 1 steps twice before agent 0 steps at all (an async pool)
+    _step(buf, [1], 10)
+    _step(buf, [1], 11)
+    _step(buf, [0, 1], 12)  # agent 1 fills its segment (1) here
+    assert buf.full == 1 and not buf.ready
+    _step(buf, [1, 0], 13)  # agent 1 moves to the next free segment (2)
+    _step(buf, [0], 14)     # agent 0 fills segment 0; gets segment 3
+    np.testing.assert_array_equal(buf.values[1].numpy(), [10, 11, 12])
+    np.testing.assert_array_equal(buf.values[0].numpy(), [12, 13, 14])
+    assert buf.values[2, 0].item() == 13
+    np.testing.assert_array_equal(buf.observations[1, :, 0].numpy(), [10, 11, 12])
+    assert list(buf.segment_of) == [3, 2] and list(buf.position_of) == [0, 1]
+    for v in (15, 16):
+        _step(buf, [0, 1], v)
+    _step(buf, [0], 17)
+    assert buf.ready and buf.full == 4
+    np.testing.assert_array_equal(buf.values[2].numpy(), [13, 15, 16])
+    np.testing.assert_array_equal(buf.values[3].numpy(), [15, 16, 17])
+
+
+def test_rows_without_a_free_segment_idle_until_the_batch_is_complete():
+    buf = _buffer(segments=3, horizon=2, agents=2)
+    for v in (1, 2):
+        _step(buf, [0, 1], v)
+    assert list(buf.segment_of) == [2, -1]  # only one segment left: agent 0 takes it
+    _step(buf, [0, 1], 3)
+    _step(buf, [0, 1], 4)
+    assert buf.ready
+    np.testing.assert_array_equal(buf.values[2].numpy(), [3, 4])
+    buf.start_batch()
+    assert list(buf.segment_of) == [0, 1] and buf.full == 0
+
+
+def test_episode_boundaries_masks_and_segment_start_state_are_stored():
+    buf = _buffer(segments=2, horizon=3, agents=2, state_size=2)
+    h = np.array([[1, 1], [2, 2]], np.float32)
+    _step(buf, [0, 1], 1, state=(h, h + 10))
+    _step(buf, [0, 1], 2, terminals=[False, True], masks=[True, False], state=(h * 5, h * 5))
+    np.testing.assert_array_equal(buf.terminals[:, 1].numpy(), [0, 1])
+    np.testing.assert_array_equal(buf.masks[:, 1].numpy(), [1, 0])
+    # the state recorded is the one at each segment's first step
+    np.testing.assert_array_equal(buf.state_h.numpy(), h)
+    np.testing.assert_array_equal(buf.state_c.numpy(), h + 10)
+
+
+def test_buffer_refuses_too_few_segments():
+    with pytest.raises(ValueError, match="batch_size must be >= num_agents"):
+        _buffer(segments=1, agents=2)
+    with pytest.raises(ValueError, match="horizon must be >= 2"):
+        _buffer(horizon=1)
+
+
+# -- prioritized sampling -----------------------------------------------------------------------
+
+
+def test_alpha_zero_is_uniform_with_unit_weights():
+    adv = torch.randn(10, 5) * torch.arange(10).unsqueeze(1)
+    probs = segment_priorities(adv, 0.0)
+    torch.testing.assert_close(probs, torch.full((10,), 0.1))
+    _, weights = sample_segments(probs, 4, beta=0.7)
+    torch.testing.assert_close(weights, torch.ones(4, 1))
+
+
+def test_priorities_follow_advantage_magnitude_and_weights_correct_them():
+    adv = torch.zeros(4, 3)
+    adv[1] = 1.0
+    adv[3] = -3.0  # magnitudes per segment: 0, 3, 0, 9
+    probs = segment_priorities(adv, 1.0)
+    assert probs[3] / probs[1] == pytest.approx(3.0, rel=1e-4)
+    assert probs[0] < 1e-6
+    idx, weights = sample_segments(probs, 2, beta=0.5)
+    assert sorted(idx.tolist()) == [1, 3]
+    expected = (4 * probs[idx]).pow(-0.5).unsqueeze(1)
+    torch.testing.assert_close(weights, expected)
+    counts = np.bincount(
+        [sample_segments(probs, 1, 1.0)[0].item() for _ in range(2000)], minlength=4)
+    assert counts[3] > 2 * counts[1] > 0 and counts[0] == counts[2] == 0
+
+
+def test_beta_anneals_from_beta0_to_one():
+    assert annealed_beta(0.2, 0.0) == pytest.approx(0.2)
+    assert annealed_beta(0.2, 0.5) == pytest.approx(0.6)
+    assert annealed_beta(0.2, 2.0) == pytest.approx(1.0)
+
+
+# -- the loss -----------------------------------------------------------------------------------
+
+
+def test_masked_rows_do_not_contribute_to_the_loss():
+    torch.manual_seed(0)
+    n = 12
+    valid = torch.ones(n)
+    valid[::3] = 0
+
+    def loss_and_grad(junk):
+        new_logp = torch.randn(n, generator=torch.Generator().manual_seed(1)).requires_grad_()
+        values = torch.randn(n, generator=torch.Generator().manual_seed(2)).requires_grad_()
+        tensors = [torch.randn(n, generator=torch.Generator().manual_seed(s)) for s in range(3, 8)]
+        old_logp, entropy, old_values, adv, returns = tensors
+        for t in (old_logp, entropy, adv, returns):
+            t[valid == 0] = junk
+        loss, stats, _ = ppo_loss(new_logp, old_logp, entropy, values, old_values, adv, returns,
+                                  valid, 0.2, 0.2, 0.5, 0.01)
+        loss.backward()
+        return loss.item(), new_logp.grad.clone(), stats
+
+    loss_a, grad_a, stats_a = loss_and_grad(0.0)
+    loss_b, grad_b, stats_b = loss_and_grad(1e6)
+    assert loss_a == pytest.approx(loss_b)
+    torch.testing.assert_close(grad_a, grad_b)
+    assert torch.all(grad_a[valid == 0] == 0)
+    assert stats_a["clipfrac"].item() == pytest.approx(stats_b["clipfrac"].item())
+
+
+# -- the trainer --------------------------------------------------------------------------------
+
+
+def test_run_epoch_returns_a_json_metrics_row():
+    with small_trainer() as trainer:
+        assert trainer.batch_size == 8 * 8 and trainer.num_envs == 8
+        rows = [trainer.run_epoch() for _ in range(13)]  # 88-step episodes, logs every 32
+    row = rows[-1]
+    json.dumps(rows, allow_nan=False)
+    for key in ("epoch", "global_step", "sps", "uptime", "learning_rate", "policy_loss",
+                "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance",
+                "timing_env", "timing_forward", "timing_copy", "timing_learn", "timing_misc",
+                "timing_pct_env", "timing_pct_learn", "episodes"):
+        assert key in row, key
+    assert row["epoch"] == 13 and row["global_step"] == 13 * 64
+    assert sum(row[f"timing_pct_{k}"] for k in ("env", "forward", "copy", "learn", "misc")) \
+        == pytest.approx(100.0)
+    ended = [r for r in rows if r["episodes"]]
+    assert ended and all({"episode_return", "episode_length", "score"} <= set(r) for r in ended)
+    assert trainer.progress["epoch"] == 13 and trainer.progress["metrics"] == row
+
+
+def test_done_counts_agent_steps():
+    with small_trainer(**{"train.total_timesteps": 100}) as trainer:
+        assert not trainer.done
+        trainer.run_epoch()
+        assert not trainer.done
+        trainer.run_epoch()
+        assert trainer.done and trainer.global_step == 128
+
+
+def test_safe_point_runs_while_collecting_and_learning_and_blocked_time_is_not_uptime():
+    with small_trainer(**{"train.minibatch_size": 16}) as trainer:  # 4 minibatches per update
+        calls = []
+
+        def safe_point():
+            calls.append(trainer.learner.optimizer.state_dict()["state"] != {})
+            if len(calls) == 1:
+                time.sleep(0.3)
+
+        trainer.safe_point = safe_point
+        start = time.perf_counter()
+        trainer.run_epoch()
+        wall = time.perf_counter() - start
+        assert len(calls) == 8 + 3  # 8 env steps, then between 4 minibatches
+        assert trainer.uptime <= wall - 0.3
+
+
+def test_set_hyperparameter_live_and_refused():
+    with small_trainer() as trainer:
+        value, when = trainer.set_hyperparameter("train.learning_rate", "0.003")
+        assert value == 0.003 and trainer.config.train.learning_rate == 0.003
+        assert "minibatch" in when
+        value, when = trainer.set_hyperparameter("train.update-epochs", 2)
+        assert value == 2 and "next update" in when
+        with pytest.raises(ConfigError, match="train.hidden_size.*restart"):
+            trainer.set_hyperparameter("train.hidden_size", 64)
+        with pytest.raises(ConfigError, match="vec.num_envs.*restart"):
+            trainer.set_hyperparameter("vec.num_envs", 4)
+        with pytest.raises(ConfigError, match="out of bounds"):
+            trainer.set_hyperparameter("train.gamma", 1.5)
+        with pytest.raises(ConfigError, match="unknown config key"):
+            trainer.set_hyperparameter("train.nope", 1)
+        assert trainer.config.train.gamma != 1.5
+        row = trainer.run_epoch()
+        assert row["learning_rate"] <= 0.003
+
+
+def test_learning_rate_is_cosine_annealed():
+    with small_trainer(**{"train.total_timesteps": 256, "train.learning_rate": 0.01}) as t:
+        rates = [t.run_epoch()["learning_rate"] for _ in range(4)]
+    # the rate used at step s is 0.01 * (1 + cos(pi * s / 256)) / 2, s = 64, 128, 192, 256
+    np.testing.assert_allclose(
+        rates, [0.01 * (1 + np.cos(np.pi * s / 256)) / 2 for s in (64, 128, 192, 256)],
+        atol=1e-9)
+
+
+def _roundtrip(state):
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    buffer.seek(0)
+    return torch.load(buffer, weights_only=True)
+
+
+@pytest.mark.parametrize("policy", ["mlp", "lstm"])
+def test_state_dict_resumes_exactly(policy):
+    overrides = {"train.policy": policy, "train.anneal_lr": True}
+    with small_trainer(**overrides) as first:
+        for _ in range(3):
+            first.run_epoch()
+        state = _roundtrip(first.state_dict())
+        saved_lr = first.optimizer.param_groups[0]["lr"]
+
+    rows = []
+    for _ in range(2):
+        with small_trainer(**overrides) as resumed:
+            resumed.load_state_dict(state)
+            assert resumed.global_step == 3 * 64 and resumed.epoch == 3
+            assert resumed.optimizer.param_groups[0]["lr"] == saved_lr
+            opt_a = resumed.optimizer.state_dict()["state"]
+            opt_b = state["optimizer"]["state"]
+            for k in opt_b:
+                for name in ("exp_avg", "exp_avg_sq", "step"):
+                    torch.testing.assert_close(opt_a[k][name], opt_b[k][name])
+            for name, tensor in resumed.policy.state_dict().items():
+                torch.testing.assert_close(tensor, state["policy"][name])
+            rows.append(resumed.run_epoch())
+    # continuing metrics: the epoch count and step continue, and a resume is deterministic
+    assert rows[0]["epoch"] == 4 and rows[0]["global_step"] == 4 * 64
+    for key in ("policy_loss", "value_loss", "entropy", "approx_kl", "learning_rate"):
+        assert rows[0][key] == rows[1][key], key
+
+
+def test_resume_restores_live_hyperparameters_and_refuses_other_runs():
+    with small_trainer() as first:
+        first.set_hyperparameter("train.ent_coef", 0.05)
+        first.run_epoch()
+        state = _roundtrip(first.state_dict())
+    with small_trainer() as resumed:
+        resumed.load_state_dict(state)
+        assert resumed.config.train.ent_coef == 0.05
+    with small_trainer(**{"train.hidden_size": 32}) as other:
+        with pytest.raises(ValueError, match="hidden_size"):
+            other.load_state_dict(state)
+    with small_trainer("cartpole") as other:
+        with pytest.raises(ValueError, match="squared"):
+            other.load_state_dict(state)
+
+
+def test_load_policy_rebuilds_the_policy_from_a_checkpoint(tmp_path):
+    with small_trainer(**{"train.policy": "lstm"}) as trainer:
+        trainer.run_epoch()
+        path = tmp_path / "ckpt.pt"
+        torch.save(trainer.state_dict(), path)
+        obs = trainer.vecenv.observations.copy()
+        expected, _, _ = trainer.policy.step(torch.from_numpy(obs))
+    policy, config = load_policy(path)
+    assert config.env_name == "squared" and config.train.policy == "lstm"
+    got, _, _ = policy.step(torch.from_numpy(obs))
+    torch.testing.assert_close(got, expected)
+    actions, state = policy.act(obs, deterministic=True)
+    assert actions.shape == (8,) and state is not None
+    (tmp_path / "junk.pt").write_bytes(b"")
+    torch.save({"weights": 1}, tmp_path / "junk.pt")
+    with pytest.raises(ValueError, match="not a trainer checkpoint"):
+        load_policy(tmp_path / "junk.pt")
+
+
+def test_renderer_facts_and_frames():
+    with small_trainer() as trainer:
+        assert trainer.frame_shape == (11, 11) and 2 in trainer.palette
+        assert trainer.frame(3).shape == (11, 11)
+        assert trainer.worker_pids == []
+        with pytest.raises(IndexError, match="out of range"):
+            trainer.frame(8)
+
+
+def test_batch_settings_are_checked():
+    with pytest.raises(ConfigError, match="smaller than num_agents"):
+        small_trainer(**{"train.batch_size": 32})
+    with pytest.raises(ConfigError, match="exceeds the batch"):
+        small_trainer(**{"train.minibatch_size": 128})
+
+
+def test_larger_batches_take_several_segments_per_agent():
+    with small_trainer(**{"train.batch_size": 128}) as trainer:
+        row = trainer.run_epoch()
+        assert row["global_step"] == 128 and trainer.buffer.segments == 16
