@@ -88,6 +88,27 @@ def test_three_agents_around_a_yellow_food_all_share_it():
     assert rew.tolist() == [0.5, 0.5, 0.5] and env.food_cells(YELLOW) == []
 
 
+def test_observation_is_the_window_around_the_agent_then_its_hp_level():
+    env = make(width=4, height=3, num_agents=2, vision=1, max_hp=8, hp_loss=1, **QUIET)
+    env.load_layout(layout(["a.g.",
+                            "..#y",
+                            "...a"]))
+    obs = env.observations
+    assert obs.shape == (2, 9 + 1)
+    assert obs[0, :9].reshape(3, 3).tolist() == [[WALL, WALL, WALL],
+                                                 [WALL, AGENT, EMPTY],
+                                                 [WALL, EMPTY, EMPTY]]
+    assert obs[1, :9].reshape(3, 3).tolist() == [[WALL, YELLOW, WALL],
+                                                 [EMPTY, AGENT, WALL],
+                                                 [WALL, WALL, WALL]]
+    levels = []
+    for _ in range(7):
+        levels.append(int(obs[0, 9]))
+        step(env, STAY, STAY)
+    # HP 8, 7, ..., 2 out of 8: levels ceil(4 * hp / 8)
+    assert levels == [4, 4, 3, 3, 2, 2, 1]
+
+
 def test_food_regrows_only_next_to_food_of_its_kind():
     env = make(seed=3, width=30, height=30, num_agents=1, initial_grey=5, initial_yellow=5,
                grey_spawn_rate=0.2, yellow_spawn_rate=0.2, random_spawn_rate=0.0, hp_loss=0)

@@ -10,6 +10,8 @@ from puffer_tui.envs.cpr import binding
 EMPTY, GREY, YELLOW, WALL, AGENT = range(5)
 # actions
 UP, DOWN, LEFT, RIGHT, STAY = range(5)
+# The last observation byte is the agent's HP level, 1 (starving) to HP_LEVELS (full).
+HP_LEVELS = 4
 
 
 class CPR(NativeEnv):
@@ -62,7 +64,7 @@ class CPR(NativeEnv):
     def layout(cls, s):
         window = 2 * s["vision"] + 1
         return EnvLayout(
-            observation_space=spaces.Box(0, AGENT, (window * window,), np.uint8),
+            observation_space=spaces.Box(0, max(AGENT, HP_LEVELS), (window * window + 1,), np.uint8),
             action_space=spaces.Discrete(5),
             agents_per_env=s["num_agents"],
             frame_shape=(s["height"], s["width"]),

@@ -18,7 +18,9 @@
  * the episode resets its mask is 0 and its observation zeros. The episode ends (terminal) when
  * every agent is dead, or is truncated after max_ticks steps (truncation on the live agents).
  *
- * Observation: the (2*vision+1)^2 tiles around the agent (uint8 tile ids below).
+ * Observation: the (2*vision+1)^2 tiles around the agent (uint8 tile ids below), then the
+ * agent's HP level: ceil(CPR_HP_LEVELS * hp / max_hp), 1 (starving) to CPR_HP_LEVELS (full).
+ * Levels stay within the tile ids' range so that a policy can one-hot every byte alike.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -29,6 +31,7 @@ enum { CPR_UP = 0, CPR_DOWN = 1, CPR_LEFT = 2, CPR_RIGHT = 3, CPR_STAY = 4 };
 
 #define CPR_NO_SLOT 0xFFFFu
 #define CPR_PLACE_TRIES 16
+#define CPR_HP_LEVELS 4
 
 typedef struct {
     float episode_return;  /* mean over agents */
@@ -104,7 +107,7 @@ typedef struct {
 static inline void c_init(CPR* env) {
     const int v = env->vision;
     env->window = 2 * v + 1;
-    env->obs_size = env->window * env->window;
+    env->obs_size = env->window * env->window + 1;
     env->stride = env->width + 2 * v;
     env->rows = env->height + 2 * v;
     const int s = env->stride;
@@ -185,6 +188,7 @@ static inline void cpr_write_obs(CPR* env, int i) {
     const unsigned char* src = env->grid + env->agent_cell[i] - env->vision * env->stride - env->vision;
     const int w = env->window;
     for (int r = 0; r < w; r++) memcpy(obs + r * w, src + r * env->stride, (size_t)w);
+    obs[w * w] = (unsigned char)((env->agent_hp[i] * CPR_HP_LEVELS + env->max_hp - 1) / env->max_hp);
 }
 
 static inline void cpr_write_all_obs(CPR* env) {
