@@ -23,6 +23,29 @@ from puffer_tui.engine.config import ConfigError, load_config, schema
 LIVE_RUN_STATES = ("starting", "running", "paused", "stopping")
 
 
+def space_text(space) -> str:
+    """A space in a few characters: Box(121,) uint8, Discrete(5), MultiDiscrete[3 3]."""
+    shape = getattr(space, "shape", None)
+    name = type(space).__name__
+    if name == "Box":
+        return f"Box{tuple(shape)} {space.dtype}"
+    if name == "Discrete":
+        return f"Discrete({space.n})"
+    if name == "MultiDiscrete":
+        return f"MultiDiscrete{list(space.nvec.ravel())}"
+    return str(space)
+
+
+def describe_env(name: str) -> dict:
+    from puffer_tui.envs import env_class
+
+    cls = env_class(name)
+    layout = cls.layout(cls.resolve({}))
+    return {"name": name, "description": cls.description,
+            "observation_space": space_text(layout.observation_space),
+            "action_space": space_text(layout.action_space)}
+
+
 def env_option(info: dict) -> Option:
     text = Text(no_wrap=False)
     text.append(info["name"], "bold")
@@ -81,13 +104,12 @@ class LauncherScreen(Screen):
     @work(thread=True, group="launcher")
     def _load_envs(self) -> None:
         # Describing an env imports its native module: keep that off the UI thread.
-        from puffer_tui.app.commands.envs import describe
         from puffer_tui.envs import ENV_NAMES
 
         infos = []
         for name in ENV_NAMES:
             try:
-                infos.append(describe(name))
+                infos.append(describe_env(name))
             except Exception as e:  # an env that fails to load is listed with why
                 infos.append({"name": name, "description": f"unavailable: {e}",
                               "observation_space": "?", "action_space": "?"})
@@ -118,7 +140,7 @@ class LauncherScreen(Screen):
             text.append(info.name, "bold" if info.state in LIVE_RUN_STATES else "")
             text.append(f"  {info.state}", "green" if info.state in LIVE_RUN_STATES else "dim")
             if info.global_step:
-                text.append(f"  {info.global_step:,} steps", "dim")
+                text.append(f"\n  {info.global_step:,} steps", "dim")
             runs.add_option(Option(text, id=str(info.path)))
         self._run_states = {str(i.path): i.state for i in infos}
 
