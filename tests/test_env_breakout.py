@@ -59,7 +59,7 @@ def test_the_ball_stays_inside_and_keeps_its_speed():
 
 
 def test_a_tracking_paddle_breaks_every_brick_and_each_brick_pays_one():
-    env = make(num_envs=4, seed=3, brick_rows=2, brick_cols=4, lives=5)
+    env = make(num_envs=4, seed=3, brick_rows=2, brick_cols=4, lives=5, life_reward=0.0)
     env.reset()
     total = np.zeros(4)
     done = np.zeros(4, bool)
@@ -81,13 +81,17 @@ def test_a_tracking_paddle_breaks_every_brick_and_each_brick_pays_one():
 
 
 def test_a_still_paddle_loses_its_lives_and_the_episode_ends():
-    env = make(num_envs=32, seed=4, lives=2, paddle_width=1, brick_cols=16)
+    env = make(num_envs=32, seed=4, lives=2, paddle_width=1, brick_cols=16, life_reward=-0.5)
     env.reset()
     lost = np.zeros(32, int)
     for _ in range(5000):
-        lives = env.observations[:, LIVES].copy()
+        before = env.observations.copy()
         obs, rew, term, _, _ = env.step(np.full(32, STAY, np.int32))
-        lost += (obs[:, LIVES] < lives) & ~term
+        broken = before[:, 6:].sum(axis=1) - obs[:, 6:].sum(axis=1)
+        lost_now = ((obs[:, LIVES] < before[:, LIVES]) & ~term) | term
+        expected = np.where(term, 0, broken) - 0.5 * lost_now
+        assert np.allclose(rew[lost_now], expected[lost_now]), "a lost ball pays life_reward"
+        lost += lost_now & ~term
         if term.any():
             break
     assert term.any() and np.all(lost[term] == 1), "one life lost before the last"
@@ -155,7 +159,7 @@ def test_random_actions_keep_the_invariants(settings):
     for _ in range(400):
         obs, rew, term, trunc, _ = env.step(rng.integers(0, 3, 8).astype(np.int32))
         assert np.isfinite(obs).all() and np.all(np.abs(obs) <= 1.0)
-        assert np.all(rew >= 0) and np.all(rew == np.round(rew))
+        assert np.all(rew >= -1) and np.all(rew == np.round(rew)), "bricks +1, a lost ball -1"
         assert not (term & trunc).any() and env.masks.all()
     log = env.log()
     if log:

@@ -46,6 +46,7 @@ class Breakout(NativeEnv):
         Setting("max_ticks", 10_000, 1, 10_000_000, "steps before the episode is truncated"),
         Setting("ball_speed", 0.6, 0.05, 4.0, "tiles the ball moves per step"),
         Setting("paddle_speed", 1.0, 0.1, 8.0, "tiles the paddle moves per step"),
+        Setting("life_reward", -1.0, -10.0, 10.0, "reward when a ball is lost (bricks pay +1)"),
     )
 
     @classmethod

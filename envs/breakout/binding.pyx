@@ -28,6 +28,7 @@ cdef extern from "breakout.h":
         int max_ticks
         float ball_speed
         float paddle_speed
+        float life_reward
 
     void c_init(Env* env) nogil
     void c_reset(Env* env) nogil
@@ -45,6 +46,7 @@ cdef int configure(Env* env, dict settings) except -1:
     env.max_ticks = settings["max_ticks"]
     env.ball_speed = settings["ball_speed"]
     env.paddle_speed = settings["paddle_speed"]
+    env.life_reward = settings["life_reward"]
     return 0
 
 

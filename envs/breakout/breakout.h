@@ -7,8 +7,9 @@
  * pass through a brick. It bounces off the side and top walls and off bricks (a brick hit
  * from above or below flips the vertical velocity, from the side the horizontal one, and
  * breaks: reward +1). Off the paddle it leaves at an angle set by where it hit, up to 60
- * degrees from vertical, so the player can aim. A ball past the paddle costs a life and is
- * served again from the paddle at a random angle. The episode ends (terminal) when the last
+ * degrees from vertical, so the player can aim. A ball past the paddle costs a life (reward
+ * `life_reward`, negative by default, so that missing is felt at once rather than only through
+ * the bricks it forgoes) and is served again from the paddle at a random angle. The episode ends (terminal) when the last
  * brick or the last life is lost, or is truncated after max_ticks steps.
  *
  * Actions: 0 left, 1 stay, 2 right (the paddle moves paddle_speed per step).
@@ -54,6 +55,7 @@ typedef struct {
     int max_ticks;
     float ball_speed;
     float paddle_speed;
+    float life_reward;
     /* derived */
     float width;
     float height;
@@ -181,6 +183,7 @@ static inline void c_step(Breakout* env) {
         int event = bo_move_ball(env);
         if (event > 0) reward += 1.0f;
         if (event < 0) {
+            reward += env->life_reward;
             env->lives_left -= 1;
             if (env->lives_left > 0) bo_serve(env);
             break;
