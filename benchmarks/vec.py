@@ -40,8 +40,8 @@ def add_arguments(p):
     p.add_argument("--workload", action="append",
                    help="only these workloads (repeatable): squared, cartpole, delay")
     p.add_argument("--squared-envs", type=int, default=16384, help="total squared envs")
-    p.add_argument("--cartpole-envs", type=int, default=16, help="total CartPole-v1 envs")
-    p.add_argument("--delay-envs", type=int, default=4, help="total delay envs")
+    p.add_argument("--cartpole-envs", type=int, default=64, help="total CartPole-v1 envs")
+    p.add_argument("--delay-envs", type=int, default=2, help="total delay envs (1 per worker)")
 
 
 def settings_for(workload, cores: int) -> list[tuple[str, int, int, bool]]:
