@@ -103,14 +103,8 @@ class Multiprocessing:
         self._rows = self.envs_per_worker * self.agents_per_env  # agent rows per worker
         self.agents_per_batch = self.workers_per_batch * self._rows
 
-        layout = SharedLayout(self.single_observation_space, self.single_action_space,
-                              self.num_agents)
-        memory = SharedMemoryFile(layout.nbytes)
-        self.buffers = layout.views(memory.attach(keep_fd=True))
-        for name, array in self.buffers.items():
-            setattr(self, name, array)
-        self.masks[:] = True
         self._procs, self._socks, self._logs = [], [], []
+        # Ends the workers and the driver env on close(), garbage collection or exit.
         self._finalizer = weakref.finalize(
             self, shutdown_workers, self._procs, self._socks, self._logs, probe
         )
@@ -122,14 +116,23 @@ class Multiprocessing:
         self._held_rows = None  # rows of the held block (zero-copy), None when gathered
         self._sent = [0] * self.num_workers
         self._tick = 0
-        self._make_batches()
+        memory = None
         try:
+            layout = SharedLayout(self.single_observation_space, self.single_action_space,
+                                  self.num_agents)
+            memory = SharedMemoryFile(layout.nbytes)
+            self.buffers = layout.views(memory.attach(keep_fd=True))
+            for name, array in self.buffers.items():
+                setattr(self, name, array)
+            self.masks[:] = True
+            self._make_batches()
             self._start_workers(env_creator, env_kwargs, memory, layout, start_method)
             memory.close_fd()  # the workers hold their own descriptors now
             self._wait(lambda: not any(self._busy), range(self.num_workers))
             self._ready.clear()
         except BaseException:
-            memory.close_fd()
+            if memory is not None:
+                memory.close_fd()
             self.close()
             raise
 
