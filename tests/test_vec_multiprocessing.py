@@ -209,3 +209,20 @@ def test_buffers_live_in_nameless_memory():
         maps = open(f"/proc/{vec.worker_pids[0]}/maps").read()
         assert "puffer_tui_vec" in maps
         assert "/dev/shm/" not in maps
+
+
+def test_action_checks_cover_multidiscrete_and_box():
+    from gymnasium import spaces
+
+    from puffer_tui.engine.vec.actions import ActionChecker
+
+    check = ActionChecker(spaces.MultiDiscrete([3, 4]), 5, np.int32)
+    bad = np.zeros((5, 2), np.int64)
+    bad[3, 1] = 4
+    with pytest.raises(ActionError, match=r"action 4 at row 3 is out of range \[0, 4\)"):
+        check(bad)
+    assert check(np.ones((5, 2), np.int64)).dtype == np.int32
+    box = ActionChecker(spaces.Box(-1, 1, (2,)), 5, np.float32)
+    assert box(np.zeros((5, 2))).dtype == np.float32
+    with pytest.raises(ActionError, match="float dtype"):
+        box(np.zeros((5, 2), np.int32))

@@ -9,38 +9,51 @@ from puffer_tui.engine.native.buffers import action_nvec, action_shape
 from puffer_tui.engine.native.pufferenv import ActionError
 
 
-def check_actions(actions, space, rows: int, dtype: np.dtype) -> np.ndarray:
-    """`actions` as an array of shape (rows, *action shape), refusing wrong shapes, dtypes and
-    out-of-range discrete values."""
-    actions = np.asarray(actions)
-    expected = (rows, *action_shape(space))
-    if actions.shape != expected:
-        raise ActionError(
-            f"actions have shape {actions.shape}, expected {expected} "
-            f"({rows} agent rows in the batch, action space {space})"
-        )
-    nvec = action_nvec(space)
-    if nvec is None:
-        if actions.dtype.kind != "f":
-            raise ActionError(f"continuous actions must have a float dtype, got {actions.dtype}")
+class ActionChecker:
+    """Checks batches of `rows` actions from `space` (the layout is worked out once)."""
+
+    def __init__(self, space, rows: int, dtype: np.dtype):
+        self.space = space
+        self.rows = rows
+        self.dtype = np.dtype(dtype)
+        self.shape = (rows, *action_shape(space))
+        self.nvec = action_nvec(space)
+        self.single = self.nvec is not None and len(self.nvec) == 1
+        self.high = int(self.nvec[0]) if self.single else None
+
+    def __call__(self, actions) -> np.ndarray:
+        """`actions` as an array of shape (rows, *action shape) and the buffer's dtype,
+        refusing wrong shapes, dtypes and out-of-range discrete values."""
+        actions = np.asarray(actions)
+        if actions.shape != self.shape:
+            raise ActionError(
+                f"actions have shape {actions.shape}, expected {self.shape} "
+                f"({self.rows} agent rows in the batch, action space {self.space})"
+            )
+        if self.nvec is None:
+            if actions.dtype.kind != "f":
+                raise ActionError(
+                    f"continuous actions must have a float dtype, got {actions.dtype}"
+                )
+        elif actions.dtype.kind not in "iu":
+            raise ActionError(f"discrete actions must have an integer dtype, got {actions.dtype}")
+        elif actions.size:
+            self._check_range(actions)
+        if actions.dtype != self.dtype:
+            actions = actions.astype(self.dtype)
         return actions
-    if actions.dtype.kind not in "iu":
-        raise ActionError(f"discrete actions must have an integer dtype, got {actions.dtype}")
-    if actions.size and len(nvec) == 1:  # Discrete or one-component MultiDiscrete: min/max
-        low, high = int(actions.min()), int(actions.max())
-        if low < 0 or high >= nvec[0]:
-            row = int(np.argmax((actions < 0) | (actions >= nvec[0])))
-            raise ActionError(
-                f"action {actions.reshape(-1)[row]} at row {row} is out of range [0, {nvec[0]})"
-            )
-    elif actions.size:
-        per_row = actions.reshape(rows, -1)
-        if per_row.min() < 0 or np.any(per_row.max(axis=0) >= nvec):
-            bad = np.argwhere((per_row < 0) | (per_row >= nvec))[0]
-            raise ActionError(
-                f"action {per_row[bad[0], bad[1]]} at row {bad[0]} is out of range "
-                f"[0, {nvec[bad[1]]})"
-            )
-    if actions.dtype != dtype:
-        actions = actions.astype(dtype)
-    return actions
+
+    def _check_range(self, actions) -> None:
+        if self.single:  # Discrete (or one-component MultiDiscrete): min and max suffice
+            if actions.min() >= 0 and actions.max() < self.high:
+                return
+            per_row = actions.reshape(self.rows, 1)
+        else:
+            per_row = actions.reshape(self.rows, -1)
+            if per_row.min() >= 0 and not np.any(per_row.max(axis=0) >= self.nvec):
+                return
+        row, column = np.argwhere((per_row < 0) | (per_row >= self.nvec))[0]
+        raise ActionError(
+            f"action {per_row[row, column]} at row {row} is out of range "
+            f"[0, {self.nvec[column]})"
+        )

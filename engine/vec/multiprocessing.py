@@ -24,7 +24,7 @@ import weakref
 import numpy as np
 
 from puffer_tui.engine.vec import channel
-from puffer_tui.engine.vec.actions import check_actions
+from puffer_tui.engine.vec.actions import ActionChecker
 from puffer_tui.engine.vec.crash_log import CrashLog
 from puffer_tui.engine.vec.errors import WorkerError
 from puffer_tui.engine.vec.lifecycle import describe_death, shutdown_workers
@@ -125,6 +125,8 @@ class Multiprocessing:
             for name, array in self.buffers.items():
                 setattr(self, name, array)
             self.masks[:] = True
+            self._check_actions = ActionChecker(self.single_action_space, self.agents_per_batch,
+                                                self.actions.dtype)
             self._make_batches()
             self._start_workers(env_creator, env_kwargs, memory, layout, start_method)
             memory.close_fd()  # the workers hold their own descriptors now
@@ -201,8 +203,7 @@ class Multiprocessing:
         self._check_open()
         if not self._held:
             raise RuntimeError("send() needs a batch: call recv() (after async_reset()) first")
-        actions = check_actions(actions, self.single_action_space, self.agents_per_batch,
-                                self.actions.dtype)
+        actions = self._check_actions(actions)
         held, self._held = self._held, []
         if self._held_rows is not None:
             target = self.actions[self._held_rows]
