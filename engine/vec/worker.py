@@ -57,12 +57,26 @@ class _ParentGone(Exception):
 
 
 def _wait_for_command(sock, spin_s: float, parent_pid: int):
-    while True:
-        if channel.wait_readable([sock], spin_s, PARENT_CHECK_S):
-            return channel.receive(sock)
-        spin_s = 0.0
-        if os.getppid() != parent_pid:
-            raise _ParentGone
+    try:
+        while True:
+            if channel.wait_readable([sock], spin_s, PARENT_CHECK_S):
+                return channel.receive(sock)
+            spin_s = 0.0
+            if os.getppid() != parent_pid:
+                raise _ParentGone
+    except OSError as exc:  # includes ChannelClosed: the main process is gone
+        raise _ParentGone from exc
+
+
+def _reply(sock, message) -> None:
+    """Answer the main process; failing to is _ParentGone, never an env error."""
+    try:
+        if isinstance(message, bytes):
+            sock.sendall(message)
+        else:
+            channel.send_object(sock, message)
+    except OSError as exc:
+        raise _ParentGone from exc
 
 
 def worker_main(index, env_creator, env_kwargs, memory, layout, rows, num_envs, seed, sock,
@@ -80,9 +94,9 @@ def worker_main(index, env_creator, env_kwargs, memory, layout, rows, num_envs, 
         mapping = memory.attach()
         buffers = layout.views(mapping, *rows)
         env = env_creator(num_envs=num_envs, seed=seed, buf=buffers, **env_kwargs)
-        channel.send_object(sock, ("ready", os.getpid()))
+        _reply(sock, ("ready", os.getpid()))
         _serve(env, buffers, sock, spin_s, parent_pid)
-    except (_ParentGone, channel.ChannelClosed, BrokenPipeError, ConnectionResetError):
+    except _ParentGone:
         os._exit(0)
     except BaseException as exc:  # report everything, even SystemExit from env code
         message = f"{type(exc).__name__}: {exc}"
@@ -99,10 +113,7 @@ def _serve(env, buffers, sock, spin_s, parent_pid) -> None:
         command = _wait_for_command(sock, spin_s, parent_pid)
         if command == channel.STEP:
             infos = env.step(actions)[4]
-            if infos:
-                channel.send_object(sock, ("done", infos))
-            else:
-                sock.sendall(channel.DONE)
+            _reply(sock, ("done", infos) if infos else channel.DONE)
             continue
         kind = command[0]
         if kind == "reset":
@@ -110,12 +121,12 @@ def _serve(env, buffers, sock, spin_s, parent_pid) -> None:
             buffers["rewards"][:] = 0
             buffers["terminals"][:] = False
             buffers["truncations"][:] = False
-            channel.send_object(sock, ("done", infos))
+            _reply(sock, ("done", infos))
         elif kind == "frame":
-            channel.send_object(sock, ("frame", env.frame(command[1])))
+            _reply(sock, ("frame", env.frame(command[1])))
         elif kind == "close":
             env.close()
-            channel.send_object(sock, ("closed",))
+            _reply(sock, ("closed",))
             return
         else:
             raise ValueError(f"worker got an unknown command {command!r}")
