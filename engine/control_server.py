@@ -92,6 +92,8 @@ class ControlServer:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._stopping: asyncio.Event | None = None
+        self._main_task: asyncio.Task | None = None
+        self._server: asyncio.AbstractServer | None = None
         self._error: BaseException | None = None
 
     # -- lifecycle (main thread) -------------------------------------------------------------
@@ -156,7 +158,8 @@ class ControlServer:
 
     async def _main(self, sock: socket.socket) -> None:
         self._stopping = asyncio.Event()
-        server = await asyncio.start_unix_server(self._serve_client, sock=sock)
+        self._main_task = asyncio.current_task()
+        self._server = await asyncio.start_unix_server(self._serve_client, sock=sock)
         self._ready.set()
         tick = 0
         try:
@@ -169,9 +172,12 @@ class ControlServer:
                     self.broadcast_telemetry()
                 self._send_frames()
         finally:
-            server.close()
+            self._server.close()
 
     async def _shutdown(self, final: dict | None, timeout: float) -> None:
+        self._server.close()  # no new clients; let the ones just accepted register
+        for _ in range(3):
+            await asyncio.sleep(0)
         if final is not None:
             self._broadcast(final)
         for client in list(self._clients):
@@ -186,6 +192,14 @@ class ControlServer:
             except (TimeoutError, ConnectionError, OSError):
                 pass
             self._close(client)
+        # Each client's reader task ends once its transport is closed; wait for them so that
+        # nothing is left pending when the loop closes.
+        others = [t for t in asyncio.all_tasks()
+                  if t is not asyncio.current_task() and t is not self._main_task]
+        if others:
+            _, still = await asyncio.wait(others, timeout=1.0)
+            for task in still:
+                task.cancel()
         self._stopping.set()
 
     # -- pushes (any thread) -------------------------------------------------------------------

@@ -1,0 +1,237 @@
+"""The control server and command queue, in-process, with a stand-in trainer on a thread.
+
+The real engine process is driven through the socket in test_engine_process.py; here the
+protocol's edges (validation, oversized lines, several clients, frames) are checked fast.
+"""
+
+import base64
+import json
+import socket
+import stat
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from puffer_tui.app.engine_client import EngineClient, EngineCommandError
+from puffer_tui.engine.commands import CommandQueue
+from puffer_tui.engine.config import apply, load_config, spec_for
+from puffer_tui.engine.control_server import MAX_MESSAGE, ControlServer
+
+
+class StandInTrainer:
+    """Counts steps between safe points the way the Trainer does; nothing is learned."""
+
+    def __init__(self):
+        self.config = load_config("squared", {"vec.num_envs": 8})
+        self.global_step = 0
+        self.epoch = 0
+        self.progress = {"global_step": 0, "epoch": 0, "sps": 1000.0, "uptime": 0.0}
+        self.worker_pids = []
+        self.safe_point = None
+
+    def set_hyperparameter(self, key, value):
+        spec = spec_for(key, self.config.env_name)
+        checked = apply(self.config, {spec.key: value})
+        setattr(self.config.train, spec.name, getattr(checked.train, spec.name))
+        return getattr(checked.train, spec.name), "from the next minibatch"
+
+    def frame(self, env):
+        return np.full((3, 4), env, dtype=np.uint8)
+
+
+def first(client, kind, timeout=3.0):
+    """The first push of `kind` within `timeout` seconds, or None."""
+    deadline = time.monotonic() + timeout
+    for push in client.pushes(timeout=timeout):
+        if push["type"] == kind:
+            return push
+        if time.monotonic() > deadline:
+            break
+    return None
+
+
+@pytest.fixture
+def server(tmp_path):
+    trainer = StandInTrainer()
+    commands = CommandQueue()
+    commands.trainer = trainer
+    trainer.safe_point = commands.safe_point
+    commands.checkpoint_fn = lambda: str(tmp_path / f"ckpt-{trainer.global_step}.pt")
+    commands.state = "running"
+
+    def telemetry():
+        return {"state": commands.state, "global_step": trainer.global_step}
+
+    srv = ControlServer(tmp_path / "control.sock", commands,
+                        hello_fn=lambda: {"protocol": 1, "env": "squared"},
+                        telemetry_fn=telemetry, env_name="squared", num_envs=8, rate_hz=10)
+    srv.start()
+
+    def train():
+        while not commands.stop_requested:
+            for _ in range(20):
+                trainer.safe_point()
+                trainer.global_step += 1
+                trainer.progress = {**trainer.progress, "global_step": trainer.global_step}
+                time.sleep(0.001)
+            trainer.epoch += 1
+            commands.at_boundary()
+
+    thread = threading.Thread(target=train, daemon=True)
+    thread.start()
+    srv.trainer, srv.train_thread = trainer, thread
+    yield srv
+    if not commands.stop_requested:
+        commands.put(__import__("puffer_tui.engine.commands", fromlist=["Command"]).Command("stop"))
+    thread.join(5)
+    srv.stop()
+
+
+@pytest.fixture
+def client(server):
+    with EngineClient.connect(server.path) as c:
+        yield c
+
+
+def test_socket_is_private_and_hello_answers(server, client):
+    assert stat.S_IMODE(server.path.stat().st_mode) == 0o600
+    assert client.hello["ok"] and client.hello["protocol"] == 1
+    assert client.hello["state"] == "running"
+
+
+def test_telemetry_pushes_at_a_steady_rate(client):
+    start = time.monotonic()
+    telemetry = first(client, "telemetry")
+    assert telemetry["state"] == "running"
+    seen = 1
+    for push in client.pushes(timeout=2):
+        seen += push["type"] == "telemetry"
+        if time.monotonic() - start > 1.0:
+            break
+    assert seen >= 3
+
+
+@pytest.mark.parametrize("line, error", [
+    (b"this is not json", "not a JSON object"),
+    (b"[1, 2, 3]", "must be a JSON object"),
+    (b'{"cmd": "status"}', "integer \\\"id\\\""),
+    (b'{"id": true, "cmd": "status"}', "integer \\\"id\\\""),
+    (b'{"id": 7, "cmd": "explode"}', "unknown command 'explode'"),
+    (b'{"id": 7, "cmd": "pause", "args": [1]}', "must be a JSON object"),
+    (b'{"id": 7, "cmd": "pause", "args": {"now": 1}}', "unknown argument 'now'"),
+    (b'{"id": 7, "cmd": "render", "args": {"env": 99}}', "integer in \\[0, 7\\]"),
+    (b'{"id": 7, "cmd": "stop", "args": {"checkpoint": "yes"}}', "true or false"),
+    (b'\xff\xfe{"id": 1}', "not a JSON object"),
+])
+def test_malformed_messages_get_errors_and_the_connection_survives(client, line, error):
+    client.send_raw(line + b"\n")
+    reply = first(client, "reply")
+    assert reply["ok"] is False
+    assert __import__("re").search(error, reply["error"]), reply["error"]
+    assert client.call("status")["ok"]
+
+
+def test_oversized_message_is_discarded_up_to_its_newline(client):
+    client.send_raw(b'{"id": 5, "cmd": "status", "pad": "' + b"x" * (MAX_MESSAGE + 10))
+    client.send_raw(b'"}\n')
+    reply = first(client, "reply")
+    assert not reply["ok"] and "exceeds" in reply["error"]
+    assert client.call("status", timeout=5)["ok"]
+
+
+def test_pause_blocks_steps_and_resume_continues(server, client):
+    assert client.call("pause")["state"] == "paused"
+    step = server.trainer.global_step
+    time.sleep(0.3)
+    assert server.trainer.global_step == step
+    assert client.call("status")["state"] == "paused"
+    assert client.call("resume")["state"] == "running"
+    time.sleep(0.2)
+    assert server.trainer.global_step > step
+
+
+def test_set_checks_live_bounds_and_type(server, client):
+    reply = client.call("set", key="train.learning_rate", value="0.002")
+    assert reply["value"] == 0.002 and "next" in reply["applies"]
+    assert server.trainer.config.train.learning_rate == 0.002
+    for key, value, error in [
+        ("train.learning_rate", 5.0, "out of bounds"),
+        ("train.learning_rate", "fast", "not a valid float"),
+        ("vec.num_envs", 16, "applies on restart"),
+        ("train.nope", 1, "unknown config key"),
+        ("train.ent_coef", [1], "number, boolean or string"),
+    ]:
+        with pytest.raises(EngineCommandError, match=error):
+            client.call("set", key=key, value=value)
+    assert server.trainer.config.train.learning_rate == 0.002
+
+
+def test_set_while_paused_applies(server, client):
+    client.call("pause")
+    assert client.call("set", key="train.ent_coef", value=0.02)["value"] == 0.02
+    assert server.trainer.config.train.ent_coef == 0.02
+    client.call("resume")
+
+
+def test_checkpoint_replies_with_path_at_the_epoch_boundary(client):
+    assert client.call("checkpoint")["path"].endswith(".pt")
+
+
+def test_checkpoint_while_paused_mid_epoch_is_pending(client):
+    client.call("pause")
+    reply = client.call("checkpoint")
+    assert reply["pending"] is True and reply["path"] is None
+    client.call("resume")
+
+
+def test_frames_for_the_clients_that_asked(server, client):
+    with EngineClient.connect(server.path) as other:
+        assert client.call("render", env=3)["env"] == 3
+        frame = first(client, "frame")
+        tiles = np.frombuffer(base64.b64decode(frame["tiles"]), np.uint8)
+        assert (frame["env"], frame["height"], frame["width"]) == (3, 3, 4)
+        assert (tiles == 3).all()
+        assert first(other, "frame", timeout=0.5) is None
+        client.call("render", env=None)
+
+
+def test_several_clients_get_telemetry(server, client):
+    with EngineClient.connect(server.path) as other:
+        assert first(other, "telemetry") is not None
+        assert first(client, "telemetry") is not None
+
+
+def test_stop_replies_and_a_second_engine_cannot_take_the_socket(server, client, tmp_path):
+    with pytest.raises(RuntimeError, match="already serving"):
+        ControlServer(server.path, CommandQueue(), dict, dict, "squared", 1).start()
+    assert client.call("stop")["state"] == "stopping"
+    server.train_thread.join(5)
+    assert not server.train_thread.is_alive()
+
+
+def test_pending_requests_fail_cleanly_when_the_engine_shuts_down(tmp_path):
+    commands = CommandQueue()  # no trainer drains this queue: requests stay pending
+    srv = ControlServer(tmp_path / "c.sock", commands, dict, dict, "squared", 1)
+    srv.start()
+    client = EngineClient.connect(srv.path, hello=False)
+    request_id, waiter = client.send("pause")
+    srv.stop()
+    assert waiter[0].wait(3)
+    reply = waiter[1]
+    assert reply is None or (reply["ok"] is False and "stopped" in reply["error"])
+    assert client.closed.wait(3)
+    assert not srv.path.exists()
+
+
+def test_raw_socket_client_sees_json_lines(server):
+    sock = socket.socket(socket.AF_UNIX)
+    sock.connect(str(server.path))
+    sock.sendall(b'{"id": 1, "cmd": "status"}\n')
+    data = b""
+    while b"\n" not in data:
+        data += sock.recv(65536)
+    messages = [json.loads(line) for line in data.split(b"\n") if line]
+    assert any(m.get("id") == 1 and m["ok"] for m in messages)
+    sock.close()
