@@ -121,6 +121,32 @@ def test_pool_returns_whole_workers_and_serves_every_worker(zero_copy):
         assert served == set(range(8))
 
 
+def wait_until_all_answered(vec):
+    """Block until every busy worker's answer is waiting (white-box: the vec's sockets)."""
+    import select
+
+    busy = [s for s, b in zip(vec._socks, vec._busy, strict=True) if b]
+    deadline = time.monotonic() + 10
+    while busy and time.monotonic() < deadline:
+        readable, _, _ = select.select(busy, [], [], 0.1)
+        busy = [s for s in busy if s not in readable]
+    assert not busy, "workers did not answer"
+
+
+@pytest.mark.parametrize("zero_copy", [True, False])
+def test_pool_takes_the_finished_worker_sent_longest_ago(zero_copy):
+    """When several have finished, recv() must not favour low indices (that starves others)."""
+    with mp(CrashyEnv, 4, 4, batch_size=1, zero_copy=zero_copy) as vec:
+        vec.async_reset()
+        order = []
+        for _ in range(12):
+            wait_until_all_answered(vec)
+            *_, env_ids, _ = vec.recv()
+            order.append(int(env_ids[0]))
+            vec.send(np.zeros(1, np.int32))
+        assert order == [0, 1, 2, 3] * 3
+
+
 def test_pool_prefers_fast_workers():
     """Worker 0 sleeps 40 ms per step, worker 1 none: the pool keeps returning worker 1."""
 

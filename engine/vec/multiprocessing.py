@@ -232,7 +232,10 @@ class Multiprocessing:
         else:
             self._wait(lambda: len(self._ready) >= self.workers_per_batch,
                        range(self.num_workers))
-            workers = sorted(self._ready[:self.workers_per_batch])
+            # Of the finished workers, those sent longest ago: several usually finish between
+            # two recv() calls, and taking the lowest index would starve the others.
+            oldest = sorted(self._ready, key=self._sent.__getitem__)
+            workers = sorted(oldest[:self.workers_per_batch])
             self._held_rows, arrays = None, self._gather_rows(workers)
         ready = set(workers)
         self._ready = [w for w in self._ready if w not in ready]
@@ -311,6 +314,12 @@ class Multiprocessing:
 
     def _wait(self, satisfied, workers) -> None:
         """Read answers until `satisfied()`; a death, an error or the timeout raises WorkerError."""
+        if self.workers_per_batch < self.num_workers:
+            # A pool: hear from every worker that has finished, not only the first few, so
+            # the choice below is among all of them (else a slow-to-read worker starves).
+            busy = [self._socks[w] for w in workers if self._busy[w]]
+            for sock in channel.wait_readable(busy, 0, 0) if busy else ():
+                self._read(self._fd_worker[sock.fileno()])
         deadline = time.monotonic() + self.timeout
         spin = self._spin_s
         while not satisfied():
