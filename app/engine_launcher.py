@@ -44,8 +44,10 @@ class EngineHandle:
 
 
 def engine_running(run_dir: str | os.PathLike) -> bool:
-    """Whether an engine is alive on this run (its status says so and its process exists)."""
-    return rd.run_state(run_dir) in rd.LIVE_STATES
+    """Whether an engine is alive on this run: its status says so and its process exists, or
+    its socket answers (an engine that has not written its status yet)."""
+    path = rd.socket_path(run_dir)
+    return rd.run_state(run_dir) in rd.LIVE_STATES or (path.exists() and _connectable(path))
 
 
 def launch_engine(
@@ -93,7 +95,8 @@ def launch_engine(
 
 
 def wait_for_socket(handle: EngineHandle, timeout: float) -> None:
-    """Until the engine's socket accepts a connection; EngineStartError if the engine dies."""
+    """Until this engine has written its status and its socket accepts connections;
+    EngineStartError if the engine dies first."""
     path = rd.socket_path(handle.run_dir)
     deadline = time.monotonic() + timeout
     while True:
@@ -101,7 +104,8 @@ def wait_for_socket(handle: EngineHandle, timeout: float) -> None:
         if code is not None:
             raise EngineStartError(f"the engine exited with status {code} before it was ready:\n"
                                    f"{tail(handle.run_dir / rd.ENGINE_OUT_FILE)}")
-        if path.exists() and _connectable(path):
+        ours = rd.read_status(handle.run_dir).get("pid") == handle.pid
+        if ours and path.exists() and _connectable(path):
             return
         if time.monotonic() > deadline:
             raise EngineStartError(f"the engine did not open {path} within {timeout:g} s:\n"

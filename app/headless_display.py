@@ -54,8 +54,11 @@ def render(t: dict) -> Panel:
     loss_row = "  ".join(f"{k} {_fmt(v)}" for k, v in losses.items()) or "-"
     timing = t.get("timing_pct", {})
     timing_row = "  ".join(f"{k} {v:.0f}%" for k, v in timing.items() if v is not None) or "-"
+    bar = Table.grid(padding=(0, 1))
+    bar.add_row(ProgressBar(total=total, completed=min(step, total), width=50),
+                f"{100 * min(step, total) / total:.0f}%")
     body = Group(
-        ProgressBar(total=total, completed=min(step, total), width=60),
+        bar,
         summary,
         f"[dim]losses[/]  {loss_row}",
         f"[dim]timing[/]  {timing_row}",
