@@ -1,4 +1,4 @@
-"""`puffer-tui bench vec`: agent-steps/second of our vectorizers against Gymnasium's (and EnvPool's).
+"""`puffer-tui bench vec`: agent-steps/second of our vectorizers against Gymnasium's and EnvPool's.
 
 For each workload every backend gets the same total number of envs and a few settings; the
 best setting of each backend is compared. Gymnasium's AsyncVectorEnv runs one process per

@@ -44,4 +44,5 @@ def print_table(results, best, summary, cores: int) -> None:
                           _ratio(ratio["vs_our_sync"]))
         table.add_section()
     Console(width=110).print(table)
-    print("Gymnasium's AsyncVectorEnv uses one process per env; '--json' lists every setting tried.")
+    print("Gymnasium's AsyncVectorEnv uses one process per env; "
+          "'--json' lists every setting tried.")

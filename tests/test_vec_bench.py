@@ -38,7 +38,8 @@ def test_ratios_compare_with_gymnasiums_best_and_our_sync():
     R = bench_vec.Result
     results = [
         R("w", "serial", 4, 1, 4, 100.0), R("w", "multiprocessing", 4, 2, 4, 150.0),
-        R("w", "multiprocessing-pool", 4, 4, 1, 300.0), R("w", "multiprocessing-pool", 4, 2, 2, 200.0),
+        R("w", "multiprocessing-pool", 4, 4, 1, 300.0),
+        R("w", "multiprocessing-pool", 4, 2, 2, 200.0),
         R("w", "gymnasium-sync", 4, 1, 4, 120.0), R("w", "gymnasium-async", 4, 4, 4, 60.0),
     ]
     summary = bench_vec.ratios(results)

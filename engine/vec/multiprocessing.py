@@ -61,7 +61,8 @@ def _check_picklable(env_creator, env_kwargs) -> None:
     except Exception as exc:
         raise TypeError(
             f"the multiprocessing backend sends env_creator {env_creator!r} to its workers by "
-            f"pickle, which failed ({type(exc).__name__}: {exc}); use puffer_tui.envs.creator(...), "
+            f"pickle, which failed ({type(exc).__name__}: {exc}); use "
+            "puffer_tui.envs.creator(...), "
             "puffer_tui.envs.from_gymnasium(...), a module-level function or a functools.partial "
             "of one, not a lambda or a local function"
         ) from exc

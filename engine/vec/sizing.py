@@ -72,7 +72,9 @@ def plan_workers(
     envs_per_worker = num_envs // num_workers
     batch_size = num_envs if batch_size is None else batch_size
     if not isinstance(batch_size, int) or not 1 <= batch_size <= num_envs:
-        raise ValueError(f"batch_size must be an integer in [1, num_envs={num_envs}], got {batch_size!r}")
+        raise ValueError(
+            f"batch_size must be an integer in [1, num_envs={num_envs}], got {batch_size!r}"
+        )
     if batch_size % envs_per_worker:
         choices = [k * envs_per_worker for k in range(1, num_workers + 1)]
         raise ValueError(
