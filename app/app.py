@@ -188,10 +188,12 @@ class PufferApp(App):
 
     @work(thread=True, group="requests")
     def _request_worker(self, link, cmd, args, on_reply, quiet, timeout) -> None:
+        start = time.perf_counter()
         try:
             reply = link.request(cmd, timeout=timeout, **(args or {}))
         except EngineClientError as e:
             reply = {"ok": False, "error": str(e)}
+        reply["_round_trip_ms"] = (time.perf_counter() - start) * 1000
         self.call_from_thread(self._replied, cmd, reply, on_reply, quiet)
 
     def _replied(self, cmd: str, reply: dict, on_reply, quiet: bool) -> None:
@@ -318,6 +320,12 @@ class PufferApp(App):
 
 
 def _reply_text(cmd: str, reply: dict) -> str:
+    """What the event log says about a reply, with how long the engine took to answer."""
+    took = reply.get("_round_trip_ms")
+    return _reply_body(cmd, reply) + (f" [{took:.0f} ms]" if took is not None else "")
+
+
+def _reply_body(cmd: str, reply: dict) -> str:
     if not reply.get("ok"):
         return f"{cmd} refused: {reply.get('error')}"
     if cmd == "set":

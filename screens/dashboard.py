@@ -1,8 +1,10 @@
 """The dashboard: every panel of a live run on one screen, and the keys that steer it.
 
-The screen polls the app's TelemetryStore on its own timers (fast panels ~4 Hz, plots 1 Hz)
-and hands each widget plain data; it never waits on the engine. Keys turn into requests the
-app sends from a worker.
+The screen polls the app's TelemetryStore on its own timers and hands each widget plain data;
+it never waits on the engine. Redraws are the app's main cost, so each panel is refreshed at
+the rate its data really changes: the render ~4 Hz, numbers 2 Hz, plots at most 1 Hz, and a
+widget whose data did not change is not redrawn at all. Keys turn into requests the app
+sends from a worker.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from puffer_tui.app.widgets.run_header import RunHeader
 from puffer_tui.app.widgets.sps_history import SpsHistory
 from puffer_tui.app.widgets.timing_bars import TimingBars
 
-FAST_REFRESH_S = 0.25
+FRAME_REFRESH_S = 0.25
+PANEL_REFRESH_S = 0.5
 PLOT_REFRESH_S = 1.0
 
 
@@ -59,6 +62,7 @@ class DashboardScreen(Screen):
         super().__init__(**kwargs)
         self.store = store
         self._shown_version = -1
+        self._shown_frame = None
         self._plotted_epochs = -1
         self._last_state = ""
 
@@ -77,24 +81,36 @@ class DashboardScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.refresh_frame()
         self.refresh_panels()
         self.refresh_plots()
-        self.set_interval(FAST_REFRESH_S, self.refresh_panels)
+        self.set_interval(FRAME_REFRESH_S, self.refresh_frame)
+        self.set_interval(PANEL_REFRESH_S, self.refresh_panels)
         self.set_interval(PLOT_REFRESH_S, self.refresh_plots)
 
     # -- attributes down -------------------------------------------------------------------
 
-    def refresh_panels(self) -> None:
+    def refresh_frame(self) -> None:
         store = self.store
         header = self.query_one(RunHeader)
         link_state = getattr(self.app, "link_state", None)
         if header.link_state != link_state:
-            header.link_state = link_state
+            header.link_state = link_state  # "not responding" shows without waiting
+        if store.frame is self._shown_frame:
+            return
+        self._shown_frame = store.frame
+        render = self.query_one(EnvRender)
+        render.palette = self.app_palette()
+        render.num_envs = int(store.hello.get("num_envs") or 0)
+        render.frame = store.frame
+
+    def refresh_panels(self) -> None:
+        store = self.store
         if store.version == self._shown_version:
             return
         self._shown_version = store.version
         t = store.latest
-        header.telemetry = {**self._identity(), **t}
+        self.query_one(RunHeader).telemetry = {**self._identity(), **t}
         self.query_one(SpsHistory).samples = list(store.sps)
         timing = self.query_one(TimingBars)
         timing.percent = t.get("timing_pct") or {}
@@ -102,12 +118,7 @@ class DashboardScreen(Screen):
         stats = self.query_one(EpisodeStats)
         stats.trends = {k: store.trend(k) for k in store.stats}
         stats.history = {k: list(v) for k, v in store.stats.items()}
-        cpu = self.query_one(CpuPanel)
-        cpu.gpu = t.get("gpu")
-        render = self.query_one(EnvRender)
-        render.palette = self.app_palette()
-        render.num_envs = int(store.hello.get("num_envs") or 0)
-        render.frame = store.frame
+        self.query_one(CpuPanel).gpu = t.get("gpu")
         self.query_one(EventLog).show(list(store.events), store.events_seen)
         if store.state != self._last_state:
             self._last_state = store.state

@@ -25,7 +25,7 @@ class CpuPanel(Widget):
     }
     """
 
-    sample: reactive[SystemSample | None] = reactive(None, always_update=True)
+    sample: reactive[SystemSample | None] = reactive(None)
     gpu: reactive[dict | None] = reactive(None)
 
     def on_mount(self) -> None:

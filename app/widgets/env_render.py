@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.reactive import reactive
+from textual.strip import Strip
 from textual.widget import Widget
 
 from puffer_tui.app.telemetry_store import Frame
@@ -22,9 +25,18 @@ def frame_text(frame: Frame, palette: dict, max_width: int, max_height: int) -> 
     text = Text(no_wrap=True)
     for r in range(top, top + rows):
         row = frame.tiles[r * frame.width:(r + 1) * frame.width]
+        # One span per run of same-coloured tiles, not one per tile: the terminal render
+        # of a frame is the dashboard's most frequent redraw, and spans are what it costs.
+        run_colour, run = None, []
         for c in range(left, left + cols):
             glyph, colour = palette.get(row[c], ("?", "red"))
-            text.append(glyph.ljust(cell) if cell > 1 else glyph, colour)
+            if colour != run_colour and run:
+                text.append("".join(run), run_colour)
+                run = []
+            run_colour = colour
+            run.append(glyph.ljust(cell) if cell > 1 else glyph)
+        if run:
+            text.append("".join(run), run_colour)
         if r < top + rows - 1:
             text.append("\n")
     return text
@@ -39,7 +51,6 @@ class EnvRender(Widget):
         border: round $primary 50%;
         border-title-color: $text-accent;
         border-subtitle-color: $text-muted;
-        content-align: center middle;
     }
     """
 
@@ -63,9 +74,60 @@ class EnvRender(Widget):
         self.border_title = f"env {self.env_index}{total}"
         self.border_subtitle = "[ ] env  r full screen"
 
-    def render(self) -> Text:
-        if not self.enabled:
-            return Text("render off", style="dim")
-        if self.frame is None:
-            return Text("waiting for frames...", style="dim")
-        return frame_text(self.frame, self.palette, self.size.width, self.size.height)
+    # -- the Line API: whole rows of pre-styled segments, rebuilt only when the frame changes --
+
+    def watch_frame(self) -> None:
+        self._strips = None
+
+    def watch_palette(self) -> None:
+        self._strips = None
+        self._styles = {}
+
+    def on_resize(self) -> None:
+        self._strips = None
+
+    def _style(self, colour: str) -> Style:
+        styles = self.__dict__.setdefault("_styles", {})
+        if colour not in styles:
+            styles[colour] = self.rich_style + Style.parse(colour)
+        return styles[colour]
+
+    def _build(self) -> list[Strip]:
+        width, height = self.size.width, self.size.height
+        base = self.rich_style
+        if not self.enabled or self.frame is None:
+            message = "render off" if not self.enabled else "waiting for frames..."
+            text = Text(message.center(width)[:width], style=base + Style(dim=True))
+            lines = [Strip(list(text.render(self.app.console)), width)]
+        else:
+            text = frame_text(self.frame, self.palette, width, height)
+            lines = []
+            for line in text.split("\n"):
+                segments = [Segment(span_text, self._style(style) if style else base)
+                            for span_text, style in _runs(line)]
+                pad = max((width - line.cell_len) // 2, 0)
+                strip = Strip([Segment(" " * pad, base), *segments])
+                lines.append(strip.adjust_cell_length(width, base))
+        top = max((height - len(lines)) // 2, 0)
+        blank = Strip.blank(width, base)
+        return [blank] * top + lines + [blank] * max(height - top - len(lines), 0)
+
+    def render_line(self, y: int) -> Strip:
+        if getattr(self, "_strips", None) is None:
+            self._strips = self._build()
+        if 0 <= y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(self.size.width, self.rich_style)
+
+
+def _runs(line: Text):
+    """(text, style) runs of one line of frame_text (spans there never overlap)."""
+    plain = line.plain
+    position = 0
+    for span in line.spans:
+        if span.start > position:
+            yield plain[position:span.start], None
+        yield plain[span.start:span.end], str(span.style)
+        position = span.end
+    if position < len(plain):
+        yield plain[position:], None

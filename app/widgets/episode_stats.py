@@ -29,7 +29,7 @@ class EpisodeStats(Widget):
     }
     """
 
-    history: reactive[dict] = reactive(dict, always_update=True)
+    history: reactive[dict] = reactive(dict)
     trends: reactive[dict] = reactive(dict)
 
     def on_mount(self) -> None:

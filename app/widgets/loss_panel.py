@@ -42,7 +42,7 @@ class LossPanel(Widget):
     LossPanel PlotextPlot { height: 1fr; }
     """
 
-    curves: reactive[dict] = reactive(dict, always_update=True)
+    curves: reactive[dict] = reactive(dict)
     steps: reactive[list] = reactive(list)
     selected: reactive[str] = reactive("policy_loss")
 

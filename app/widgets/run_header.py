@@ -36,7 +36,7 @@ class RunHeader(Widget):
     }
     """
 
-    telemetry: reactive[dict] = reactive(dict, always_update=True)
+    telemetry: reactive[dict] = reactive(dict)
     # what the app believes about the link, which can override the engine's own state
     link_state: reactive[str | None] = reactive(None)
 

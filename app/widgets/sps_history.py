@@ -43,7 +43,7 @@ class SpsHistory(Widget):
     }
     """
 
-    samples: reactive[list[float]] = reactive(list, always_update=True)
+    samples: reactive[list[float]] = reactive(list)
 
     def on_mount(self) -> None:
         self.border_title = "steps / second"

@@ -24,7 +24,7 @@ class TimingBars(Widget):
     }
     """
 
-    seconds: reactive[dict] = reactive(dict, always_update=True)
+    seconds: reactive[dict] = reactive(dict)
     percent: reactive[dict] = reactive(dict)
 
     def on_mount(self) -> None:

@@ -1,0 +1,177 @@
+"""Measures what the dashboard costs, on a real engine, in a real terminal (tmux).
+
+    python tests/e2e/measure_app.py [--windows 3] [--window-s 20] [--envs 1024] [--presses 10]
+
+1. Training SPS with the app attached (`puffer-tui attach` in a 120x40 tmux pane) against the
+   same engine with no client at all, in alternating windows so that load from other processes
+   on the machine hits both alike. SPS per window comes from the engine's own metrics.jsonl
+   rows (steps / training time) that appeared during the window.
+2. The app's own CPU use (psutil, percent of one core) while attached.
+3. Key-press latency: from `tmux send-keys p` until the pane shows the engine's new state
+   (key -> app -> engine -> reply -> redraw), and the app's own request->reply round trip
+   as it logs it ("[N ms]" in the event log).
+Not a test: it prints figures; nothing here passes or fails on a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+from puffer_tui.app.engine_client import EngineClient
+from puffer_tui.app.engine_launcher import launch_engine
+from puffer_tui.engine import config as cfg
+from puffer_tui.engine import run_dir as rd
+
+SOCKET = f"puffer-measure-{__import__('os').getpid()}"
+
+
+def tmux(*args: str) -> str:
+    return subprocess.run(["tmux", "-L", SOCKET, *args], capture_output=True, text=True).stdout
+
+
+def screen() -> str:
+    return tmux("capture-pane", "-t", "m", "-p")
+
+
+def wait_screen(text: str, timeout: float = 60.0, poll: float = 0.1) -> float:
+    start = time.perf_counter()
+    while text not in screen():
+        if time.perf_counter() - start > timeout:
+            raise SystemExit(f"'{text}' never appeared; screen:\n{screen()}")
+        time.sleep(poll)
+    return time.perf_counter() - start
+
+
+def start_app(command: str, run_dir: Path, width: int = 120, height: int = 40) -> psutil.Process:
+    tmux("new-session", "-d", "-s", "m", "-x", str(width), "-y", str(height),
+         f"{command} attach {run_dir}")
+    wait_screen(" running ")
+    pane = psutil.Process(int(tmux("display", "-p", "-t", "m", "#{pane_pid}").strip()))
+    return pane  # the pane runs the app directly (no shell in between)
+
+
+def stop_app() -> None:
+    tmux("kill-server")  # kills the app; the engine must not care
+    time.sleep(0.5)  # let the server go before the next one starts on the same socket
+
+
+class MetricsTail:
+    """New metrics.jsonl rows as they appear, each stamped with the wall time it was seen."""
+
+    def __init__(self, path: Path):
+        self.path, self.offset = path, 0
+
+    def poll(self) -> list[dict]:
+        try:
+            with self.path.open() as f:
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return []
+        complete = data[:data.rfind("\n") + 1]
+        self.offset += len(complete.encode())
+        return [json.loads(line) for line in complete.splitlines() if line.strip()]
+
+
+def window_sps(tail: MetricsTail, seconds: float) -> tuple[float, int]:
+    """SPS over the epochs that finished during the next `seconds` (steps / training time)."""
+    tail.poll()  # rows from before the window do not count
+    rows, deadline = [], time.monotonic() + seconds
+    previous = None
+    while time.monotonic() < deadline:
+        for row in tail.poll():
+            if previous is not None:
+                rows.append((row["global_step"] - previous["global_step"],
+                             row["uptime"] - previous["uptime"]))
+            previous = row
+        time.sleep(0.2)
+    steps, secs = sum(r[0] for r in rows), sum(r[1] for r in rows)
+    return (steps / secs if secs else float("nan")), len(rows)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--windows", type=int, default=3)
+    parser.add_argument("--window-s", type=float, default=20.0)
+    parser.add_argument("--envs", type=int, default=1024)
+    parser.add_argument("--presses", type=int, default=10)
+    args = parser.parse_args()
+    if shutil.which("tmux") is None:
+        print("tmux is required")
+        return 2
+    command = f"{sys.executable} -m puffer_tui.app.cli"
+    work = Path(tempfile.mkdtemp())
+    config = cfg.load_config("squared", {"vec.num_envs": args.envs, "train.checkpoint_interval": 0,
+                                         "train.total_timesteps": 10**12})
+    run_dir = rd.create_run_dir("squared", work)
+    cfg.save(config, run_dir / rd.CONFIG_FILE)
+    handle = launch_engine(run_dir)
+    tail = MetricsTail(run_dir / rd.METRICS_FILE)
+    results = {"headless": [], "app": [], "app_cpu": []}
+    try:
+        window_sps(tail, 8.0)  # warm up (first epochs are slower)
+        for i in range(args.windows):
+            for mode in (("headless", "app") if i % 2 == 0 else ("app", "headless")):
+                if mode == "app":
+                    app = start_app(command, run_dir)
+                    time.sleep(2.0)
+                    app.cpu_percent(None)
+                sps, epochs = window_sps(tail, args.window_s)
+                results[mode].append(sps)
+                line = f"window {i} {mode:<8} {sps:10.0f} SPS over {epochs} epochs"
+                if mode == "app":
+                    cpu = app.cpu_percent(None)
+                    results["app_cpu"].append(cpu)
+                    stop_app()
+                    line += f"   app CPU {cpu:5.1f}% of one core"
+                print(line, flush=True)
+        latency_keys, latency_app = measure_latency(command, run_dir, args.presses)
+    finally:
+        stop_app()
+        try:
+            with EngineClient.connect(run_dir) as client:
+                client.request("stop", checkpoint=False)
+            handle.wait(60)
+        except Exception:
+            handle.process.kill()
+        shutil.rmtree(work, ignore_errors=True)
+    headless, app = statistics.mean(results["headless"]), statistics.mean(results["app"])
+    print(f"\nmean SPS: no client {headless:.0f}, app attached {app:.0f} "
+          f"-> app costs {100 * (headless - app) / headless:+.1f}% of SPS")
+    print(f"app CPU while attached: mean {statistics.mean(results['app_cpu']):.1f}% of one core")
+    print(f"key -> new state on screen: median {statistics.median(latency_keys):.0f} ms, "
+          f"max {max(latency_keys):.0f} ms over {len(latency_keys)} presses")
+    if latency_app:
+        print(f"app request -> engine reply: median {statistics.median(latency_app):.0f} ms, "
+              f"max {max(latency_app):.0f} ms")
+    return 0
+
+
+def measure_latency(command: str, run_dir: Path, presses: int) -> tuple[list, list]:
+    # A wide pane so the event log's "[N ms]" notes stay on one line each.
+    start_app(command, run_dir, width=220, height=50)
+    time.sleep(2.0)
+    keys = []
+    for i in range(presses):
+        target = " paused " if i % 2 == 0 else " running "
+        tmux("send-keys", "-t", "m", "p")
+        keys.append(1000 * wait_screen(target, timeout=10, poll=0.005))
+        time.sleep(0.5)
+    found = re.findall(r"(?:pause|resume): engine is \w+ \[(\d+) ms\]", screen())
+    stop_app()
+    return keys, [float(x) for x in found]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
