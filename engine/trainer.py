@@ -40,6 +40,18 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def auto_threads(config: Config) -> int:
+    """One torch thread per core this process may use, less the cores env workers take.
+    (Oversubscribing is far worse than idling: each parallel op waits for a descheduled
+    thread, turning microseconds into milliseconds.)"""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:
+        cores = os.cpu_count() or 1
+    workers = config.vec.num_workers if config.vec.backend == "multiprocessing" else 0
+    return max(1, cores - workers)
+
+
 def make_vecenv(config: Config):
     from puffer_tui.engine import vec
     from puffer_tui.envs import creator
@@ -57,7 +69,7 @@ class Trainer:
         self.config = config
         train = config.train
         self.device = resolve_device(train.device)
-        torch.set_num_threads(train.torch_threads or os.cpu_count() or 1)
+        torch.set_num_threads(train.torch_threads or auto_threads(config))
         random.seed(train.seed)
         np.random.seed(train.seed)
         torch.manual_seed(train.seed)

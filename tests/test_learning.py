@@ -1,0 +1,43 @@
+"""Learning proof: each sanity env is solved with its preset (envs/NAME/config.toml) within the
+preset's step budget. Marked `learning` (a minute or two on 2 CPU cores; deselect with
+`-m "not learning"`). One torch thread: CI runners are shared, and oversubscribed threads cost
+far more than they bring (see engine/trainer.py auto_threads)."""
+
+import pytest
+
+from puffer_tui.benchmarks.train_bench import SOLVED, train_until_solved
+from puffer_tui.engine.config import load_config
+
+pytestmark = pytest.mark.learning
+
+# env -> (overrides, minimum episodes an epoch must finish to count)
+CASES = {
+    "bandit": ({}, 64),
+    "stochastic": ({}, 64),
+    "password": ({}, 64),
+    "squared": ({}, 64),
+    "cartpole": ({}, 16),
+    "memory": ({}, 64),  # the preset's LSTM
+}
+
+
+@pytest.mark.parametrize("env", list(CASES))
+def test_env_is_solved_with_its_preset(env):
+    overrides, min_episodes = CASES[env]
+    config = load_config(env, {"train.torch_threads": 1, **overrides})
+    metric, threshold = SOLVED[env]
+    result = train_until_solved(config, metric, threshold, min_episodes=min_episodes)
+    print(f"\n{env}: solved={result.solved} {metric}={result.value} at step "
+          f"{result.global_step:,} uptime {result.uptime:.1f}s ({result.sps:,.0f} SPS, "
+          f"{result.parameters:,} parameters)")
+    assert result.solved, (
+        f"{env} not solved in {config.train.total_timesteps:,} steps: last {metric} "
+        f"{result.value}, history {[round(v, 3) for v in result.history if v is not None][-10:]}")
+
+
+def test_memory_needs_the_lstm():
+    # The same preset with an MLP cannot remember the bit: it stays near chance (0.5).
+    config = load_config("memory", {"train.torch_threads": 1, "train.policy": "mlp",
+                                    "train.total_timesteps": 300_000})
+    result = train_until_solved(config, "score", 0.95, min_episodes=64)
+    assert not result.solved and result.value < 0.7
