@@ -156,6 +156,14 @@ def test_render_streams_frames(engine):
         client.call("render", env=64)
 
 
+def test_a_second_engine_on_a_running_run_is_refused(engine):
+    handle, client = engine
+    with pytest.raises(EngineStartError, match="already running"):
+        launch_engine(handle.run_dir)
+    assert rd.read_status(handle.run_dir)["pid"] == handle.pid
+    assert status(client)["state"] == "running"
+
+
 def test_stop_checkpoints_and_exits_cleanly(engine):
     handle, client = engine
     workers = [p["pid"] for p in status(client)["processes"] if p["role"] == "worker"]
@@ -178,6 +186,7 @@ def test_sigterm_checkpoints_and_stops(tmp_path):
     handle = launch_engine(run)
     with EngineClient.connect(run) as client:
         training(client)
+        client.call("pause")  # a paused engine blocks in the queue; the signal must still work
         os.kill(handle.pid, signal.SIGTERM)
         assert handle.wait(30) == 0
     assert rd.run_state(run) == "stopped"
@@ -208,17 +217,3 @@ def test_a_crash_reports_its_traceback_and_exits_nonzero(tmp_path):
     assert status["state"] == "error" and "batch_size" in status["error"]
     assert rd.run_state(run) == "error"
     assert not (run / rd.SOCKET_FILE).exists()
-
-
-def test_a_second_engine_on_a_running_run_is_refused(tmp_path):
-    run = make_run(tmp_path, **{"train.total_timesteps": 10**9})
-    handle = launch_engine(run)
-    try:
-        with pytest.raises(EngineStartError, match="already running"):
-            launch_engine(run)
-    finally:
-        with EngineClient.connect(run) as client:
-            client.call("stop", checkpoint=False)
-        assert handle.wait(30) == 0
-    assert rd.run_state(run) == "stopped"
-    assert not list_checkpoints(run)
