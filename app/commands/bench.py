@@ -8,6 +8,7 @@ import importlib
 KINDS = {
     "envs": "single-core agent-steps/second of every env, with pre-generated random actions",
     "train": "training agent-steps/second of the real Trainer, with its timing breakdown",
+    "control": "pause/resume latency and CPU while paused, on a real engine process",
     "vec": "agent-steps/second of our vectorizers against Gymnasium's (and EnvPool's)",
 }
 
