@@ -39,6 +39,14 @@ def checkpoint_name(global_step: int, epoch: int) -> str:
     return f"step-{int(global_step):012d}-epoch-{int(epoch):08d}.pt"
 
 
+def parse_name(name: str) -> tuple[int, int]:
+    """(global_step, epoch) from a checkpoint file name; ValueError for other names."""
+    m = _NAME.match(name)
+    if not m:
+        raise ValueError(f"{name} is not a checkpoint name (step-<step>-epoch-<epoch>.pt)")
+    return int(m.group(1)), int(m.group(2))
+
+
 def list_checkpoints(run_dir: str | os.PathLike) -> list[Path]:
     """The run's checkpoints, oldest first (temp files and foreign files ignored)."""
     directory = checkpoint_dir(run_dir)

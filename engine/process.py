@@ -59,7 +59,11 @@ class Engine:
         try:
             self.config = load(self.run_dir / rd.CONFIG_FILE)
         except Exception as e:
-            self.events.error(f"cannot load the run's config: {e}")
+            self.error = f"cannot load the run's config: {e}"
+            self.events.error(self.error)
+            rd.write_json_atomic(self.run_dir / rd.STATUS_FILE, {
+                "state": "error", "pid": os.getpid(), "error": self.error,
+                "started": self.started, "updated": time.time()})
             return 1
         self.telemetry = Telemetry(self)
         self.server = ControlServer(

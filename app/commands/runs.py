@@ -21,6 +21,16 @@ def _age(path) -> str:
     return f"{seconds:.0f}s ago"
 
 
+def _describe_checkpoint(path) -> str:
+    from puffer_tui.engine.checkpoint import parse_name
+
+    try:
+        step, epoch = parse_name(path.name)
+        return f"step {step:,} ({_age(path)})"
+    except (ValueError, OSError):  # a foreign name, or deleted meanwhile
+        return path.name
+
+
 def run(args) -> int:
     from puffer_tui.engine.run_dir import list_runs, run_info, runs_root
 
@@ -46,15 +56,15 @@ def run(args) -> int:
         return 0
     styles = {"running": "green", "paused": "yellow", "finished": "cyan", "error": "red"}
     table = Table(title=f"runs in {root}")
-    for col in ("run", "env", "status", "steps", "best score", "last checkpoint"):
+    table.add_column("run", no_wrap=True)
+    for col in ("env", "status", "steps", "best score", "last checkpoint"):
         table.add_column(col, justify="right" if col in ("steps", "best score") else "left")
     for i in infos:
         steps = "-" if i.global_step is None else f"{i.global_step:,}"
         if i.total_timesteps:
             steps += f" / {i.total_timesteps:,}"
         best = "-" if i.best_score is None else f"{i.best_score:.3f}"
-        checkpoint = (f"{i.last_checkpoint.name} ({_age(i.last_checkpoint)})"
-                      if i.last_checkpoint else "-")
+        checkpoint = _describe_checkpoint(i.last_checkpoint) if i.last_checkpoint else "-"
         status = f"[{styles.get(i.state, 'white')}]{i.state}[/]"
         table.add_row(i.name, i.env, status, steps, best, checkpoint)
     console.print(table)
