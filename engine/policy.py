@@ -66,15 +66,19 @@ class Policy(nn.Module):
     `forward_sequence` replays [segments, horizon] minibatches while learning."""
 
     def __init__(self, observation_space, action_space, hidden_size: int = 128,
-                 recurrent: bool = False):
+                 recurrent: bool = False, sequence_resets: bool = True):
         super().__init__()
         self.observation_space = observation_space
         self.action_space = action_space
         self.hidden_size = hidden_size
         self.recurrent = recurrent
         self.encoder = ObservationEncoder(observation_space, hidden_size)
+        # Resetting the state inside training sequences (where episodes end) is exact but
+        # steps the cell once per time step; without it the whole sequence is one fused LSTM
+        # call (PufferLib's choice) and the state flows across episode ends within a segment.
+        self.sequence_resets = sequence_resets
         if recurrent:
-            self.lstm = nn.LSTMCell(hidden_size, hidden_size)
+            self.lstm = nn.LSTM(hidden_size, hidden_size, batch_first=True)
             for name, param in self.lstm.named_parameters():
                 if "bias" in name:
                     nn.init.zeros_(param)
@@ -113,7 +117,7 @@ class Policy(nn.Module):
         if self.recurrent:
             if state is None:
                 state = self.initial_state(obs.shape[0], obs.device)
-            h, c = self.lstm(x, self.reset_state(state, starts))
+            h, c = self._cell(x, self.reset_state(state, starts))
             params, value = self._heads(h)
             return params, value, (h, c)
         params, value = self._heads(nn.functional.gelu(self.hidden(x)))
@@ -129,13 +133,23 @@ class Policy(nn.Module):
         x = x.view(batch, horizon, -1)
         if state is None:
             state = self.initial_state(batch, obs.device)
+        if starts is not None:
+            state = self.reset_state(state, starts[:, 0])
+        if starts is None or not self.sequence_resets or not bool(starts[:, 1:].any()):
+            hidden, _ = self.lstm(x, (state[0].unsqueeze(0), state[1].unsqueeze(0)))
+            return self._heads(hidden.reshape(batch * horizon, -1))
         outputs = []
         for t in range(horizon):
-            step_starts = None if starts is None else starts[:, t]
-            state = self.lstm(x[:, t], self.reset_state(state, step_starts))
+            state = self._cell(x[:, t], self.reset_state(state, starts[:, t]) if t else state)
             outputs.append(state[0])
         hidden = torch.stack(outputs, 1).reshape(batch * horizon, -1)
         return self._heads(hidden)
+
+    def _cell(self, x: torch.Tensor, state):
+        """One LSTM step with the sequence LSTM's own weights."""
+        lstm = self.lstm
+        return torch.lstm_cell(x, state, lstm.weight_ih_l0, lstm.weight_hh_l0,
+                               lstm.bias_ih_l0, lstm.bias_hh_l0)
 
     def forward(self, obs, state=None, starts=None):
         return self.step(obs, state, starts)
@@ -165,7 +179,8 @@ class Policy(nn.Module):
 def make_policy(observation_space, action_space, train_config) -> Policy:
     """The policy the config asks for (`train.policy`, `train.hidden_size`)."""
     return Policy(observation_space, action_space, hidden_size=train_config.hidden_size,
-                  recurrent=train_config.policy == "lstm")
+                  recurrent=train_config.policy == "lstm",
+                  sequence_resets=train_config.lstm_sequence_resets)
 
 
 def load_policy(checkpoint_path, device: str = "cpu"):

@@ -132,3 +132,25 @@ def test_bad_inputs_are_named():
         Policy(FLOATS, spaces.Text(4), hidden_size=8)
     with pytest.raises(TypeError, match="Box space"):
         Policy(spaces.Discrete(3), spaces.Discrete(2), hidden_size=8)
+
+
+@pytest.mark.parametrize("sequence_resets", [True, False])
+def test_fused_sequence_path_equals_stepping(sequence_resets):
+    # No resets inside the sequences (or resets switched off): one fused LSTM call, which must
+    # agree with stepping the cell (a reset at t = 0 is always applied to the start state).
+    torch.manual_seed(2)
+    policy = Policy(FLOATS, spaces.Discrete(3), hidden_size=8, recurrent=True,
+                    sequence_resets=sequence_resets)
+    batch, horizon = 3, 5
+    obs = torch.from_numpy(_obs(FLOATS, batch * horizon)).view(batch, horizon, 3)
+    starts = torch.zeros(batch, horizon, dtype=torch.bool)
+    starts[1, 0] = True
+    if not sequence_resets:
+        starts[2, 3] = True  # ignored inside the sequence when resets are off
+    h0 = torch.randn(batch, 8), torch.randn(batch, 8)
+    seq_params, _ = policy.forward_sequence(obs, h0, starts)
+    state, outs = policy.reset_state(h0, starts[:, 0]), []
+    for t in range(horizon):
+        p, _, state = policy.step(obs[:, t], state)
+        outs.append(p)
+    torch.testing.assert_close(seq_params, torch.stack(outs, 1).reshape(batch * horizon, -1))
