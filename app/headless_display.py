@@ -99,6 +99,8 @@ class HeadlessDisplay:
                         self.client.send("stop", checkpoint=True)
                     except EngineClientError:
                         break
+        if not self.console.is_terminal:
+            self.console.print()  # the last frame of a non-terminal Live has no newline
         return self.final_state(wait=self.client.closed.is_set())
 
     def _pump(self, live: Live) -> None:

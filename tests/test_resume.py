@@ -2,14 +2,13 @@
 schedule and RNG streams, and its metrics continue without gaps or duplicates."""
 
 import math
+import signal
 import subprocess
 import sys
 
 import torch
-from engine_harness import TINY, make_run, wait_until
+from engine_harness import TINY, wait_until
 
-from puffer_tui.app.engine_client import EngineClient
-from puffer_tui.app.engine_launcher import launch_engine
 from puffer_tui.engine import checkpoint as ckpt
 from puffer_tui.engine import run_dir as rd
 from puffer_tui.engine.config import load_config
@@ -18,6 +17,7 @@ from puffer_tui.engine.metrics import read_metrics
 from puffer_tui.engine.trainer import Trainer
 
 STEPS_PER_EPOCH = 64 * 16  # num_envs * horizon in TINY
+CLI = [sys.executable, "-m", "puffer_tui.app.cli"]
 
 
 def assert_same_tensors(a, b, where="state"):
@@ -66,23 +66,39 @@ def test_checkpoint_restores_the_whole_trainer_state(tmp_path):
         second.close()
 
 
-def test_stop_then_resume_continues_the_run(tmp_path):
-    epochs = 14
-    run = make_run(tmp_path, **{"train.total_timesteps": epochs * STEPS_PER_EPOCH})
-    handle = launch_engine(run)
-    with EngineClient.connect(run) as client:
-        wait_until(lambda: client.call("status")["epoch"] >= 3, 60, what="three epochs")
-        client.call("stop")
-    assert handle.wait(30) == 0
+def test_ctrl_c_then_resume_continues_the_run(tmp_path):
+    """Ctrl-C in `train --headless` checkpoints and stops; `train --resume` carries on (here
+    with a smaller budget, so that it ends soon)."""
+    runs = tmp_path / "runs"
+    flags = [f"--{k.replace('_', '-')}" if i == 0 else str(v)
+             for k, v in TINY.items() for i in (0, 1)]
+    train = subprocess.Popen(
+        [*CLI, "train", "squared", "--headless", "--runs-dir", str(runs), *flags,
+         "--train.total-timesteps", str(10**9)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        run = wait_until(lambda: rd.list_runs(runs) and rd.list_runs(runs)[0], 60,
+                         what="the run directory")
+        wait_until(lambda: rd.read_status(run).get("epoch", 0) >= 3, 60, interval=0.2,
+                   what="three epochs")
+        train.send_signal(signal.SIGINT)
+        output, _ = train.communicate(timeout=60)
+    finally:
+        if train.poll() is None:
+            train.kill()
+            train.wait()
+    assert train.returncode == 0, output
+    assert "checkpoint and stop" in output and "stopped" in output
+    assert rd.run_state(run) == "stopped"
     stopped = ckpt.load_checkpoint(ckpt.latest_checkpoint(run))
     stop_epoch, stop_step = stopped["epoch"], stopped["global_step"]
-    assert stop_epoch < epochs
-    rows_before = read_metrics(run)
-    assert rows_before[-1]["epoch"] == stop_epoch
+    assert stop_epoch >= 3
+    assert read_metrics(run)[-1]["epoch"] == stop_epoch
 
-    result = subprocess.run(
-        [sys.executable, "-m", "puffer_tui.app.cli", "train", "--resume", str(run), "--headless"],
-        capture_output=True, text=True, timeout=120)
+    epochs = stop_epoch + 5
+    result = subprocess.run([*CLI, "train", "--resume", str(run), "--headless",
+                             "--train.total-timesteps", str(epochs * STEPS_PER_EPOCH)],
+                            capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "finished" in result.stdout
 
@@ -92,10 +108,12 @@ def test_stop_then_resume_continues_the_run(tmp_path):
     resumed = rows[stop_epoch]
     assert resumed["global_step"] == stop_step + STEPS_PER_EPOCH
     assert resumed["uptime"] > rows[stop_epoch - 1]["uptime"]  # training time carries on
+    # the schedule continues from the restored step (under the new budget)
     train = load_config("squared", {**TINY, "train.total_timesteps": epochs * STEPS_PER_EPOCH}).train
-    for row in rows:  # one cosine schedule across the restart
+    for row in rows[stop_epoch:]:
         assert math.isclose(row["learning_rate"], learning_rate(train, row["global_step"]),
                             rel_tol=1e-6, abs_tol=1e-12)
+    assert rows[-1]["learning_rate"] < 0.1 * rows[0]["learning_rate"]
     events = (run / rd.EVENTS_FILE).read_text()
     assert f"at step {stop_step}, epoch {stop_epoch}" in events
     assert rd.run_state(run) == "finished"
