@@ -235,3 +235,21 @@ def test_raw_socket_client_sees_json_lines(server):
     messages = [json.loads(line) for line in data.split(b"\n") if line]
     assert any(m.get("id") == 1 and m["ok"] for m in messages)
     sock.close()
+
+
+async def test_async_client_requests_and_pushes(server):
+    from puffer_tui.app.engine_client import AsyncEngineClient
+
+    client = await AsyncEngineClient.connect(server.path)
+    try:
+        assert client.hello["protocol"] == 1
+        assert (await client.call("status"))["state"] == "running"
+        reply = await client.request("set", key="train.learning_rate", value=7)
+        assert reply["ok"] is False and "out of bounds" in reply["error"]
+        async for push in client.pushes():
+            if push["type"] == "telemetry":
+                break
+    finally:
+        await client.close()
+    pushes_after_close = [p async for p in client.pushes()]
+    assert all(p["type"] == "telemetry" for p in pushes_after_close)

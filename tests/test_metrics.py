@@ -1,0 +1,52 @@
+"""metrics.jsonl rows, and the optional TensorBoard copy (a stand-in SummaryWriter here)."""
+
+import json
+import sys
+import types
+
+from puffer_tui.engine import metrics
+from puffer_tui.engine.run_dir import METRICS_FILE
+
+
+def test_rows_are_json_lines_with_non_finite_as_null(tmp_path):
+    import numpy as np
+
+    writer = metrics.MetricsWriter(tmp_path, tensorboard=False)
+    writer.write({"epoch": 1, "global_step": 64, "sps": np.float32(2.5), "loss": float("inf")})
+    writer.write({"epoch": 2, "global_step": 128, "sps": 3.0, "loss": 0.5})
+    writer.close()
+    lines = (tmp_path / METRICS_FILE).read_text().splitlines()
+    assert json.loads(lines[0]) == {"epoch": 1, "global_step": 64, "sps": 2.5, "loss": None}
+    assert [r["epoch"] for r in metrics.read_metrics(tmp_path)] == [1, 2]
+
+
+def test_tensorboard_gets_every_number_under_a_grouped_tag(tmp_path, monkeypatch):
+    scalars = []
+
+    class SummaryWriter:
+        def __init__(self, logdir):
+            self.logdir = logdir
+
+        def add_scalar(self, tag, value, step):
+            scalars.append((tag, value, step))
+
+        def close(self):
+            scalars.append("closed")
+
+    module = types.ModuleType("torch.utils.tensorboard")
+    module.SummaryWriter = SummaryWriter
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", module)
+    writer = metrics.MetricsWriter(tmp_path, tensorboard=True)
+    writer.write({"epoch": 3, "global_step": 300, "policy_loss": 0.1, "timing_env": 0.2,
+                  "timing_pct_env": 40.0, "score": 0.5, "learning_rate": 0.01, "note": "x"})
+    writer.close()
+    tags = {tag: (value, step) for tag, value, step in scalars[:-1]}
+    assert tags["losses/policy_loss"] == (0.1, 300)
+    assert tags["timing/env"] == (0.2, 300) and tags["timing_pct/env"] == (40.0, 300)
+    assert tags["env/score"] == (0.5, 300) and tags["train/learning_rate"] == (0.01, 300)
+    assert "env/note" not in tags and scalars[-1] == "closed"
+
+
+def test_tensorboard_is_used_only_when_installed(monkeypatch):
+    monkeypatch.setattr(metrics.importlib.util, "find_spec", lambda name: None)
+    assert metrics.tensorboard_available() is False
