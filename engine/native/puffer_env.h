@@ -46,9 +46,12 @@ static inline uint64_t puffer_splitmix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-/* Seed for env `index` of a vector seeded with `seed`: distinct, never zero. */
+/* Seed for env `index` of a vector seeded with `seed`: a function of seed + index only, so env i
+ * of a vector seeded s gets the same stream as env 0 of one seeded s + i. That is what lets a
+ * vectorizer split envs across workers (worker w seeded s + w * envs_per_worker) and still
+ * reproduce Serial exactly. Never zero (xorshift's fixed point). */
 static inline uint64_t puffer_seed(uint64_t seed, uint64_t index) {
-    uint64_t s = puffer_splitmix64(puffer_splitmix64(seed) ^ (index * 0xD1B54A32D192ED03ULL));
+    uint64_t s = puffer_splitmix64(puffer_splitmix64(seed + index));
     return s ? s : 0x2545F4914F6CDD1DULL;
 }
 
