@@ -22,7 +22,7 @@ def cli(*args, timeout=120):
 
 
 @pytest.mark.e2e
-def test_headless_train_then_runs_and_eval(tmp_path):
+def test_headless_train_then_runs_and_eval(tmp_path, capsys):
     runs = tmp_path / "runs"
     result = cli("train", "squared", "--headless", "--runs-dir", str(runs), *TINY_FLAGS,
                  "--train.total-timesteps", "8192", "--train.checkpoint-interval", "4",
@@ -53,6 +53,24 @@ def test_headless_train_then_runs_and_eval(tmp_path):
     outcome = json.loads(played.stdout)
     assert outcome["episodes"] >= 20 and outcome["episode_length"] > 0
     assert outcome["checkpoint"].endswith(".pt") and outcome["score"] is not None
+
+    capsys.readouterr()
+    assert main(["eval", run.name, "--runs-dir", str(runs), "--episodes", "1",
+                 "--render", "ascii", "--fps", "1000"]) == 0
+    shown = capsys.readouterr().out
+    assert "@" in shown and "episode 1/1" in shown and "squared: " in shown
+
+
+def test_eval_of_a_corrupt_checkpoint_names_the_file(tmp_path, capsys):
+    run = rd.create_run_dir("squared", tmp_path)
+    (run / rd.CONFIG_FILE).write_text('env_name = "squared"\n')
+    bad = run / rd.CHECKPOINT_DIR / "step-000000000064-epoch-00000001.pt"
+    bad.write_bytes(b"PK\x03\x04 truncated")
+    assert main(["eval", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "corrupt or truncated" in err
+    assert main(["eval", str(tmp_path / "nothing-here")]) == 2
+    assert "no run" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("flags, message", [
