@@ -326,3 +326,16 @@ def test_larger_batches_take_several_segments_per_agent():
     with small_trainer(**{"train.batch_size": 128}) as trainer:
         row = trainer.run_epoch()
         assert row["global_step"] == 128 and trainer.buffer.segments == 16
+
+
+def test_pooled_multiprocessing_batches_with_an_lstm():
+    # recv() returns half the agents at a time (env_ids not 0..n-1): the LSTM state and the
+    # segments are gathered / scattered by row.
+    overrides = {"vec.backend": "multiprocessing", "vec.num_workers": 2, "vec.batch_size": 4,
+                 "train.policy": "lstm"}
+    with small_trainer(**overrides) as trainer:
+        assert len(trainer.worker_pids) == 2
+        for _ in range(2):
+            row = trainer.run_epoch()
+        assert row["global_step"] == 2 * 64 and trainer.buffer.ready
+        assert torch.count_nonzero(trainer.lstm_state[0]) > 0
