@@ -1,11 +1,11 @@
 """Measures what the dashboard costs, on a real engine, in a real terminal (tmux).
 
-    python tests/e2e/measure_app.py [--windows 3] [--window-s 20] [--envs 1024] [--presses 10]
+    python tests/e2e/measure_app.py [--windows 8] [--window-s 15] [--envs 256] [--presses 10]
 
 1. Training SPS with the app attached (`puffer-tui attach` in a 120x40 tmux pane) against the
    same engine with no client at all, in alternating windows so that load from other processes
-   on the machine hits both alike. SPS per window comes from the engine's own metrics.jsonl
-   rows (steps / training time) that appeared during the window.
+   on the machine hits both alike. SPS of each epoch comes from the engine's own metrics.jsonl
+   rows (steps / training time); the two sets of epochs are compared by median and mean.
 2. The app's own CPU use (psutil, percent of one core) while attached.
 3. Key-press latency: from `tmux send-keys p` until the pane shows the engine's new state
    (key -> app -> engine -> reply -> redraw), and the app's own request->reply round trip
@@ -44,9 +44,10 @@ def screen() -> str:
     return tmux("capture-pane", "-t", "m", "-p")
 
 
-def wait_screen(text: str, timeout: float = 60.0, poll: float = 0.1) -> float:
+def wait_screen(text: str, timeout: float = 60.0, poll: float = 0.1, lines: int = 0) -> float:
+    """Seconds until `text` shows (in the first `lines` lines of the pane when lines > 0)."""
     start = time.perf_counter()
-    while text not in screen():
+    while text not in "\n".join(screen().splitlines()[:lines or None]):
         if time.perf_counter() - start > timeout:
             raise SystemExit(f"'{text}' never appeared; screen:\n{screen()}")
         time.sleep(poll)
@@ -84,27 +85,26 @@ class MetricsTail:
         return [json.loads(line) for line in complete.splitlines() if line.strip()]
 
 
-def window_sps(tail: MetricsTail, seconds: float) -> tuple[float, int]:
-    """SPS over the epochs that finished during the next `seconds` (steps / training time)."""
+def window_sps(tail: MetricsTail, seconds: float) -> list[float]:
+    """SPS of each epoch that started and finished within the next `seconds`."""
     tail.poll()  # rows from before the window do not count
-    rows, deadline = [], time.monotonic() + seconds
+    epochs, deadline = [], time.monotonic() + seconds
     previous = None
     while time.monotonic() < deadline:
         for row in tail.poll():
-            if previous is not None:
-                rows.append((row["global_step"] - previous["global_step"],
-                             row["uptime"] - previous["uptime"]))
+            if previous is not None and row["uptime"] > previous["uptime"]:
+                epochs.append((row["global_step"] - previous["global_step"])
+                              / (row["uptime"] - previous["uptime"]))
             previous = row
-        time.sleep(0.2)
-    steps, secs = sum(r[0] for r in rows), sum(r[1] for r in rows)
-    return (steps / secs if secs else float("nan")), len(rows)
+        time.sleep(0.1)
+    return epochs
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--windows", type=int, default=3)
-    parser.add_argument("--window-s", type=float, default=20.0)
-    parser.add_argument("--envs", type=int, default=1024)
+    parser.add_argument("--windows", type=int, default=8)
+    parser.add_argument("--window-s", type=float, default=15.0)
+    parser.add_argument("--envs", type=int, default=256)
     parser.add_argument("--presses", type=int, default=10)
     args = parser.parse_args()
     if shutil.which("tmux") is None:
@@ -120,16 +120,19 @@ def main() -> int:
     tail = MetricsTail(run_dir / rd.METRICS_FILE)
     results = {"headless": [], "app": [], "app_cpu": []}
     try:
-        window_sps(tail, 8.0)  # warm up (first epochs are slower)
+        while not tail.poll():  # the socket opens before the trainer is built: wait for it
+            time.sleep(0.5)
+        window_sps(tail, 5.0)  # warm up (first epochs are slower)
         for i in range(args.windows):
             for mode in (("headless", "app") if i % 2 == 0 else ("app", "headless")):
                 if mode == "app":
                     app = start_app(command, run_dir)
-                    time.sleep(2.0)
+                    time.sleep(3.0)  # past the app's start-up
                     app.cpu_percent(None)
-                sps, epochs = window_sps(tail, args.window_s)
-                results[mode].append(sps)
-                line = f"window {i} {mode:<8} {sps:10.0f} SPS over {epochs} epochs"
+                epochs = window_sps(tail, args.window_s)
+                results[mode] += epochs
+                mean = statistics.mean(epochs) if epochs else float("nan")
+                line = f"window {i} {mode:<8} {mean:10.0f} SPS over {len(epochs)} epochs"
                 if mode == "app":
                     cpu = app.cpu_percent(None)
                     results["app_cpu"].append(cpu)
@@ -146,9 +149,11 @@ def main() -> int:
         except Exception:
             handle.process.kill()
         shutil.rmtree(work, ignore_errors=True)
-    headless, app = statistics.mean(results["headless"]), statistics.mean(results["app"])
-    print(f"\nmean SPS: no client {headless:.0f}, app attached {app:.0f} "
-          f"-> app costs {100 * (headless - app) / headless:+.1f}% of SPS")
+    for name, pick in (("median", statistics.median), ("mean", statistics.mean)):
+        headless, app = pick(results["headless"]), pick(results["app"])
+        print(f"{name} epoch SPS: no client {headless:.0f} ({len(results['headless'])} epochs), "
+              f"app attached {app:.0f} ({len(results['app'])} epochs) "
+              f"-> the app costs {100 * (headless - app) / headless:+.1f}% of SPS")
     print(f"app CPU while attached: mean {statistics.mean(results['app_cpu']):.1f}% of one core")
     print(f"key -> new state on screen: median {statistics.median(latency_keys):.0f} ms, "
           f"max {max(latency_keys):.0f} ms over {len(latency_keys)} presses")
@@ -166,7 +171,8 @@ def measure_latency(command: str, run_dir: Path, presses: int) -> tuple[list, li
     for i in range(presses):
         target = " paused " if i % 2 == 0 else " running "
         tmux("send-keys", "-t", "m", "p")
-        keys.append(1000 * wait_screen(target, timeout=10, poll=0.005))
+        # the header (first line) only: the event log below also says "paused"
+        keys.append(1000 * wait_screen(target, timeout=10, poll=0.005, lines=1))
         time.sleep(0.5)
     found = re.findall(r"(?:pause|resume): engine is \w+ \[(\d+) ms\]", screen())
     stop_app()

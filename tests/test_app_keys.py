@@ -1,0 +1,76 @@
+"""Keys and the command palette on the dashboard, with fixed data (no engine needed)."""
+
+from __future__ import annotations
+
+from test_app_snapshots import FixedDataApp
+
+from puffer_tui.app.widgets.loss_panel import LossPanel
+from puffer_tui.screens.confirm import ChoiceDialog
+from puffer_tui.screens.dashboard import DashboardScreen
+from puffer_tui.screens.help import HelpScreen
+from puffer_tui.screens.hyperparameters import HyperparameterScreen
+from puffer_tui.screens.render import RenderScreen
+
+
+class OfflineApp(FixedDataApp):
+    """Records what would have gone to the engine."""
+
+    def __init__(self):
+        super().__init__("dashboard")
+        self.sent = []
+
+    def engine_request(self, cmd, args=None, on_reply=None, **kwargs):
+        self.sent.append((cmd, args))
+
+
+async def test_screens_open_and_close_from_their_keys():
+    app = OfflineApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        for key, screen in (("question_mark", HelpScreen), ("r", RenderScreen),
+                            ("h", HyperparameterScreen)):
+            await pilot.press(key)
+            assert isinstance(app.screen, screen), key
+            await pilot.press("escape")
+            assert isinstance(app.screen, DashboardScreen), key
+
+
+async def test_render_env_keys_wrap_around_and_ask_the_engine():
+    app = OfflineApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("left_square_bracket")
+        assert app.render_env == 63  # 64 envs in the fixed hello
+        await pilot.press("right_square_bracket", "right_square_bracket")
+        assert app.render_env == 1
+        assert app.sent[-1] == ("render", {"env": 1})
+        await pilot.pause(0.3)
+        assert app.screen.query_one("EnvRender").border_title == "env 1/64"
+
+
+async def test_loss_key_cycles_the_plotted_curve():
+    app = OfflineApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = app.screen.query_one(LossPanel)
+        assert panel.selected == "policy_loss"
+        await pilot.press("l")
+        assert panel.selected == "value_loss"
+
+
+async def test_pause_checkpoint_and_quit_dialog_without_an_engine_link():
+    app = OfflineApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("p", "c")
+        assert app.sent == [("pause", None), ("checkpoint", None)]
+        app.link = object()  # pretend to be connected so q asks instead of quitting
+        await pilot.press("q")
+        assert isinstance(app.screen, ChoiceDialog)
+        await pilot.press("c")  # cancel
+        assert isinstance(app.screen, DashboardScreen)
+        app.link = None
+
+
+async def test_command_palette_offers_the_dashboard_actions():
+    app = OfflineApp()
+    async with app.run_test(size=(100, 30)):
+        titles = {command.title for command in app.get_system_commands(app.screen)}
+    assert {"Pause training", "Resume training", "Checkpoint now", "Stop run",
+            "Hyperparameters", "Render view", "Detach"} <= titles

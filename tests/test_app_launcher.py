@@ -1,0 +1,82 @@
+"""The launcher: envs listed with their spaces, overrides checked, recent runs; Enter starts a
+real (tiny) run and opens its dashboard."""
+
+from __future__ import annotations
+
+import time
+
+from test_app_engine import shut_down, until
+
+from puffer_tui.app.app import PufferApp
+from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
+from puffer_tui.engine import config as cfg
+from puffer_tui.engine import run_dir as rd
+from puffer_tui.screens.dashboard import DashboardScreen
+from puffer_tui.screens.launcher import LauncherScreen
+
+TINY = {"vec.num_envs": "64", "train.minibatch_size": "1024", "train.hidden_size": "32",
+        "train.torch_threads": "1", "train.total_timesteps": "100000000"}
+
+
+def screen_text(app) -> str:
+    return "\n".join(s.text for s in app.screen._compositor.render_strips())
+
+
+def set_field(app, key: str, text: str) -> None:
+    row = next(r for r in app.screen.query(OverrideRow) if r.spec.key == key)
+    row.query_one("Input").value = text
+
+
+class LauncherApp(PufferApp):
+    def __init__(self, runs_root):
+        super().__init__(runs_root=runs_root)
+        self.started = []
+
+    def start_run(self, env_name, overrides):
+        self.started.append((env_name, overrides))
+        super().start_run(env_name, overrides)
+
+
+async def test_launcher_lists_envs_and_runs_and_refuses_bad_overrides(tmp_path):
+    old = rd.create_run_dir("squared", tmp_path, now=time.time() - 60)
+    cfg.save(cfg.load_config("squared"), old / rd.CONFIG_FILE)
+    rd.write_json_atomic(old / rd.STATUS_FILE, {"state": "stopped", "global_step": 4096})
+    app = LauncherApp(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        assert isinstance(app.screen, LauncherScreen)
+        await until(pilot, lambda: "Discrete(5)" in screen_text(app), "the env list")
+        text = screen_text(app)
+        assert "squared" in text and "cartpole" in text and "Box(121,) uint8" in text
+        assert old.name in text and "stopped" in text
+        await until(pilot, lambda: app.screen.query(OverrideForm), "the preset form")
+        set_field(app, "vec.num_envs", "0")  # below the bound of 1
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.2)
+        assert app.started == [] and isinstance(app.screen, LauncherScreen)
+        assert "vec.num_envs = 0 is out of bounds" in screen_text(app)
+        set_field(app, "vec.num_envs", "64")
+        set_field(app, "train.minibatch_size", "999")  # fine alone, not with horizon 64
+        await pilot.press("ctrl+s")
+        await pilot.pause(0.2)
+        assert app.started == [] and "multiple of train.horizon" in screen_text(app)
+
+
+async def test_enter_starts_a_run_from_the_launcher(tmp_path):
+    app = LauncherApp(tmp_path)
+    run_dir = None
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await until(pilot, lambda: app.screen.query(OverrideForm), "the preset form")
+            for key, value in TINY.items():
+                set_field(app, key, value)
+            await pilot.press("ctrl+s")
+            await until(pilot, lambda: isinstance(app.screen, DashboardScreen), "the dashboard")
+            run_dir = app.run_dir
+            await until(pilot, lambda: app.store.latest.get("global_step", 0) > 0,
+                        "training in the new run", timeout=60)
+            assert app.started == [("squared", TINY)]
+            saved = cfg.load(run_dir / rd.CONFIG_FILE)
+            assert saved.vec.num_envs == 64 and saved.train.hidden_size == 32
+    finally:
+        if run_dir is not None:
+            shut_down(run_dir, app.engine_handle)
