@@ -117,3 +117,18 @@ def test_hyperparameter_specs_come_from_the_wire_schema():
     store = filled_store(2)
     values = current_values(store)
     assert values["train.learning_rate"] == 0.015 and values["env.size"] == 11
+
+
+def test_cpu_panel_lines_show_every_core_processes_and_the_gpu():
+    from app_fakes import system_sample
+
+    from puffer_tui.app.widgets.cpu_panel import CpuPanel
+
+    cores = CpuPanel._core_lines([float(i) for i in range(16)], width=60, rows=8)
+    text = "\n".join(line.plain for line in cores)
+    assert all(f"{i:>2} " in text for i in range(16)) and len(cores) <= 8
+    lines = CpuPanel._process_lines(system_sample(), width=40)
+    assert [line.plain.split()[0] for line in lines] == ["engine", "worker", "this"]
+    gpu = CpuPanel._gpu_line({"name": "H100", "utilization": 87.0,
+                              "memory_used": 3 * 2**30, "memory_total": 80 * 2**30}).plain
+    assert "87%" in gpu and "3.0G/80.0G" in gpu and "H100" in gpu

@@ -92,6 +92,18 @@ tmux send-keys -t "$SESSION" "clear; $CMD attach --runs-dir $RUNS; echo E2E-EXIT
 wait_for " running " 60
 wait_for "connected to engine"
 
+# Kill the app outright (no detach): training must go on, and attach must pick it up again.
+shell_pid=$(tmux display -p -t "$SESSION" "#{pane_pid}")
+app_pid=$(pgrep -P "$shell_pid" | head -1)
+kill -9 "$app_pid"
+sleep 1
+tmux respawn-pane -k -t "$SESSION"   # a fresh shell: the killed app could not restore the tty
+sleep 0.5
+tmux send-keys -t "$SESSION" "$CMD attach --runs-dir $RUNS; echo E2E-EXIT-\$?" Enter
+wait_for " running " 60
+wait_for "connected to engine"
+echo "ok: the engine outlived a killed app"
+
 key s
 wait_for "Stop the run"
 key s
