@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import os
 import socket
 import threading
@@ -23,36 +22,28 @@ from collections.abc import Callable
 from pathlib import Path
 
 from puffer_tui.engine.commands import Command, CommandQueue
-from puffer_tui.engine.config import ConfigError, spec_for
-from puffer_tui.engine.metrics import json_safe
+from puffer_tui.engine.protocol import (
+    MAX_MESSAGE,
+    PROTOCOL_VERSION,
+    RequestError,
+    check_render,
+    check_set,
+    encode,
+    error_reply,
+    oversized_reply,
+    parse_request,
+)
 from puffer_tui.engine.run_dir import unix_address
 
-PROTOCOL_VERSION = 1
-MAX_MESSAGE = 1 << 20  # bytes per line, newline excluded
+__all__ = ["PROTOCOL_VERSION", "ControlServer", "ServerError"]
+
 TICK = 1 / 15  # frame cadence; telemetry goes out every few ticks
 PUSH_BACKLOG_LIMIT = 4 << 20  # a client this far behind misses pushes (replies still go)
 CLIENT_BACKLOG_LIMIT = 64 << 20  # ...and this far behind is disconnected
 
-# command -> allowed argument names
-COMMANDS = {
-    "hello": {"client"},
-    "status": set(),
-    "pause": set(),
-    "resume": set(),
-    "set": {"key", "value"},
-    "checkpoint": set(),
-    "stop": {"checkpoint"},
-    "render": {"env"},
-}
-QUEUED = ("pause", "resume", "set", "checkpoint", "stop")
-
 
 class ServerError(RuntimeError):
     """The server could not start (e.g. another engine already serves this run)."""
-
-
-class RequestError(ValueError):
-    """A request that is malformed or has bad arguments; the text says what is wrong."""
 
 
 class _Client:
@@ -182,8 +173,8 @@ class ControlServer:
             self._broadcast(final)
         for client in list(self._clients):
             for request_id in list(client.pending):
-                self._send(client, {"id": request_id, "ok": False,
-                                    "error": "the engine stopped before the command could run"})
+                self._send(client, error_reply(
+                    request_id, "the engine stopped before the command could run"))
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         for client in list(self._clients):
@@ -223,7 +214,7 @@ class ControlServer:
             self._broadcast({"type": "telemetry", **self.telemetry_fn()}, droppable=True)
 
     def _broadcast(self, message: dict, droppable: bool = False) -> None:
-        data = _encode(message)
+        data = encode(message)
         for client in list(self._clients):
             self._write(client, data, droppable)
 
@@ -238,13 +229,13 @@ class ControlServer:
                 continue
             client.frame_seq = seq
             height, width = tiles.shape
-            self._write(client, _encode({
+            self._write(client, encode({
                 "type": "frame", "env": env, "height": int(height), "width": int(width),
                 "tiles": base64.b64encode(tiles.tobytes()).decode("ascii"),
             }), droppable=True)
 
     def _send(self, client: _Client, message: dict) -> None:
-        self._write(client, _encode(message), droppable=False)
+        self._write(client, encode(message), droppable=False)
 
     def _write(self, client: _Client, data: bytes, droppable: bool) -> None:
         if client.closed:
@@ -292,8 +283,7 @@ class ControlServer:
                     self._handle_line(client, line)
                 if len(buffer) > MAX_MESSAGE:
                     if not discarding:
-                        self._send(client, {"id": None, "ok": False, "error":
-                                            f"message exceeds {MAX_MESSAGE} bytes; discarded"})
+                        self._send(client, oversized_reply())
                     discarding = True
                     buffer.clear()
         except (ConnectionError, OSError):
@@ -303,82 +293,35 @@ class ControlServer:
 
     def _handle_line(self, client: _Client, line: bytes) -> None:
         if len(line) > MAX_MESSAGE:
-            self._send(client, {"id": None, "ok": False,
-                                "error": f"message exceeds {MAX_MESSAGE} bytes; discarded"})
+            self._send(client, oversized_reply())
             return
         if not line.strip():
             return
         request_id = None
         try:
-            try:
-                request = json.loads(line.decode("utf-8"))
-            except (UnicodeDecodeError, ValueError) as e:
-                raise RequestError(f"not a JSON object: {e}") from None
-            if not isinstance(request, dict):
-                raise RequestError("a request must be a JSON object {\"id\", \"cmd\", \"args\"}")
-            request_id = request.get("id")
-            if not isinstance(request_id, int) or isinstance(request_id, bool):
-                request_id = None
-                raise RequestError("a request needs an integer \"id\"")
-            self._dispatch(client, request_id, request)
-        except (RequestError, ConfigError) as e:
-            self._send(client, {"id": request_id, "ok": False, "error": str(e)})
+            request_id, cmd, args = parse_request(line)
+            self._dispatch(client, request_id, cmd, args)
+        except RequestError as e:
+            self._send(client, error_reply(e.request_id or request_id, str(e)))
         except Exception as e:  # a bug here must not take the engine down
-            self._send(client, {"id": request_id, "ok": False,
-                                "error": f"internal error: {type(e).__name__}: {e}"})
+            self._send(client, error_reply(request_id,
+                                           f"internal error: {type(e).__name__}: {e}"))
 
-    def _dispatch(self, client: _Client, request_id: int, request: dict) -> None:
-        cmd = request.get("cmd")
-        if not isinstance(cmd, str) or cmd not in COMMANDS:
-            raise RequestError(f"unknown command {cmd!r}; commands: {', '.join(COMMANDS)}")
-        args = request.get("args", {})
-        if args is None:
-            args = {}
-        if not isinstance(args, dict):
-            raise RequestError(f"{cmd}: \"args\" must be a JSON object")
-        unknown = sorted(set(args) - COMMANDS[cmd])
-        if unknown:
-            allowed = ", ".join(sorted(COMMANDS[cmd])) or "none"
-            raise RequestError(f"{cmd}: unknown argument {unknown[0]!r} (allowed: {allowed})")
+    def _dispatch(self, client: _Client, request_id: int, cmd: str, args: dict) -> None:
         if cmd == "hello":
             self._send(client, {"id": request_id, "ok": True, **self.hello_fn(),
                                 "state": self.commands.state})
         elif cmd == "status":
             self._send(client, {"id": request_id, "ok": True, **self.telemetry_fn()})
         elif cmd == "render":
-            client.render_env = self._check_render(args)
+            client.render_env = check_render(args, self.num_envs)
             client.frame_seq = 0
             self._update_render_wishes()
             self._send(client, {"id": request_id, "ok": True, "env": client.render_env})
         else:
             if cmd == "set":
-                args = self._check_set(args)
-            elif cmd == "stop" and not isinstance(args.get("checkpoint", True), bool):
-                raise RequestError("stop: \"checkpoint\" must be true or false")
+                args = check_set(args, self.env_name)
             self._queue(client, request_id, cmd, args)
-
-    def _check_render(self, args: dict) -> int | None:
-        env = args.get("env")
-        if env is None:
-            return None
-        if not isinstance(env, int) or isinstance(env, bool) or not 0 <= env < self.num_envs:
-            raise RequestError(f"render: \"env\" must be null or an integer in "
-                              f"[0, {self.num_envs - 1}], got {env!r}")
-        return env
-
-    def _check_set(self, args: dict) -> dict:
-        if "key" not in args or "value" not in args:
-            raise RequestError("set needs \"key\" (e.g. \"train.learning_rate\") and \"value\"")
-        key, value = args["key"], args["value"]
-        if not isinstance(key, str):
-            raise RequestError("set: \"key\" must be a string such as \"train.learning_rate\"")
-        if not isinstance(value, (str, int, float, bool)):
-            raise RequestError(f"set {key}: value must be a number, boolean or string")
-        spec = spec_for(key, self.env_name)
-        if not spec.live:
-            raise RequestError(f"{spec.key} cannot be changed while training; "
-                              f"it applies on restart (live fields: train.learning_rate, ...)")
-        return {"key": spec.key, "value": spec.coerce(value)}
 
     def _queue(self, client: _Client, request_id: int, cmd: str, args: dict) -> None:
         loop = asyncio.get_running_loop()
@@ -400,10 +343,6 @@ class ControlServer:
         wanted = frozenset(c.render_env for c in self._clients if c.render_env is not None)
         if wanted != self.commands.render_envs:
             self.commands.want_frames(wanted)
-
-
-def _encode(message: dict) -> bytes:
-    return json.dumps(json_safe(message), separators=(",", ":")).encode("utf-8") + b"\n"
 
 
 def _socket_answers(path: Path) -> bool:

@@ -1,0 +1,109 @@
+"""The control protocol's messages: parsing and validating requests, encoding replies and pushes.
+
+Pure functions, no I/O: engine/control_server.py does the socket work. The wire format is
+described in docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+import json
+
+from puffer_tui.engine.config import ConfigError, live_specs, spec_for
+from puffer_tui.engine.metrics import json_safe
+
+PROTOCOL_VERSION = 1
+MAX_MESSAGE = 1 << 20  # bytes per line, newline excluded
+
+# command -> the argument names it accepts
+COMMANDS = {
+    "hello": {"client"},
+    "status": set(),
+    "pause": set(),
+    "resume": set(),
+    "set": {"key", "value"},
+    "checkpoint": set(),
+    "stop": {"checkpoint"},
+    "render": {"env"},
+}
+# commands the trainer applies at its safe points (the rest the server answers itself)
+QUEUED = ("pause", "resume", "set", "checkpoint", "stop")
+
+
+class RequestError(ValueError):
+    """A malformed request or bad arguments; `request_id` is the id to answer (or None)."""
+
+    def __init__(self, message: str, request_id: int | None = None):
+        super().__init__(message)
+        self.request_id = request_id
+
+
+def encode(message: dict) -> bytes:
+    """One line of the wire format (NaN and infinities become null)."""
+    return json.dumps(json_safe(message), separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def error_reply(request_id: int | None, text: str) -> dict:
+    return {"id": request_id, "ok": False, "error": text}
+
+
+def oversized_reply() -> dict:
+    return error_reply(None, f"message exceeds {MAX_MESSAGE} bytes; discarded")
+
+
+def parse_request(line: bytes) -> tuple[int, str, dict]:
+    """(id, cmd, args) of one request line, its args checked; RequestError says what is wrong."""
+    try:
+        request = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise RequestError(f"not a JSON object: {e}") from None
+    if not isinstance(request, dict):
+        raise RequestError("a request must be a JSON object {\"id\", \"cmd\", \"args\"}")
+    request_id = request.get("id")
+    if not isinstance(request_id, int) or isinstance(request_id, bool):
+        raise RequestError("a request needs an integer \"id\"")
+    cmd = request.get("cmd")
+    if not isinstance(cmd, str) or cmd not in COMMANDS:
+        raise RequestError(f"unknown command {cmd!r}; commands: {', '.join(COMMANDS)}",
+                           request_id)
+    args = request.get("args") or {}
+    if not isinstance(args, dict):
+        raise RequestError(f"{cmd}: \"args\" must be a JSON object", request_id)
+    unknown = sorted(set(args) - COMMANDS[cmd])
+    if unknown:
+        allowed = ", ".join(sorted(COMMANDS[cmd])) or "none"
+        raise RequestError(f"{cmd}: unknown argument {unknown[0]!r} (allowed: {allowed})",
+                           request_id)
+    if cmd == "stop" and not isinstance(args.get("checkpoint", True), bool):
+        raise RequestError("stop: \"checkpoint\" must be true or false", request_id)
+    return request_id, cmd, args
+
+
+def check_render(args: dict, num_envs: int) -> int | None:
+    """The env index a `render` asks for (None: stop streaming)."""
+    env = args.get("env")
+    if env is None:
+        return None
+    if not isinstance(env, int) or isinstance(env, bool) or not 0 <= env < num_envs:
+        raise RequestError(f"render: \"env\" must be null or an integer in "
+                           f"[0, {num_envs - 1}], got {env!r}")
+    return env
+
+
+def check_set(args: dict, env_name: str) -> dict:
+    """`{"key", "value"}` of a `set`, the key canonical and the value typed and in bounds."""
+    if "key" not in args or "value" not in args:
+        raise RequestError("set needs \"key\" (e.g. \"train.learning_rate\") and \"value\"")
+    key, value = args["key"], args["value"]
+    if not isinstance(key, str):
+        raise RequestError("set: \"key\" must be a string such as \"train.learning_rate\"")
+    if not isinstance(value, (str, int, float, bool)):
+        raise RequestError(f"set {key}: value must be a number, boolean or string")
+    try:
+        spec = spec_for(key, env_name)
+        if not spec.live:
+            live = ", ".join(s.key for s in live_specs())
+            raise RequestError(f"{spec.key} cannot be changed while training; it applies on "
+                               f"restart (live fields: {live})")
+        return {"key": spec.key, "value": spec.coerce(value)}
+    except ConfigError as e:
+        raise RequestError(str(e)) from None
