@@ -45,12 +45,19 @@ class MetricsWriter:
         self.path = self.run_dir / METRICS_FILE
         self._file = self.path.open("a", encoding="utf-8")
         self._tb = None
+        self.tensorboard_error: str | None = None  # why "when installed" did not work out
+        asked = tensorboard is True
         if tensorboard is None:
             tensorboard = tensorboard_available()
         if tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
+            try:
+                from torch.utils.tensorboard import SummaryWriter
 
-            self._tb = SummaryWriter(str(self.run_dir / TENSORBOARD_DIR))
+                self._tb = SummaryWriter(str(self.run_dir / TENSORBOARD_DIR))
+            except Exception as e:  # a broken optional install must not stop training
+                if asked:
+                    raise
+                self.tensorboard_error = f"{type(e).__name__}: {e}"
 
     def write(self, row: dict) -> None:
         row = json_safe(row)

@@ -106,6 +106,9 @@ class Engine:
         if self.resume:
             self._restore()
         self.metrics = MetricsWriter(self.run_dir)
+        if self.metrics.tensorboard_error:
+            self.events.warning(f"TensorBoard is installed but unusable, metrics.jsonl only "
+                                f"({self.metrics.tensorboard_error})")
         self.commands.state = "running"
         self.write_status(force=True)
         self.server.publish_telemetry_now()
