@@ -101,7 +101,11 @@ class EngineClient:
         client = cls(sock, path)
         client._reader.start()
         if hello:
-            client.hello = client.call("hello", timeout=timeout, client="puffer-tui")
+            try:
+                client.hello = client.call("hello", timeout=timeout, client="puffer-tui")
+            except BaseException:
+                client.close()
+                raise
         return client
 
     # -- requests -----------------------------------------------------------------------------
