@@ -181,14 +181,35 @@ def test_stop_checkpoints_and_exits_cleanly(engine):
     assert "stopped at step" in (handle.run_dir / rd.EVENTS_FILE).read_text()
 
 
-def test_sigterm_checkpoints_and_stops(tmp_path):
+def test_engine_outlives_its_launcher_and_sigterm_checkpoints_and_stops(tmp_path):
+    import subprocess
+    import sys
+
     run = make_run(tmp_path, **{"train.total_timesteps": 10**9})
-    handle = launch_engine(run)
+    # An app that starts the engine and then dies hard must not take the engine with it.
+    launcher = subprocess.run(
+        [sys.executable, "-c",
+         "import os, sys\n"
+         "from puffer_tui.app.engine_launcher import launch_engine\n"
+         f"print(launch_engine({str(run)!r}).pid, flush=True)\n"
+         "os.kill(os.getpid(), 9)\n"],
+        capture_output=True, text=True, timeout=120)
+    assert launcher.returncode == -signal.SIGKILL, launcher.stderr
+    pid = int(launcher.stdout.split()[0])
     with EngineClient.connect(run) as client:
         training(client)
+        assert client.hello["pid"] == pid
         client.call("pause")  # a paused engine blocks in the queue; the signal must still work
-        os.kill(handle.pid, signal.SIGTERM)
-        assert handle.wait(30) == 0
+        os.kill(pid, signal.SIGTERM)
+        assert client.closed.wait(30)
+
+    def gone():
+        try:
+            return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    wait_until(gone, 30, what="the engine to exit")
     assert rd.run_state(run) == "stopped"
     assert list_checkpoints(run)
     assert "SIGTERM received" in (run / rd.EVENTS_FILE).read_text()
