@@ -134,8 +134,9 @@ class DashboardScreen(Screen):
         losses.curves = {k: list(v) for k, v in store.losses.items()}
 
     def show_system(self, sample) -> None:
-        """A psutil sample from the app's monitor worker."""
-        self.query_one(CpuPanel).sample = sample
+        """A psutil sample from the app's monitor worker (may land before compose is done)."""
+        for panel in self.query(CpuPanel):
+            panel.sample = sample
 
     def app_palette(self) -> dict:
         raw = self.store.hello.get("palette") or {}
@@ -186,5 +187,5 @@ class DashboardScreen(Screen):
         self.app.select_render_env(delta)
 
     def set_render_env(self, index: int) -> None:
-        render = self.query_one(EnvRender)
-        render.env_index = index
+        for render in self.query(EnvRender):
+            render.env_index = index
