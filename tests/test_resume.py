@@ -130,3 +130,37 @@ def test_resume_drops_metric_rows_written_after_the_checkpoint(tmp_path):
     rows = read_metrics(tmp_path)
     assert [r["epoch"] for r in rows] == [1, 2, 3]
     assert rows[0]["score"] is None  # NaN is not JSON: written as null
+
+
+def test_corrupt_latest_checkpoint_fails_resume_unless_fallback_is_asked(tmp_path):
+    from engine_harness import make_run
+
+    from puffer_tui.app.engine_launcher import launch_engine
+    from puffer_tui.engine.config import load
+
+    run = make_run(tmp_path, **{"train.total_timesteps": 3 * STEPS_PER_EPOCH})
+    trainer = Trainer(load(run / rd.CONFIG_FILE))
+    try:
+        for _ in range(2):
+            trainer.run_epoch()
+            ckpt.save_checkpoint(run, trainer.state_dict())
+    finally:
+        trainer.close()
+    older, newest = ckpt.list_checkpoints(run)
+    newest.write_bytes(newest.read_bytes()[:1000])  # as if the disk filled up mid-write
+
+    from puffer_tui.engine.process import main as engine_main
+
+    assert engine_main([str(run), "--resume"]) == 1  # in-process: the same code, faster
+    log = (run / rd.EVENTS_FILE).read_text()
+    assert f"checkpoint {newest} is corrupt or truncated" in log
+    assert "--fallback-checkpoint" in log
+    assert rd.run_state(run) == "error" and newest.name in rd.read_status(run)["error"]
+
+    handle = launch_engine(run, resume=True, fallback_checkpoint=True)
+    assert handle.wait(60) == 0
+    log = (run / rd.EVENTS_FILE).read_text()
+    assert "falling back to the previous checkpoint" in log
+    assert f"resumed from {older.name}" in log
+    assert rd.run_state(run) == "finished"
+    assert [r["epoch"] for r in read_metrics(run)] == [2, 3]  # epoch 1 was in-process
