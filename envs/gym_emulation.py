@@ -63,6 +63,13 @@ class GymnasiumPufferEnv(PufferEnv):
             )
             self.observation_layout = ObservationLayout(self.gymnasium_observation_space)
             self.action_layout = ActionLayout(self.gymnasium_action_space)
+            # Plain Discrete: build the action scalar directly (unflatten's generality was a
+            # quarter of a CartPole step); same value and dtype as unflatten gives.
+            single = self.gymnasium_action_space
+            self._discrete = (
+                (single.dtype.type, int(single.start))
+                if isinstance(single, gymnasium.spaces.Discrete) else None
+            )
             first = self.envs[0]
             self.name = first.spec.id if first.spec is not None else type(first.unwrapped).__name__
             super().__init__(
@@ -105,8 +112,12 @@ class GymnasiumPufferEnv(PufferEnv):
             raise RuntimeError(f"{self.name}: call reset() before step()")
         self.write_actions(actions)
         self._check_action_ranges()
+        discrete = self._discrete
         for i, env in enumerate(self.envs):
-            action = self.action_layout.unflatten(self.actions[i])
+            if discrete is not None:
+                action = discrete[0](int(self.actions[i]) + discrete[1])
+            else:
+                action = self.action_layout.unflatten(self.actions[i])
             observation, reward, terminated, truncated, info = env.step(action)
             self.rewards[i] = reward
             self.terminals[i] = terminated
