@@ -64,3 +64,23 @@ def process_cpu_seconds(pids) -> float:
         except psutil.NoSuchProcess:
             pass
     return total
+
+
+def kill_engine(run) -> None:
+    """Make sure no engine is left training on `run` (cleanup after a failed test)."""
+    import os
+    import signal
+
+    status = rd.read_status(run)
+    if rd.run_state(run, status) not in rd.LIVE_STATES:
+        return  # finished, stopped, crashed, or never started: nothing to clean up
+    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.kill(status["pid"], sig)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            if not rd.engine_alive(status):
+                return
+            time.sleep(0.1)

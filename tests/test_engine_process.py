@@ -13,7 +13,7 @@ import time
 import psutil
 import pytest
 import torch
-from engine_harness import first_push, make_run, process_cpu_seconds, wait_until
+from engine_harness import first_push, kill_engine, make_run, process_cpu_seconds, wait_until
 
 from puffer_tui.app.engine_client import EngineClient, EngineCommandError
 from puffer_tui.app.engine_launcher import EngineStartError, launch_engine
@@ -194,14 +194,17 @@ def test_engine_outlives_its_launcher_and_sigterm_checkpoints_and_stops(tmp_path
          f"print(launch_engine({str(run)!r}).pid, flush=True)\n"
          "os.kill(os.getpid(), 9)\n"],
         capture_output=True, text=True, timeout=120)
-    assert launcher.returncode == -signal.SIGKILL, launcher.stderr
-    pid = int(launcher.stdout.split()[0])
-    with EngineClient.connect(run) as client:
-        training(client)
-        assert client.hello["pid"] == pid
-        client.call("pause")  # a paused engine blocks in the queue; the signal must still work
-        os.kill(pid, signal.SIGTERM)
-        assert client.closed.wait(30)
+    try:
+        assert launcher.returncode == -signal.SIGKILL, launcher.stderr
+        pid = int(launcher.stdout.split()[0])
+        with EngineClient.connect(run) as client:
+            training(client)
+            assert client.hello["pid"] == pid
+            client.call("pause")  # a paused engine blocks in its queue; signals still work
+            os.kill(pid, signal.SIGTERM)
+            assert client.closed.wait(30)
+    finally:
+        kill_engine(run)  # only does something if the test failed midway
 
     def gone():
         try:

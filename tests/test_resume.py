@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import torch
-from engine_harness import TINY, wait_until
+from engine_harness import TINY, kill_engine, wait_until
 
 from puffer_tui.engine import checkpoint as ckpt
 from puffer_tui.engine import run_dir as rd
@@ -76,6 +76,7 @@ def test_ctrl_c_then_resume_continues_the_run(tmp_path):
         [*CLI, "train", "squared", "--headless", "--runs-dir", str(runs), *flags,
          "--train.total-timesteps", str(10**9)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    run = None
     try:
         run = wait_until(lambda: rd.list_runs(runs) and rd.list_runs(runs)[0], 60,
                          what="the run directory")
@@ -87,6 +88,8 @@ def test_ctrl_c_then_resume_continues_the_run(tmp_path):
         if train.poll() is None:
             train.kill()
             train.wait()
+        if run is not None:
+            kill_engine(run)  # only does something if the test failed midway
     assert train.returncode == 0, output
     assert "checkpoint and stop" in output and "stopped" in output
     assert rd.run_state(run) == "stopped"
