@@ -108,6 +108,9 @@ class HeadlessDisplay:
         for push in self.client.pushes(timeout=1 / REFRESH_HZ):
             kind = push.get("type")
             if kind == "telemetry":
+                if not push.get("stats") and self.telemetry.get("stats"):
+                    # no episode ended in the last epoch: keep showing the last known ones
+                    push = {**push, "stats": self.telemetry["stats"]}
                 self.telemetry = push
             elif kind == "event":
                 self._print_event(push)

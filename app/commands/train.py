@@ -174,7 +174,8 @@ def run_headless(run_dir, resume: bool, fallback: bool) -> int:
             pass
     info = rd.run_info(run_dir)
     checkpoint = info.last_checkpoint.name if info.last_checkpoint else "none"
-    console.print(f"{state}: {info.global_step or 0:,} steps; last checkpoint {checkpoint}")
+    console.print(f"{state}: {info.global_step or 0:,} steps; last checkpoint {checkpoint}",
+                  highlight=False)
     if state == "stopped":
         console.print(f"resume with: puffer-tui train --resume {run_dir} --headless")
     if state == "error":
