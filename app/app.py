@@ -206,9 +206,12 @@ class PufferApp(App):
         if not reply.get("ok") and not quiet:
             self.notify(f"{cmd}: {reply.get('error')}", severity="error")
         if cmd in ("pause", "resume") and reply.get("ok"):
-            # Show the new state before the next telemetry arrives, so the key feels instant.
+            # Show the new state now, not at the next telemetry or redraw tick.
             self.store.latest = {**self.store.latest, "state": reply.get("state")}
             self.store.version += 1
+            for screen in self.screen_stack:
+                if isinstance(screen, DashboardScreen):
+                    screen.refresh_panels()
         if on_reply is not None:
             on_reply(reply)
 
@@ -249,6 +252,12 @@ class PufferApp(App):
              ("stop", "Stop the run", "error"),
              ("cancel", "Cancel", "default")],
         ), chosen)
+
+    async def action_quit(self) -> None:
+        # ctrl+q (Textual's own quit key) asks the same question as q: detach or stop.
+        if isinstance(self.screen, ChoiceDialog):
+            return
+        self.confirm_quit()
 
     def detach(self) -> None:
         name = self.run_dir.name if self.run_dir else "latest"

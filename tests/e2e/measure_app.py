@@ -10,6 +10,7 @@
 3. Key-press latency: from `tmux send-keys p` until the pane shows the engine's new state
    (key -> app -> engine -> reply -> redraw), and the app's own request->reply round trip
    as it logs it ("[N ms]" in the event log).
+4. How long a frozen engine (SIGSTOP) takes to show as "not responding".
 Not a test: it prints figures; nothing here passes or fails on a timing.
 """
 
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
 import re
 import shutil
 import statistics
@@ -140,6 +142,7 @@ def main() -> int:
                     line += f"   app CPU {cpu:5.1f}% of one core"
                 print(line, flush=True)
         latency_keys, latency_app = measure_latency(command, run_dir, args.presses)
+        silence = measure_silence(command, run_dir)
     finally:
         stop_app()
         try:
@@ -149,14 +152,17 @@ def main() -> int:
         except Exception:
             handle.process.kill()
         shutil.rmtree(work, ignore_errors=True)
-    for name, pick in (("median", statistics.median), ("mean", statistics.mean)):
+    for name, pick in (("median", statistics.median), ("mean", statistics.mean)) * bool(
+            results["app"] and results["headless"]):
         headless, app = pick(results["headless"]), pick(results["app"])
         print(f"{name} epoch SPS: no client {headless:.0f} ({len(results['headless'])} epochs), "
               f"app attached {app:.0f} ({len(results['app'])} epochs) "
               f"-> the app costs {100 * (headless - app) / headless:+.1f}% of SPS")
-    print(f"app CPU while attached: mean {statistics.mean(results['app_cpu']):.1f}% of one core")
+    if results["app_cpu"]:
+        print(f"app CPU while attached: mean {statistics.mean(results['app_cpu']):.1f}% of one core")
     print(f"key -> new state on screen: median {statistics.median(latency_keys):.0f} ms, "
           f"max {max(latency_keys):.0f} ms over {len(latency_keys)} presses")
+    print(f"engine frozen -> 'not responding' shown: {', '.join(f'{x:.2f}' for x in silence)} s")
     if latency_app:
         print(f"app request -> engine reply: median {statistics.median(latency_app):.0f} ms, "
               f"max {max(latency_app):.0f} ms")
@@ -173,10 +179,31 @@ def measure_latency(command: str, run_dir: Path, presses: int) -> tuple[list, li
         tmux("send-keys", "-t", "m", "p")
         # the header (first line) only: the event log below also says "paused"
         keys.append(1000 * wait_screen(target, timeout=10, poll=0.005, lines=1))
-        time.sleep(0.5)
+        time.sleep(0.3 + 0.4 * random.random())  # not in step with the app's redraw timers
     found = re.findall(r"(?:pause|resume): engine is \w+ \[(\d+) ms\]", screen())
     stop_app()
     return keys, [float(x) for x in found]
+
+
+def measure_silence(command: str, run_dir: Path, times: int = 3) -> list[float]:
+    """Seconds from freezing the engine (SIGSTOP) until the header says "not responding"."""
+    import os
+    import signal
+
+    pid = rd.read_status(run_dir)["pid"]
+    start_app(command, run_dir)
+    time.sleep(2.0)
+    seconds = []
+    for _ in range(times):
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            seconds.append(wait_screen("not responding", timeout=10, poll=0.01, lines=1))
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        wait_screen(" running ", timeout=10, lines=1)
+        time.sleep(1.0)
+    stop_app()
+    return seconds
 
 
 if __name__ == "__main__":
