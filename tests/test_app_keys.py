@@ -65,6 +65,9 @@ async def test_pause_checkpoint_and_quit_dialog_without_an_engine_link():
         assert isinstance(app.screen, ChoiceDialog)
         await pilot.press("c")  # cancel
         assert isinstance(app.screen, DashboardScreen)
+        await pilot.press("ctrl+q")  # Textual's quit key asks the same question
+        assert isinstance(app.screen, ChoiceDialog)
+        await pilot.press("escape")
         app.link = None
 
 
