@@ -33,8 +33,8 @@ PLOT_REFRESH_S = 1.0
 class DashboardScreen(Screen):
     DEFAULT_CSS = """
     DashboardScreen { layout: vertical; }
-    DashboardScreen #top { height: 3fr; min-height: 14; }
-    DashboardScreen #bottom { height: 2fr; min-height: 8; }
+    DashboardScreen #top { height: 3fr; min-height: 10; }
+    DashboardScreen #bottom { height: 2fr; min-height: 6; }
     DashboardScreen #left { width: 32; }
     DashboardScreen TimingBars { height: 7; }
     DashboardScreen LossPanel { width: 1fr; }
@@ -81,6 +81,7 @@ class DashboardScreen(Screen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.set_render_env(getattr(self.app, "render_env", 0))
         self.refresh_frame()
         self.refresh_panels()
         self.refresh_plots()

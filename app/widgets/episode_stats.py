@@ -40,6 +40,7 @@ class EpisodeStats(Widget):
             return Text("no finished episodes yet", style="dim")
         keys = [k for k in FIRST if k in self.history]
         keys += sorted(k for k in self.history if k not in FIRST)
+        key_w = max(min(16, self.size.width - 13), 6)  # names give way before numbers do
         spark_w = max(self.size.width - 30, 0)
         lines = []
         for key in keys:
@@ -49,7 +50,7 @@ class EpisodeStats(Widget):
             if key in NEUTRAL and trend:
                 style = "cyan"
             line = Text(no_wrap=True, overflow="ellipsis")
-            line.append(f"{key:<16.16}", "dim")
+            line.append(f"{key:<{key_w}.{key_w}}", "dim")
             line.append(f"{metric(values[-1] if values else None):>10} ")
             line.append(arrow, style)
             if spark_w >= 4:
