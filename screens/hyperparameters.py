@@ -48,11 +48,11 @@ class FieldRow(Vertical):
     DEFAULT_CSS = """
     FieldRow { height: auto; }
     FieldRow > Horizontal { height: 1; }
-    FieldRow .name { width: 26; }
+    FieldRow .name { width: 30; text-wrap: nowrap; text-overflow: ellipsis; }
     FieldRow Input { width: 16; background: $boost; }
     FieldRow Input.-invalid { color: $error; text-style: bold; }
     FieldRow .about { width: 1fr; padding-left: 1; color: $text-muted; }
-    FieldRow .verdict { height: auto; padding-left: 26; display: none; }
+    FieldRow .verdict { height: auto; padding-left: 30; display: none; }
     FieldRow .verdict.-shown { display: block; }
     """
 

@@ -25,7 +25,7 @@ def value_text(value) -> str:
 class OverrideRow(Horizontal):
     DEFAULT_CSS = """
     OverrideRow { height: 1; }
-    OverrideRow .name { width: 26; }
+    OverrideRow .name { width: 30; text-wrap: nowrap; text-overflow: ellipsis; }
     OverrideRow Input { width: 16; background: $boost; }
     OverrideRow Input.-invalid { color: $error; text-style: bold; }
     OverrideRow Input.-changed { color: $text-warning; }
