@@ -6,6 +6,22 @@
 
 The engine process sets `trainer.safe_point` to apply queued commands (pause, set, stop...)
 between env steps and between minibatches; time blocked there is not training time.
+
+Data flow of one step: recv() -> policy forward (inference mode) -> store in the
+[segments, horizon] buffer (engine/rollout.py) -> send(). Then engine/learner.py runs PPO.
+
+- Truncation is not termination. With same-step autoreset the observation that ended a
+  truncated episode is gone, so the advantage kernel bootstraps a truncated step with the
+  value of the episode's last observed state and cuts the GAE trace there (a terminal
+  bootstraps 0); see engine/native/advantage.h.
+- Rows whose mask is false (dead or waiting agents) are stored with weight 0 and add nothing
+  to any loss term or to the advantage normalisation.
+- The LSTM state is per agent row, zeroed where an episode starts; the state at the start of
+  each segment is stored so training replays the sequences from the state they had.
+- A checkpoint (state_dict) holds the policy, Adam moments, counters, schedule, RNG streams
+  and config, not the envs' internal state: a resumed run continues the step count and the
+  learning-rate schedule exactly, and two resumes of one checkpoint train identically, but
+  its episodes start afresh from the seed.
 """
 
 from __future__ import annotations
