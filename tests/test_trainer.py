@@ -339,3 +339,16 @@ def test_pooled_multiprocessing_batches_with_an_lstm():
             row = trainer.run_epoch()
         assert row["global_step"] == 2 * 64 and trainer.buffer.ready
         assert torch.count_nonzero(trainer.lstm_state[0]) > 0
+
+
+def test_box_actions_train_end_to_end_through_a_gymnasium_env():
+    # Pendulum: continuous observations and a Box action; the trainer takes any vec env.
+    from puffer_tui.engine.vec import make
+    from puffer_tui.envs import from_gymnasium
+
+    vecenv = make(from_gymnasium("Pendulum-v1"), num_envs=4, seed=0)
+    config = load_config("squared", {**SMALL, "vec.num_envs": 4, "train.minibatch_size": 16})
+    with Trainer(config, vecenv=vecenv) as trainer:
+        assert trainer.policy.actor.kind == "box" and trainer.buffer.actions.dtype == torch.float32
+        row = trainer.run_epoch()
+    assert row["global_step"] == 32 and np.isfinite(row["policy_loss"])
