@@ -42,6 +42,9 @@ def measure(config, seconds: float) -> dict:
             if elapsed >= seconds or trainer.done:
                 break
         steps = trainer.global_step - start_step
+        import torch
+
+        threads = torch.get_num_threads()  # what the trainer chose (train.torch_threads 0: auto)
     finally:
         trainer.close()
     timed = sum(totals.values()) or 1.0
@@ -50,6 +53,7 @@ def measure(config, seconds: float) -> dict:
         "backend": config.vec.backend,
         "num_envs": config.vec.num_envs,
         "num_workers": config.vec.num_workers,
+        "torch_threads": threads,
         "sps": steps / elapsed,
         "steps": steps,
         "epochs": epochs,
@@ -79,7 +83,7 @@ def run(args) -> int:
     from rich.table import Table
 
     table = Table(title=f"training {result['env']}: {result['num_envs']} envs, "
-                        f"{result['backend']} backend")
+                        f"{result['backend']} backend, {result['torch_threads']} torch threads")
     table.add_column("measure")
     table.add_column("value", justify="right")
     table.add_row("agent-steps/s", f"{result['sps']:,.0f}")
