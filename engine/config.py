@@ -44,7 +44,7 @@ class TrainConfig:
     total_timesteps: int = _f(20_000_000, "agent steps to train for", 1, 10**13)
     seed: int = _f(1, "seed for torch, numpy and the envs", 0, 2**31 - 1)
     device: str = _f("auto", "torch device (auto: CUDA when present)", choices=("auto", "cpu", "cuda"))
-    torch_threads: int = _f(0, "CPU threads for torch (0: one per core not taken by env workers)", 0, 512)
+    torch_threads: int = _f(0, "CPU threads for torch (0: one per core not taken by env workers or other load)", 0, 512)
     compile: bool = _f(False, "torch.compile the policy")
     policy: str = _f("mlp", "policy network", choices=("mlp", "lstm"))
     hidden_size: int = _f(128, "width of the policy's hidden layers", 4, 8192)
