@@ -352,3 +352,34 @@ def test_box_actions_train_end_to_end_through_a_gymnasium_env():
         assert trainer.policy.actor.kind == "box" and trainer.buffer.actions.dtype == torch.float32
         row = trainer.run_epoch()
     assert row["global_step"] == 32 and np.isfinite(row["policy_loss"])
+
+
+def test_device_auto_picks_cuda_only_when_present(monkeypatch):
+    from puffer_tui.engine import trainer as trainer_module
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert trainer_module.resolve_device("auto").type == "cpu"
+    with pytest.raises(ConfigError, match="no CUDA device"):
+        trainer_module.resolve_device("cuda")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert trainer_module.resolve_device("auto").type == "cuda"
+
+
+def test_reward_clamp_limits_the_rewards_the_advantages_see(monkeypatch):
+    from puffer_tui.engine import learner
+
+    seen = []
+    original = learner.compute_advantage
+
+    def spy(values, rewards, *args, **kwargs):
+        seen.append(rewards.abs().max().item())
+        return original(values, rewards, *args, **kwargs)
+
+    monkeypatch.setattr(learner, "compute_advantage", spy)
+    with small_trainer(env="cartpole", **{"train.reward_clamp": 0.25}) as trainer:
+        trainer.run_epoch()  # cartpole pays 1 per step
+        assert max(seen) == pytest.approx(0.25)
+        seen.clear()
+        trainer.set_hyperparameter("train.reward_clamp", 0)
+        trainer.run_epoch()
+        assert max(seen) == pytest.approx(1.0)
