@@ -81,9 +81,9 @@ def test_categorical_sampling_follows_the_distribution():
 def test_small_integer_grids_are_one_hot_encoded():
     policy = Policy(GRID, spaces.Discrete(2), hidden_size=8)
     assert policy.encoder.one_hot_values == 3
-    assert policy.encoder.linear.in_features == 9 * 2  # value 0 is the bias
+    assert policy.encoder.table.shape == (9 * 2, 8)  # value 0 is the bias
     floats = Policy(FLOATS, spaces.Discrete(2), hidden_size=8)
-    assert floats.encoder.one_hot_values == 0 and floats.encoder.linear.in_features == 3
+    assert floats.encoder.one_hot_values == 0 and floats.encoder.table.shape == (3, 8)
 
 
 def test_lstm_state_is_reset_where_an_episode_starts():
@@ -154,3 +154,27 @@ def test_fused_sequence_path_equals_stepping(sequence_resets):
         p, _, state = policy.step(obs[:, t], state)
         outs.append(p)
     torch.testing.assert_close(seq_params, torch.stack(outs, 1).reshape(batch * horizon, -1))
+
+
+@pytest.mark.parametrize("nonzero_rate", [0.05, 0.9], ids=["sparse", "dense"])
+def test_one_hot_row_sums_equal_the_matmul(nonzero_rate):
+    # the CPU row-sum path (sparse grids) and the matmul are one function: same values, same
+    # gradients; dense grids take the matmul.
+    from puffer_tui.engine.policy import ObservationEncoder
+
+    torch.manual_seed(0)
+    space = spaces.Box(0, 3, (6, 5), np.uint8)
+    encoder = ObservationEncoder(space, 8)
+    rng = np.random.default_rng(0)
+    grid = rng.integers(1, 4, (7, 6, 5)) * (rng.random((7, 6, 5)) < nonzero_rate)
+    grid[2] = 0  # a row with no non-zero cell at all
+    obs = torch.from_numpy(grid.astype(np.uint8))
+    flat = obs.reshape(7, -1)
+    one_hot = torch.cat([flat == v for v in (1, 2, 3)], 1).float()
+    expected = torch.nn.functional.gelu(one_hot @ encoder.table + encoder.bias)
+    got = encoder(obs)
+    torch.testing.assert_close(got, expected)
+    (grad_expected,) = torch.autograd.grad(expected.square().sum(), encoder.table)
+    (grad_got,) = torch.autograd.grad(encoder(obs).square().sum(), encoder.table)
+    torch.testing.assert_close(grad_got, grad_expected)
+    assert (encoder._sparse(flat) is None) == (nonzero_rate > 0.5)
