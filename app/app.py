@@ -25,7 +25,7 @@ from puffer_tui.screens.help import HelpScreen
 from puffer_tui.screens.hyperparameters import HyperparameterScreen
 from puffer_tui.screens.render import RenderScreen
 
-DRAIN_S = 0.1  # how often pushes move from the link's inbox into the store
+DRAIN_S = 0.2  # how often pushes move from the link's inbox into the store
 SILENCE_PING_S = 1.0  # after this much quiet, ask for status to tell "paused" from "hung"
 NOT_RESPONDING_S = 1.5  # after this much quiet (pings unanswered), say so
 SOCKET_WAIT_S = 10.0  # how long to wait for the socket of an engine we attach to
@@ -117,6 +117,9 @@ class PufferApp(App):
 
     def _linked(self, link: EngineClient, hello: dict) -> None:
         self.link, self.link_state = link, None
+        # Stamp arrivals on the reader thread, so silence is measured to the push, not to
+        # the next drain tick.
+        link.on_push(self._heard)
         self.store.set_hello(hello)
         self.store.touch()
         self.store.add_event("app", f"connected to engine pid {hello.get('pid')} ({hello.get('run')})")
@@ -134,8 +137,6 @@ class PufferApp(App):
             self.store.ingest(push)
             if count >= 2000 and not link.closed.is_set():
                 break  # bounded, so a flood cannot starve the event loop; the rest waits
-        if count:
-            self.store.touch()
         if link.closed.is_set():
             self._link_lost(link.close_reason or "connection closed")
             return
@@ -144,6 +145,9 @@ class PufferApp(App):
             self._last_ping = time.monotonic()
             self.engine_request("status", quiet=True, timeout=1.0)
         self.link_state = "not responding" if quiet > NOT_RESPONDING_S else None
+
+    def _heard(self, _push: dict) -> None:
+        self.store.last_message = time.monotonic()  # a float store: safe from any thread
 
     def _link_lost(self, reason: str) -> None:
         if self.link is not None:

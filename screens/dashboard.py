@@ -2,7 +2,7 @@
 
 The screen polls the app's TelemetryStore on its own timers and hands each widget plain data;
 it never waits on the engine. Redraws are the app's main cost, so each panel is refreshed at
-the rate its data really changes: the render ~4 Hz, numbers 2 Hz, plots at most 1 Hz, and a
+the rate its data really changes: the render ~4 Hz, numbers and plots once a second, and a
 widget whose data did not change is not redrawn at all. Keys turn into requests the app
 sends from a worker.
 """
@@ -26,8 +26,7 @@ from puffer_tui.app.widgets.sps_history import SpsHistory
 from puffer_tui.app.widgets.timing_bars import TimingBars
 
 FRAME_REFRESH_S = 0.25
-PANEL_REFRESH_S = 0.5
-PLOT_REFRESH_S = 1.0
+PANEL_REFRESH_S = 1.0  # numbers and plots (plots only when a new epoch arrived)
 
 
 class DashboardScreen(Screen):
@@ -86,8 +85,7 @@ class DashboardScreen(Screen):
         self.refresh_panels()
         self.refresh_plots()
         self.set_interval(FRAME_REFRESH_S, self.refresh_frame)
-        self.set_interval(PANEL_REFRESH_S, self.refresh_panels)
-        self.set_interval(PLOT_REFRESH_S, self.refresh_plots)
+        self.set_interval(PANEL_REFRESH_S, self.refresh_numbers_and_plots)
 
     # -- attributes down -------------------------------------------------------------------
 
@@ -104,6 +102,10 @@ class DashboardScreen(Screen):
         render.palette = self.app_palette()
         render.num_envs = int(store.hello.get("num_envs") or 0)
         render.frame = store.frame
+
+    def refresh_numbers_and_plots(self) -> None:
+        self.refresh_panels()
+        self.refresh_plots()
 
     def refresh_panels(self) -> None:
         store = self.store

@@ -11,6 +11,8 @@
    (key -> app -> engine -> reply -> redraw), and the app's own request->reply round trip
    as it logs it ("[N ms]" in the event log).
 4. How long a frozen engine (SIGSTOP) takes to show as "not responding".
+With --paired, instead: two identical engines train side by side and the app attaches to each
+in turn, which cancels load from other processes far better than windows taken in sequence.
 Not a test: it prints figures; nothing here passes or fails on a timing.
 """
 
@@ -102,12 +104,61 @@ def window_sps(tail: MetricsTail, seconds: float) -> list[float]:
     return epochs
 
 
+def window_steps(tails: list[MetricsTail], seconds: float) -> list[tuple[int, float]]:
+    """(steps, training seconds) per engine over the epochs finished within `seconds`."""
+    for tail in tails:
+        tail.poll()
+    last = [None] * len(tails)
+    totals = [[0, 0.0] for _ in tails]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        for i, tail in enumerate(tails):
+            for row in tail.poll():
+                if last[i] is not None and row["uptime"] > last[i]["uptime"]:
+                    totals[i][0] += row["global_step"] - last[i]["global_step"]
+                    totals[i][1] += row["uptime"] - last[i]["uptime"]
+                last[i] = row
+        time.sleep(0.1)
+    return [tuple(t) for t in totals]
+
+
+def paired(command: str, runs: list[Path], windows: int, seconds: float) -> None:
+    """Two identical engines train side by side, so every moment of load from elsewhere hits
+    both; the app is attached to one of them, alternately. Per window, the SPS ratio of the
+    engine with the app to the one without; the geometric mean of the ratios is the cost."""
+    import math
+
+    tails = [MetricsTail(r / rd.METRICS_FILE) for r in runs]
+    while not all(t.poll() for t in tails):
+        time.sleep(0.5)
+    window_steps(tails, 5.0)
+    logs = []
+    for i in range(windows):
+        with_app = i % 2
+        start_app(command, runs[with_app])
+        time.sleep(3.0)
+        totals = window_steps(tails, seconds)
+        stop_app()
+        sps = [steps / secs if secs else float("nan") for steps, secs in totals]
+        ratio = sps[with_app] / sps[1 - with_app]
+        if math.isfinite(ratio) and ratio > 0:
+            logs.append(math.log(ratio))
+        print(f"window {i}: engine {with_app} has the app: {sps[with_app]:8.0f} SPS vs "
+              f"{sps[1 - with_app]:8.0f} SPS without -> ratio {ratio:.3f}", flush=True)
+    if logs:
+        ratio = math.exp(statistics.mean(logs))
+        print(f"paired: SPS with the app / without = {ratio:.3f} over {len(logs)} windows "
+              f"-> the app costs {100 * (1 - ratio):+.1f}% of SPS")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--windows", type=int, default=8)
     parser.add_argument("--window-s", type=float, default=15.0)
     parser.add_argument("--envs", type=int, default=256)
     parser.add_argument("--presses", type=int, default=10)
+    parser.add_argument("--paired", action="store_true",
+                        help="two engines side by side, the app on each in turn (see paired())")
     args = parser.parse_args()
     if shutil.which("tmux") is None:
         print("tmux is required")
@@ -118,6 +169,8 @@ def main() -> int:
                                          "train.total_timesteps": 10**12})
     run_dir = rd.create_run_dir("squared", work)
     cfg.save(config, run_dir / rd.CONFIG_FILE)
+    if args.paired:
+        return run_paired(command, work, config, args)
     handle = launch_engine(run_dir)
     tail = MetricsTail(run_dir / rd.METRICS_FILE)
     results = {"headless": [], "app": [], "app_cpu": []}
@@ -166,6 +219,28 @@ def main() -> int:
     if latency_app:
         print(f"app request -> engine reply: median {statistics.median(latency_app):.0f} ms, "
               f"max {max(latency_app):.0f} ms")
+    return 0
+
+
+def run_paired(command: str, work: Path, config, args) -> int:
+    runs, handles = [], []
+    try:
+        for _ in range(2):
+            run_dir = rd.create_run_dir("squared", work)
+            cfg.save(config, run_dir / rd.CONFIG_FILE)
+            runs.append(run_dir)
+            handles.append(launch_engine(run_dir))
+        paired(command, runs, args.windows, args.window_s)
+    finally:
+        stop_app()
+        for run_dir, handle in zip(runs, handles):
+            try:
+                with EngineClient.connect(run_dir) as client:
+                    client.request("stop", checkpoint=False)
+                handle.wait(60)
+            except Exception:
+                handle.process.kill()
+        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
