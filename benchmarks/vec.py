@@ -54,9 +54,13 @@ def settings_for(workload, cores: int) -> list[tuple[str, int, int, bool]]:
     out = [("serial", 1, n, True), ("multiprocessing", sync_workers, n, True)]
     # Pools: half the workers in flight while the other half is returned, with as many
     # workers as cores (no oversubscription) or twice as many (room to skip slow ones).
-    for workers, batch in ((cores, n // 2), (2 * cores, n // 2), (2 * cores, n // 4)):
-        if workers <= n and n % workers == 0 and batch >= 1 and batch % (n // workers) == 0:
-            setting = ("multiprocessing-pool", workers, batch, False)
+    # Gathered batches (zero_copy=False) may take any finished workers; zero-copy ones wait
+    # for a contiguous block.
+    for workers, batch, zero_copy in ((cores, n // 2, True), (cores, n // 2, False),
+                                      (2 * cores, n // 2, False), (2 * cores, n // 4, False)):
+        fits = workers <= n and n % workers == 0 and batch >= 1 and batch % (n // workers) == 0
+        if fits and not (zero_copy and n % batch):
+            setting = ("multiprocessing-pool", workers, batch, zero_copy)
             if setting not in out:
                 out.append(setting)
     return out

@@ -39,6 +39,8 @@ def print_table(results, best, summary, cores: int) -> None:
                 continue
             ratio = summary[(workload, backend)]
             sps = f"[red]{r.error}[/red]" if r.error and not r.sps else _sps(r.sps)
+            if backend == "multiprocessing-pool":
+                label += " zero-copy" if r.zero_copy else " gathered"
             table.add_row(workload, label, str(r.num_envs), str(r.num_workers),
                           str(r.batch_size), sps, _ratio(ratio["vs_gymnasium_best"]),
                           _ratio(ratio["vs_our_sync"]))
