@@ -7,6 +7,7 @@ so no key press or redraw ever waits on the engine.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -153,6 +154,9 @@ class PufferApp(App):
         if self.link is not None:
             self.link.close()
         self.link = None
+        if self.engine_handle is not None:  # our child: reap it when it exits (no zombie)
+            threading.Thread(target=self.engine_handle.wait, daemon=True).start()
+            self.engine_handle = None
         state = self.store.state
         ended = state in FINAL_STATES and state != "error"
         self.link_state = None if ended else "disconnected"
@@ -205,7 +209,7 @@ class PufferApp(App):
             self.store.touch()
             if cmd == "status":
                 self.store.ingest({"type": "telemetry", **reply})
-        if not quiet or not reply.get("ok"):
+        if not quiet:  # quiet ones (status pings, render choice) would only flood the log
             self.store.add_event("app" if reply.get("ok") else "error", _reply_text(cmd, reply))
         if not reply.get("ok") and not quiet:
             self.notify(f"{cmd}: {reply.get('error')}", severity="error")
