@@ -28,7 +28,7 @@ from puffer_tui.screens.render import RenderScreen
 
 DRAIN_S = 0.2  # how often pushes move from the link's inbox into the store
 SILENCE_PING_S = 1.0  # after this much quiet, ask for status to tell "paused" from "hung"
-NOT_RESPONDING_S = 1.5  # after this much quiet (pings unanswered), say so
+NOT_RESPONDING_S = 1.3  # after this much quiet (pings unanswered), say so: within 2 s
 SOCKET_WAIT_S = 10.0  # how long to wait for the socket of an engine we attach to
 
 
@@ -145,7 +145,12 @@ class PufferApp(App):
         if quiet > SILENCE_PING_S and time.monotonic() - self._last_ping > SILENCE_PING_S:
             self._last_ping = time.monotonic()
             self.engine_request("status", quiet=True, timeout=1.0)
-        self.link_state = "not responding" if quiet > NOT_RESPONDING_S else None
+        link_state = "not responding" if quiet > NOT_RESPONDING_S else None
+        if link_state != self.link_state:
+            self.link_state = link_state
+            for screen in self.screen_stack:  # say so now, not at the next redraw tick
+                if isinstance(screen, DashboardScreen):
+                    screen.refresh_frame()
 
     def _heard(self, _push: dict) -> None:
         self.store.last_message = time.monotonic()  # a float store: safe from any thread
