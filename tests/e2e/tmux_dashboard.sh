@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# End to end in a real terminal: train with the dashboard in a 120x40 tmux pane, pause, change
-# the learning rate (a bad value first), resume, detach, attach again, stop.
+# End to end in a real terminal (a 120x40 tmux pane): the launcher; train with the dashboard,
+# pause, change the learning rate (a bad value first), resume, detach, attach, kill the app and
+# attach again, stop.
 # Usage: tests/e2e/tmux_dashboard.sh   (PUFFER_TUI_CMD overrides the command, default puffer-tui)
 set -euo pipefail
 
@@ -53,7 +54,16 @@ type_text() {  # one character at a time, as a person types
 }
 
 tmux new-session -d -s "$SESSION" -x 120 -y 40
-tmux send-keys -t "$SESSION" "$CMD train squared --runs-dir $RUNS $TINY; echo E2E-EXIT-\$?" Enter
+
+# The bare command opens the launcher: envs with their spaces, the preset, recent runs.
+tmux send-keys -t "$SESSION" "clear; PUFFER_TUI_RUNS=$RUNS $CMD; echo E2E-EXIT-\$?" Enter
+wait_for "obs Box(121,) uint8  act Discrete(5)" 60
+wait_for "env.num_targets"
+wait_for "no runs yet"
+key q
+wait_for "E2E-EXIT-0"
+
+tmux send-keys -t "$SESSION" "clear; $CMD train squared --runs-dir $RUNS $TINY; echo E2E-EXIT-\$?" Enter
 
 wait_for " running " 90
 wait_for "env 0/64"
