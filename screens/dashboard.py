@@ -126,6 +126,11 @@ class DashboardScreen(Screen):
         if store.state != self._last_state:
             self._last_state = store.state
             self.refresh_bindings()  # the footer's pause/resume label follows the state
+            if not self.app.app_focus:
+                # Textual's Footer skips binding updates while the terminal reports the app
+                # unfocused (another window, a detached tmux): refresh it anyway.
+                for footer in self.query(Footer):
+                    footer.call_later(footer.recompose)  # in its own context (data binds)
 
     def refresh_plots(self) -> None:
         store = self.store

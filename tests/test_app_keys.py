@@ -77,3 +77,19 @@ async def test_command_palette_offers_the_dashboard_actions():
         titles = {command.title for command in app.get_system_commands(app.screen)}
     assert {"Pause training", "Resume training", "Checkpoint now", "Stop run",
             "Hyperparameters", "Render view", "Detach"} <= titles
+
+
+async def test_footer_follows_the_state_even_when_the_terminal_reports_no_focus():
+    from app_fakes import telemetry
+
+    def footer_text(app) -> str:
+        return "\n".join(s.text for s in app.screen._compositor.render_strips()).splitlines()[-1]
+
+    app = OfflineApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause(0.2)
+        assert "Pause" in footer_text(app)
+        app.app_focus = False  # what a terminal's focus-out report sets
+        app.store.ingest(telemetry(41, state="paused"))
+        await pilot.pause(1.3)  # one panel refresh
+        assert "Resume" in footer_text(app)
