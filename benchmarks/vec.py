@@ -39,8 +39,8 @@ def add_arguments(p):
     p.add_argument("--repeat", type=int, default=1, help="runs per setting, best kept (default 1)")
     p.add_argument("--workload", action="append",
                    help="only these workloads (repeatable): squared, cartpole, delay")
-    p.add_argument("--squared-envs", type=int, default=16384,
-                   help="total squared envs (default 16384)")
+    p.add_argument("--squared-envs", type=int, default=65536,
+                   help="total squared envs (default 65536)")
     p.add_argument("--cartpole-envs", type=int, default=64,
                    help="total CartPole-v1 envs (default 64)")
     p.add_argument("--delay-envs", type=int, default=2,
