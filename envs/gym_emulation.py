@@ -80,8 +80,8 @@ class GymnasiumPufferEnv(PufferEnv):
             raise
         self.seed = int(seed)
         self.log_interval = int(log_interval)
-        self._episode_return = np.zeros(num_envs, np.float64)
-        self._episode_length = np.zeros(num_envs, np.int64)
+        self._episode_return = [0.0] * num_envs
+        self._episode_length = [0] * num_envs
         self._log = dict.fromkeys((*LOG_FIELDS, "n"), 0.0)
         self._steps_since_log = 0
         self._reset_done = False
@@ -100,8 +100,8 @@ class GymnasiumPufferEnv(PufferEnv):
         self.terminals[:] = False
         self.truncations[:] = False
         self.masks[:] = True
-        self._episode_return[:] = 0
-        self._episode_length[:] = 0
+        self._episode_return = [0.0] * self.num_envs
+        self._episode_length = [0] * self.num_envs
         self._log = dict.fromkeys(self._log, 0.0)
         self._steps_since_log = 0
         self._reset_done = True
@@ -112,22 +112,35 @@ class GymnasiumPufferEnv(PufferEnv):
             raise RuntimeError(f"{self.name}: call reset() before step()")
         self.write_actions(actions)
         self._check_action_ranges()
+        # Per-env work stays in plain Python objects and the buffers are written once per
+        # call: numpy scalar reads/writes inside this loop cost as much as CartPole's physics.
         discrete = self._discrete
+        actions = self.actions.tolist() if discrete is not None else self.actions
+        flatten = None if self.observation_layout.passthrough else self.observation_layout.flatten
+        observations = self.observations
+        returns, lengths = self._episode_return, self._episode_length
+        rewards, terminals, truncations = [], [], []
         for i, env in enumerate(self.envs):
             if discrete is not None:
-                action = discrete[0](int(self.actions[i]) + discrete[1])
+                action = discrete[0](actions[i] + discrete[1])
             else:
-                action = self.action_layout.unflatten(self.actions[i])
+                action = self.action_layout.unflatten(actions[i])
             observation, reward, terminated, truncated, info = env.step(action)
-            self.rewards[i] = reward
-            self.terminals[i] = terminated
-            self.truncations[i] = truncated
-            self._episode_return[i] += float(reward)
-            self._episode_length[i] += 1
+            rewards.append(reward)
+            terminals.append(terminated)
+            truncations.append(truncated)
+            returns[i] += reward
+            lengths[i] += 1
             if terminated or truncated:
                 self._end_episode(i, info)
                 observation, _ = env.reset()
-            self.observation_layout.flatten(observation, out=self.observations[i])
+            if flatten is None:
+                observations[i] = observation
+            else:
+                flatten(observation, out=observations[i])
+        self.rewards[:] = rewards
+        self.terminals[:] = terminals
+        self.truncations[:] = truncations
         infos = []
         self._steps_since_log += 1
         if self._steps_since_log >= self.log_interval:
