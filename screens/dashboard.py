@@ -125,12 +125,19 @@ class DashboardScreen(Screen):
         self.query_one(EventLog).show(list(store.events), store.events_seen)
         if store.state != self._last_state:
             self._last_state = store.state
-            self.refresh_bindings()  # the footer's pause/resume label follows the state
-            if not self.app.app_focus:
-                # Textual's Footer skips binding updates while the terminal reports the app
-                # unfocused (another window, a detached tmux): refresh it anyway.
-                for footer in self.query(Footer):
-                    footer.call_later(footer.recompose)  # in its own context (data binds)
+            # The footer's pause/resume label follows the state. Footer updates are async
+            # recomposes that can overlap and leave an older label, so sync again a moment
+            # later, once any recompose in flight is done.
+            self._sync_footer()
+            self.set_timer(0.6, self._sync_footer)
+
+    def _sync_footer(self) -> None:
+        self.refresh_bindings()
+        if not self.app.app_focus:
+            # Textual's Footer ignores binding updates while the terminal reports the app
+            # unfocused (another window, a detached tmux): ask it directly, in its context.
+            for footer in self.query(Footer):
+                footer.call_later(footer.recompose)
 
     def refresh_plots(self) -> None:
         store = self.store

@@ -48,6 +48,18 @@ wait_for() {
 }
 
 key() { tmux send-keys -t "$SESSION" "$@"; sleep 0.3; }
+
+# run_cmd COMMAND: on a cleared screen, so an exit marker left by the previous command cannot
+# be mistaken for this one's
+run_cmd() {
+    tmux send-keys -t "$SESSION" "clear" Enter
+    local start=$SECONDS
+    while screen | grep -q "E2E-EXIT-[0-9]"; do
+        (( SECONDS - start > 10 )) && { echo "FAIL: the screen did not clear" >&2; exit 1; }
+        sleep 0.1
+    done
+    tmux send-keys -t "$SESSION" "$1; echo E2E-EXIT-\$?" Enter
+}
 type_text() {  # one character at a time, as a person types
     local text=$1 i
     for (( i = 0; i < ${#text}; i++ )); do tmux send-keys -t "$SESSION" -l "${text:i:1}"; sleep 0.05; done
@@ -56,14 +68,14 @@ type_text() {  # one character at a time, as a person types
 tmux new-session -d -s "$SESSION" -x 120 -y 40
 
 # The bare command opens the launcher: envs with their spaces, the preset, recent runs.
-tmux send-keys -t "$SESSION" "clear; PUFFER_TUI_RUNS=$RUNS $CMD; echo E2E-EXIT-\$?" Enter
+run_cmd "PUFFER_TUI_RUNS=$RUNS $CMD"
 wait_for "obs Box(121,) uint8  act Discrete(5)" 60
 wait_for "env.num_targets"
 wait_for "no runs yet"
 key q
 wait_for "E2E-EXIT-0"
 
-tmux send-keys -t "$SESSION" "clear; $CMD train squared --runs-dir $RUNS $TINY; echo E2E-EXIT-\$?" Enter
+run_cmd "$CMD train squared --runs-dir $RUNS $TINY"
 
 wait_for " running " 90
 wait_for "env 0/64"
@@ -98,7 +110,7 @@ key d
 wait_for "Reattach with: puffer-tui attach"
 wait_for "E2E-EXIT-0"
 
-tmux send-keys -t "$SESSION" "clear; $CMD attach --runs-dir $RUNS; echo E2E-EXIT-\$?" Enter
+run_cmd "$CMD attach --runs-dir $RUNS"
 wait_for " running " 60
 wait_for "connected to engine"
 
@@ -109,7 +121,7 @@ kill -9 "$app_pid"
 sleep 1
 tmux respawn-pane -k -t "$SESSION"   # a fresh shell: the killed app could not restore the tty
 sleep 0.5
-tmux send-keys -t "$SESSION" "$CMD attach --runs-dir $RUNS; echo E2E-EXIT-\$?" Enter
+run_cmd "$CMD attach --runs-dir $RUNS"
 wait_for " running " 60
 wait_for "connected to engine"
 echo "ok: the engine outlived a killed app"
