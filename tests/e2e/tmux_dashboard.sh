@@ -5,7 +5,11 @@
 # Usage: tests/e2e/tmux_dashboard.sh   (PUFFER_TUI_CMD overrides the command, default puffer-tui)
 set -euo pipefail
 
-CMD=${PUFFER_TUI_CMD:-$(command -v puffer-tui)}  # absolute: the pane's login shell resets PATH
+CMD=${PUFFER_TUI_CMD:-$(command -v puffer-tui || true)}  # absolute: the pane's login shell resets PATH
+if [ -z "$CMD" ]; then
+    echo "FAIL: puffer-tui is not on PATH (activate the virtualenv, or set PUFFER_TUI_CMD)" >&2
+    exit 2
+fi
 WORK=$(mktemp -d)
 RUNS="$WORK/runs"
 SESSION="puffer-e2e-$$"
