@@ -89,6 +89,7 @@ class PufferApp(App):
         from puffer_tui.engine.run_dir import socket_path
 
         if launch:
+            self._wait_for_previous_engine(run_dir)
             try:
                 self.engine_handle = launch_engine(run_dir, resume=resume)
             except EngineStartError as e:
@@ -107,6 +108,16 @@ class PufferApp(App):
             self.call_from_thread(self._link_lost, str(e))
             return
         self.call_from_thread(self._linked, client, client.hello)
+
+    @staticmethod
+    def _wait_for_previous_engine(run_dir: Path, timeout: float = 20.0) -> None:
+        """A crashed engine may still be shutting down (closing workers, its socket): a new
+        one started now would find the run taken. Wait for the old process to be gone."""
+        from puffer_tui.engine.run_dir import engine_alive, read_status
+
+        deadline = time.monotonic() + timeout
+        while engine_alive(read_status(run_dir)) and time.monotonic() < deadline:
+            time.sleep(0.1)
 
     @staticmethod
     def _engine_finished(run_dir: Path) -> bool:
