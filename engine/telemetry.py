@@ -35,7 +35,9 @@ class Telemetry:
         step = int(progress.get("global_step", row.get("global_step", 0)) or 0)
         sps = float(progress.get("sps", row.get("sps", 0.0)) or 0.0)
         state = engine.commands.state
-        eta = (total - step) / sps if sps > 0 and state in ("running", "paused") else None
+        if state != "running":
+            sps = 0.0  # "SPS now": nothing is stepping while paused, stopping or finished
+        eta = (total - step) / sps if sps > 0 else None
         live_config = getattr(trainer, "config", None) or config
         return {
             "time": time.time(),

@@ -211,6 +211,9 @@ class Trainer:
     def _safe_point(self) -> None:
         if self.safe_point is None:
             return
+        if self.progress["global_step"] != self.global_step:
+            # the engine may pause here: let telemetry show the step it paused at
+            self.progress = {**self.progress, "global_step": self.global_step}
         start = time.perf_counter()
         try:
             self.safe_point()
