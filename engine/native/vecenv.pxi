@@ -1,7 +1,7 @@
 # The generic Cython driver shared by every native environment.
 #
 # An env's binding.pyx declares, from its C header, the struct `Env` (with at least the
-# contract fields below), its `Log`, and c_init/c_reset/c_step/c_frame/c_close, defines
+# contract fields below) and its `Log`, defines
 # `cdef int configure(Env* env, dict settings) except -1` to copy settings into a fresh
 # struct, and then does `include "vecenv.pxi"`. This file adds the `Binding` class that owns
 # N env structs pointing into caller-owned numpy buffers and steps them all in one call with
@@ -17,6 +17,15 @@ cdef extern from "puffer_env.h":
     void puffer_log_average(float* log, int nfields) nogil
     int64_t puffer_check_discrete(const int32_t* actions, int64_t n, const int32_t* nvec, int k) nogil
     int64_t puffer_check_finite(const float* actions, int64_t n) nogil
+
+
+# The five functions of the contract, from the env header the binding already included.
+cdef extern from *:
+    void c_init(Env* env) nogil
+    void c_reset(Env* env) nogil
+    void c_step(Env* env) nogil
+    void c_frame(Env* env, unsigned char* tiles) nogil
+    void c_close(Env* env) nogil
 
 
 cdef inline char* _data(object array):

@@ -22,11 +22,6 @@ cdef extern from "cartpole.h":
         uint64_t rng
         int max_steps
 
-    void c_init(Env* env) nogil
-    void c_reset(Env* env) nogil
-    void c_step(Env* env) nogil
-    void c_frame(Env* env, unsigned char* tiles) nogil
-    void c_close(Env* env) nogil
 
 
 cdef int configure(Env* env, dict settings) except -1:

@@ -52,11 +52,6 @@ cdef extern from "cpr.h":
         int tick
         int64_t spawn_work
 
-    void c_init(Env* env) nogil
-    void c_reset(Env* env) nogil
-    void c_step(Env* env) nogil
-    void c_frame(Env* env, unsigned char* tiles) nogil
-    void c_close(Env* env) nogil
     void cpr_load(Env* env, const unsigned char* tiles) nogil
 
 

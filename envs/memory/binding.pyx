@@ -21,11 +21,6 @@ cdef extern from "memory.h":
         int length
         int delay
 
-    void c_init(Env* env) nogil
-    void c_reset(Env* env) nogil
-    void c_step(Env* env) nogil
-    void c_frame(Env* env, unsigned char* tiles) nogil
-    void c_close(Env* env) nogil
 
 
 cdef int configure(Env* env, dict settings) except -1:

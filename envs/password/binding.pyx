@@ -22,11 +22,6 @@ cdef extern from "password.h":
         int length
         uint64_t password_seed
 
-    void c_init(Env* env) nogil
-    void c_reset(Env* env) nogil
-    void c_step(Env* env) nogil
-    void c_frame(Env* env, unsigned char* tiles) nogil
-    void c_close(Env* env) nogil
     uint32_t pw_make_password(uint64_t seed, int length) nogil
 
 

@@ -34,11 +34,6 @@ cdef extern from "snake.h":
         float death_reward
         float corpse_rate
 
-    void c_init(Env* env) nogil
-    void c_reset(Env* env) nogil
-    void c_step(Env* env) nogil
-    void c_frame(Env* env, unsigned char* tiles) nogil
-    void c_close(Env* env) nogil
 
 
 cdef int configure(Env* env, dict settings) except -1:
