@@ -377,4 +377,4 @@ def run_app(run_dir: str | Path | None = None, attach: bool = False,
     app.run()
     if app.exit_message:
         print(app.exit_message)
-    return 0
+    return app.return_code or 0  # Textual sets 1 when the app died of an exception

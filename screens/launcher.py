@@ -90,7 +90,7 @@ class LauncherScreen(Screen):
                 yield Vertical(id="form-holder")
         yield Footer()
 
-    def on_mount(self) -> None:
+    async def on_mount(self) -> None:
         envs = self.query_one("#envs", OptionList)
         envs.border_title = "environments"
         runs = self.query_one("#runs", OptionList)
@@ -98,7 +98,7 @@ class LauncherScreen(Screen):
         self.query_one("#right").border_title = "preset and overrides"
         self._load_envs()
         self._load_runs()
-        self._show_env(self.env_name)
+        await self._show_env(self.env_name)
         envs.focus()
 
     @work(thread=True, group="launcher")
@@ -144,9 +144,9 @@ class LauncherScreen(Screen):
             runs.add_option(Option(text, id=str(info.path)))
         self._run_states = {str(i.path): i.state for i in infos}
 
-    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+    async def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         if event.option_list.id == "envs" and event.option.id != self.env_name:
-            self._show_env(event.option.id)
+            await self._show_env(event.option.id)
 
     def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "envs":
@@ -158,7 +158,7 @@ class LauncherScreen(Screen):
             else:
                 self.app.resume_run(path)
 
-    def _show_env(self, name: str) -> None:
+    async def _show_env(self, name: str) -> None:
         self.env_name = name
         try:
             config = load_config(name)
@@ -167,9 +167,11 @@ class LauncherScreen(Screen):
             return
         preset = {f"{section}.{k}": v for section, values in config.as_dict().items()
                   if isinstance(values, dict) for k, v in values.items()}
+        # Await the old form's removal before mounting the new one: both have the id "form",
+        # and this handler runs to completion before the next highlight is handled.
         holder = self.query_one("#form-holder")
-        holder.remove_children()
-        holder.mount(OverrideForm(schema(name), preset, id="form"))
+        await holder.remove_children()
+        await holder.mount(OverrideForm(schema(name), preset, env_name=name, id="form"))
         self.query_one("#chosen", Static).update(Text(f"env: {name}", style="bold"))
 
     def on_input_submitted(self) -> None:

@@ -80,3 +80,52 @@ async def test_enter_starts_a_run_from_the_launcher(tmp_path):
     finally:
         if run_dir is not None:
             shut_down(run_dir, app.engine_handle)
+
+
+async def test_moving_through_every_env_and_starting_a_non_default_one(tmp_path):
+    """Down through the whole env list rebuilds the preset form each time (no DuplicateIds),
+    and the env picked last, not squared, is the one that trains."""
+    from puffer_tui.envs import ENV_NAMES
+
+    app = LauncherApp(tmp_path)
+    run_dir = None
+    try:
+        async with app.run_test(size=(80, 24)) as pilot:
+            await until(pilot, lambda: "Discrete(5)" in screen_text(app), "the env list")
+            for name in ENV_NAMES[1:]:
+                await pilot.press("down")
+                await until(pilot, lambda name=name: app.screen.env_name == name
+                            and len(app.screen.query(OverrideForm)) == 1
+                            and app.screen.query_one(OverrideForm).env_name == name,
+                            f"the preset of {name}")
+            assert app.return_code is None, "the app crashed while switching envs"
+            await pilot.press("up")  # back to one that trains quickly on 64 envs
+            await until(pilot, lambda: app.screen.query_one(OverrideForm).env_name
+                        == ENV_NAMES[-2], "the previous preset")
+            name = ENV_NAMES[-2]
+            for key, value in TINY.items():
+                set_field(app, key, value)
+            await pilot.press("enter")  # Enter on the env list starts it
+            await until(pilot, lambda: isinstance(app.screen, DashboardScreen), "the dashboard")
+            run_dir = app.run_dir
+            await until(pilot, lambda: app.store.hello.get("env") == name, "the engine's hello")
+            assert [started for started, _ in app.started] == [name]
+            saved = cfg.load(run_dir / rd.CONFIG_FILE)
+            assert saved.env_name == name and saved.vec.num_envs == 64
+    finally:
+        if run_dir is not None:
+            shut_down(run_dir, app.engine_handle)
+
+
+def test_the_app_exits_non_zero_when_it_crashes(monkeypatch):
+    """An exception inside the app is a failure for the shell too (it used to exit 0)."""
+    from puffer_tui.app import app as app_module
+
+    def crash(self):
+        raise RuntimeError("a bug in a screen")
+
+    real_run = app_module.PufferApp.run
+    monkeypatch.setattr(app_module.PufferApp, "show_first_screen", crash)
+    monkeypatch.setattr(app_module.PufferApp, "run",
+                        lambda self, **kw: real_run(self, headless=True, **kw))
+    assert app_module.run_app() == 1

@@ -65,8 +65,9 @@ class OverrideForm(VerticalScroll):
     OverrideForm #form-error { color: $error; height: auto; }
     """
 
-    def __init__(self, specs: list[FieldSpec], preset: dict, **kwargs):
+    def __init__(self, specs: list[FieldSpec], preset: dict, env_name: str = "", **kwargs):
         super().__init__(**kwargs)
+        self.env_name = env_name
         self.specs = specs
         self.preset = preset  # "section.name" -> value
 
