@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import sys
 
@@ -16,12 +17,25 @@ COMMANDS = {
     "attach": "Opens the dashboard of a running engine (the latest if RUN is omitted)",
 }
 
+ENV_FLAG = "--env."
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed_version
+
+    try:
+        return installed_version("puffer-tui")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "unknown (not installed)"
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="puffer-tui",
         description="Train reinforcement-learning agents fast and steer them from your terminal.",
     )
+    parser.add_argument("--version", action="version", version=f"puffer-tui {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, help_text in COMMANDS.items():
         module = importlib.import_module(f"puffer_tui.app.commands.{name}")
@@ -29,14 +43,68 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def split_env_settings(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(argv without them, the `--env.NAME V` / `--env.NAME=V` tokens), wherever they stand:
+    argparse alone would hand V to the ENV positional (`train --env.size 9 squared`)."""
+    rest, settings = [], []
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":  # everything after it is positional
+            rest += argv[i:]
+            break
+        if token.startswith(ENV_FLAG):
+            settings.append(token)
+            if "=" not in token and i + 1 < len(argv):
+                i += 1
+                settings.append(argv[i])
+        else:
+            rest.append(token)
+        i += 1
+    return rest, settings
+
+
+def closest_flag(typed: str, flags: list[str]) -> str | None:
+    """The known flag nearest to a misspelled one (dashes and underscores alike), if any is."""
+    def norm(flag: str) -> str:
+        return flag.lstrip("-").replace("_", "-").lower()
+
+    by_norm = {norm(f): f for f in flags}
+    match = difflib.get_close_matches(norm(typed.partition("=")[0]), list(by_norm), n=1,
+                                      cutoff=0.75)
+    return by_norm[match[0]] if match else None
+
+
+def unknown_argument_message(token: str, flags: list[str]) -> str:
+    suggestion = closest_flag(token, flags) if token.startswith("-") else None
+    hint = f"; did you mean {suggestion}?" if suggestion else ""
+    return f"unrecognized argument {token!r}{hint}"
+
+
+def _option_strings(parser: argparse.ArgumentParser, command: str | None) -> list[str]:
+    if command is not None:
+        for action in parser._subparsers._group_actions:  # the subcommand's own parser
+            parser = action.choices.get(command, parser)
+    return [s for s in parser._option_string_actions if s.startswith("--")]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     parser = build_parser()
-    # Commands that take free-form settings (--env.NAME V) get the unparsed rest as args.extra.
+    argv, env_settings = split_env_settings(argv)
     args, extra = parser.parse_known_args(argv)
-    if extra and not getattr(args, "accepts_extra", False):
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
-    args.extra = extra
+    prog = f"puffer-tui {args.command}" if args.command else "puffer-tui"
+    if extra:
+        flags = _option_strings(parser, args.command)
+        if getattr(args, "accepts_extra", False):
+            flags += getattr(args, "extra_flags", lambda: [])()
+        print(f"{prog}: error: {unknown_argument_message(extra[0], flags)}", file=sys.stderr)
+        return 2
+    if env_settings and not getattr(args, "accepts_extra", False):
+        print(f"{prog}: error: {env_settings[0].partition('=')[0]} is only for `puffer-tui "
+              f"train`", file=sys.stderr)
+        return 2
+    args.extra = env_settings
     if args.command is None:
         # No subcommand: the app's launcher (runs under $PUFFER_TUI_RUNS or ./runs).
         from puffer_tui.app.app import run_app

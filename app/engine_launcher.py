@@ -56,8 +56,10 @@ def launch_engine(
     fallback_checkpoint: bool = False,
     timeout: float = 120.0,
     python: str | None = None,
+    on_wait=None,
 ) -> EngineHandle:
-    """Start the engine on a prepared run dir and return once its socket accepts connections."""
+    """Start the engine on a prepared run dir and return once its socket accepts connections.
+    `on_wait(handle, seconds)` is called about once a second while it is not ready yet."""
     run_dir = Path(run_dir).resolve()
     if not rd.is_run_dir(run_dir):
         raise EngineStartError(f"{run_dir} is not a run directory (no {rd.CONFIG_FILE})")
@@ -81,7 +83,7 @@ def launch_engine(
         )
     handle = EngineHandle(run_dir, process)
     try:
-        wait_for_socket(handle, timeout)
+        wait_for_socket(handle, timeout, on_wait)
     except BaseException:
         if process.poll() is None:
             process.terminate()
@@ -94,11 +96,13 @@ def launch_engine(
     return handle
 
 
-def wait_for_socket(handle: EngineHandle, timeout: float) -> None:
+def wait_for_socket(handle: EngineHandle, timeout: float, on_wait=None) -> None:
     """Until this engine has written its status and its socket accepts connections;
     EngineStartError if the engine dies first."""
     path = rd.socket_path(handle.run_dir)
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    deadline = start + timeout
+    next_report = start + 1.0
     while True:
         code = handle.poll()
         if code is not None:
@@ -110,6 +114,9 @@ def wait_for_socket(handle: EngineHandle, timeout: float) -> None:
         if time.monotonic() > deadline:
             raise EngineStartError(f"the engine did not open {path} within {timeout:g} s:\n"
                                    f"{tail(handle.run_dir / rd.ENGINE_OUT_FILE)}")
+        if on_wait is not None and time.monotonic() >= next_report:
+            on_wait(handle, time.monotonic() - start)
+            next_report += 1.0
         time.sleep(0.05)
 
 

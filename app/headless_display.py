@@ -76,6 +76,7 @@ class HeadlessDisplay:
                                 "env": client.hello.get("env", ""),
                                 "run": client.hello.get("run", "")}
         self.errors: list[str] = []
+        self.gave_up = False  # a second Ctrl-C: stopped watching while the engine stops
 
     def run(self) -> str:
         """Show progress until the engine exits; returns its final state."""
@@ -91,6 +92,7 @@ class HeadlessDisplay:
                     if stop_sent:
                         self.console.print("[yellow]not waiting any longer; the engine "
                                            "checkpoints and exits on its own[/]")
+                        self.gave_up = True
                         break
                     stop_sent = True
                     self.console.print("[yellow]Ctrl-C: asking the engine to checkpoint and "

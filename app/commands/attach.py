@@ -22,6 +22,7 @@ def add_parser(sub, name, help_text):
 
 def choose_run(run_name: str | None, runs_dir: str | None):
     """The run to attach to; RunDirError naming why there is none."""
+    from puffer_tui.app.commands.train import resume_advice
     from puffer_tui.engine import run_dir as rd
 
     root = rd.runs_root(runs_dir)
@@ -29,9 +30,8 @@ def choose_run(run_name: str | None, runs_dir: str | None):
         path = rd.find_run(run_name, root)
         state = rd.run_state(path)
         if state not in LIVE:
-            raise rd.RunDirError(
-                f"{path.name} is not training (state: {state}); resume it with "
-                f"`puffer-tui train --resume {path}`")
+            raise rd.RunDirError(f"{path.name} is not training (state: {state}); "
+                                 f"{resume_advice(path)}")
         return path
     runs = rd.list_runs(root)
     for path in reversed(runs):
@@ -39,9 +39,9 @@ def choose_run(run_name: str | None, runs_dir: str | None):
             return path.resolve()
     if not runs:
         raise rd.RunDirError(f"no runs in {root}; start one with `puffer-tui train ENV`")
-    raise rd.RunDirError(
-        f"no run in {root} is training; the latest is {runs[-1].name} "
-        f"({rd.run_state(runs[-1])}); resume it with `puffer-tui train --resume {runs[-1]}`")
+    latest = runs[-1].resolve()
+    raise rd.RunDirError(f"no run in {root} is training; the latest is {latest.name} "
+                         f"({rd.run_state(latest)}): {resume_advice(latest)}")
 
 
 def run(args) -> int:

@@ -9,6 +9,31 @@ def add_parser(sub, name, help_text):
     p.set_defaults(run=run)
 
 
+VARYING_MARK = "*"
+
+
+def _num(x: float) -> str:
+    return f"{x:.3g}".replace("e+0", "e").replace("e+", "e")
+
+
+def space_text(space) -> str:
+    """A space in one short line (`uint8[121] 0..2`): a Box's bounds as one range, not as
+    numpy arrays; a `*` marks bounds that differ per element (the widest are shown)."""
+    import numpy as np
+    from gymnasium import spaces
+
+    if isinstance(space, spaces.Box):
+        low, high = np.asarray(space.low), np.asarray(space.high)
+        shape = ",".join(map(str, space.shape))
+        if not low.size:
+            return f"{space.dtype}[{shape}]"
+        lo, hi = float(low.min()), float(high.max())
+        varying = not ((low == low.flat[0]).all() and (high == high.flat[0]).all())
+        bounds = f"±{_num(hi)}" if lo == -hi else f"{_num(lo)}..{_num(hi)}"
+        return f"{space.dtype}[{shape}] {bounds}{VARYING_MARK if varying else ''}"
+    return str(space)
+
+
 def describe(name: str) -> dict:
     from puffer_tui.envs import env_class
 
@@ -25,6 +50,13 @@ def describe(name: str) -> dict:
     }
 
 
+def _layout(name: str):
+    from puffer_tui.envs import env_class
+
+    cls = env_class(name)
+    return cls.layout(cls.resolve({}))
+
+
 def run(args) -> int:
     import json
 
@@ -38,12 +70,17 @@ def run(args) -> int:
         print(json.dumps({"envs": rows}, indent=2))
         return 0
     table = Table(title="puffer-tui environments")
-    for col in ("env", "observation space", "action space", "agents", "description"):
-        table.add_column(col)
-    for r in rows:
+    table.add_column("env", no_wrap=True)
+    table.add_column("observation space", no_wrap=True)
+    table.add_column("action space", no_wrap=True)
+    table.add_column("agents", justify="right")
+    table.add_column("description", ratio=1)
+    for name, r in zip(ENV_NAMES, rows):
+        layout = _layout(name)
         table.add_row(
-            r["name"], r["observation_space"], r["action_space"], str(r["agents_per_env"]),
-            r["description"],
+            r["name"], space_text(layout.observation_space), space_text(layout.action_space),
+            str(r["agents_per_env"]), r["description"],
         )
+    table.caption = f"{VARYING_MARK} bounds differ per element, the widest shown (--json: all)"
     Console().print(table)
     return 0

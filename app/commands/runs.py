@@ -21,12 +21,20 @@ def _age(path) -> str:
     return f"{seconds:.0f}s ago"
 
 
+def short_count(n: int) -> str:
+    """8192 -> 8.19k, 20_000_000 -> 20M: steps that fit an 80-column table."""
+    for unit, size in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
+        if n >= size:
+            return f"{n / size:.3g}{unit}"
+    return str(n)
+
+
 def _describe_checkpoint(path) -> str:
     from puffer_tui.engine.checkpoint import parse_name
 
     try:
         step, epoch = parse_name(path.name)
-        return f"step {step:,} ({_age(path)})"
+        return f"{short_count(step)}, {_age(path)}"
     except (ValueError, OSError):  # a foreign name, or deleted meanwhile
         return path.name
 
@@ -52,23 +60,27 @@ def run(args) -> int:
 
     console = Console()
     if not infos:
-        console.print(f"no runs in {root} (start one with `puffer-tui train ENV`)")
+        console.print(f"no runs in {root.resolve()} yet; start one with `puffer-tui train ENV`",
+                      highlight=False, markup=False)
         return 0
+    from rich.text import Text
+
     styles = {"running": "green", "paused": "yellow", "finished": "cyan", "error": "red"}
-    table = Table(title=f"runs in {root}")
-    table.add_column("run", no_wrap=True)
-    for col in ("env", "status", "steps", "best score", "last checkpoint"):
-        table.add_column(col, justify="right" if col in ("steps", "best score") else "left")
+    console.print(f"runs directory: {root.resolve()}", highlight=False, markup=False)
+    table = Table()
+    table.add_column("run", overflow="fold", ratio=1)  # the only column that may wrap
+    for col in ("env", "status", "steps", "best", "checkpoint"):
+        table.add_column(col, no_wrap=True, justify="right" if col in ("steps", "best") else "left")
     for i in infos:
-        steps = "-" if i.global_step is None else f"{i.global_step:,}"
+        steps = "-" if i.global_step is None else short_count(i.global_step)
         if i.total_timesteps:
-            steps += f" / {i.total_timesteps:,}"
+            steps += f"/{short_count(i.total_timesteps)}"
         best = "-" if i.best_score is None else f"{i.best_score:.3f}"
         checkpoint = _describe_checkpoint(i.last_checkpoint) if i.last_checkpoint else "-"
-        status = f"[{styles.get(i.state, 'white')}]{i.state}[/]"
-        table.add_row(i.name, i.env, status, steps, best, checkpoint)
+        status = Text(i.state, style=styles.get(i.state, "white"))
+        table.add_row(Text(i.name), Text(i.env), status, steps, best, checkpoint)
     console.print(table)
     for i in infos:
-        if i.detail:
-            console.print(f"[red]{i.name}[/]: {i.detail}")
+        if i.detail:  # engine error text: printed as is, never read as markup
+            console.print(Text.assemble((i.name, "red"), ": ", i.detail))
     return 0

@@ -15,24 +15,29 @@ RESUME_CHANGEABLE = ("train.total_timesteps",)  # besides the live fields
 
 
 class _HelpWithEnvSettings(argparse.Action):
-    """-h/--help that also lists every env's settings (computed only when asked: it imports
-    every env)."""
+    """-h/--help that also lists every env's settings under the one "env settings" heading
+    (computed only when asked: it imports every env)."""
 
     def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
                  help=None):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        parser.epilog = env_settings_help()
+        for group in parser._action_groups:
+            if group.title == ENV_SETTINGS_TITLE:
+                group.description = env_settings_help()
         parser.print_help()
         parser.exit()
+
+
+ENV_SETTINGS_TITLE = "env settings"
 
 
 def env_settings_help() -> str:
     from puffer_tui.engine.config import env_specs
     from puffer_tui.envs import ENV_NAMES
 
-    lines = ["env settings (--env.NAME V, for the chosen ENV; the preset may change defaults):"]
+    lines = ["--env.NAME V, for the chosen ENV (its preset may change the defaults):"]
     for name in ENV_NAMES:
         try:
             specs = env_specs(name)
@@ -44,6 +49,20 @@ def env_settings_help() -> str:
             flag = f"--env.{s.name.replace('_', '-')}"
             lines.append(f"    {flag:<24} {s.help} (default {s.default}; {s.bounds_text()})")
     return "\n".join(lines)
+
+
+def env_flags(env_name: str | None = None) -> list[str]:
+    """`--env.*` flags of one env, or of every env (for spelling suggestions)."""
+    from puffer_tui.engine.config import env_specs
+    from puffer_tui.envs import ENV_NAMES
+
+    flags = []
+    for name in [env_name] if env_name in ENV_NAMES else ENV_NAMES:
+        try:
+            flags += [s.flag for s in env_specs(name)]
+        except Exception:  # an env that fails to load offers no suggestions
+            continue
+    return sorted(set(flags))
 
 
 def add_parser(sub, name, help_text):
@@ -63,7 +82,7 @@ def add_parser(sub, name, help_text):
     p.add_argument("--runs-dir", metavar="D",
                    help="where runs are created (default $PUFFER_TUI_RUNS or ./runs)")
     add_arguments(p)
-    p.set_defaults(run=run, accepts_extra=True)
+    p.set_defaults(run=run, accepts_extra=True, extra_flags=env_flags)
 
 
 def _fail(message: str) -> int:
@@ -73,40 +92,127 @@ def _fail(message: str) -> int:
 
 def check_flags(overrides: dict, env_name: str) -> None:
     """Each override alone against its field, so the error names the flag as it was typed."""
+    from puffer_tui.app.cli import closest_flag
     from puffer_tui.engine import config as cfg
 
     for key, value in overrides.items():
-        spec = cfg.spec_for(key, env_name)
+        try:
+            spec = cfg.spec_for(key, env_name)
+        except cfg.ConfigError as e:
+            flags = [s.flag for s in cfg.schema(env_name)]
+            typed = "--" + key.replace("_", "-")
+            suggestion = closest_flag(typed, flags)
+            hint = f"; did you mean {suggestion}?" if suggestion else ""
+            raise cfg.ConfigError(f"{e}{hint}") from None
         try:
             spec.coerce(value)
         except cfg.ConfigError as e:
             raise cfg.ConfigError(f"{spec.flag} {value}: {e}") from None
 
 
-def prepare_run(args):
-    """(run_dir, resuming) with config.toml written; raises ConfigError / RunDirError."""
+def check_device(config) -> None:
+    """A CUDA run on a machine whose torch sees no GPU fails here, before a run dir exists."""
+    from puffer_tui.engine.config import ConfigError
+
+    if config.train.device != "cuda":
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
+        raise ConfigError(f"--train.device cuda: torch {torch.__version__} ({build}) sees no "
+                          f"CUDA device here; use --train.device auto or cpu")
+
+
+def plan_resume(args, overrides: dict, root):
+    """(run_dir, config to write or None): every reason to refuse the resume is found here,
+    before anything is written or started."""
     from pathlib import Path
 
+    from puffer_tui.app.engine_launcher import engine_running
+    from puffer_tui.engine import checkpoint as ckpt
+    from puffer_tui.engine import config as cfg
+    from puffer_tui.engine import run_dir as rd
+
+    run_dir = rd.find_run(args.resume, root)
+    config = cfg.load(Path(run_dir) / rd.CONFIG_FILE)
+    if args.env and args.env != config.env_name:
+        raise cfg.ConfigError(f"{run_dir.name} trains {config.env_name}, not {args.env}")
+    changed = None
+    if overrides:
+        check_flags(overrides, config.env_name)
+        for key in overrides:
+            spec = cfg.spec_for(key, config.env_name)
+            if not spec.live and spec.key not in RESUME_CHANGEABLE:
+                raise cfg.ConfigError(
+                    f"{spec.key} cannot change when resuming (the checkpoint depends on it); "
+                    f"only live fields and {', '.join(RESUME_CHANGEABLE)} can")
+        changed = config = cfg.apply(config, overrides)
+    if engine_running(run_dir):
+        pid = rd.read_status(run_dir).get("pid", "?")
+        raise rd.RunDirError(f"{run_dir.name} is still training (engine pid {pid}); watch it "
+                             f"with `puffer-tui attach {run_dir}`")
+    latest = ckpt.latest_checkpoint(run_dir)
+    if latest is None:
+        raise ckpt.CheckpointError(
+            f"{run_dir.name} has no checkpoint to resume from (none in "
+            f"{ckpt.checkpoint_dir(run_dir)}: it ended before its first one); start a new run "
+            f"with `puffer-tui train {config.env_name}`")
+    check_device(config)
+    step = _checkpoint_step(latest)
+    if step is not None and step >= config.train.total_timesteps:
+        raise cfg.ConfigError(
+            f"{run_dir.name} already trained {step:,} of its {config.train.total_timesteps:,} "
+            f"steps; to train on, raise the budget: `{extend_command(run_dir, step)}`")
+    return run_dir, changed
+
+
+def _checkpoint_step(path) -> int | None:
+    from puffer_tui.engine.checkpoint import parse_name
+
+    try:
+        return parse_name(path.name)[0]
+    except ValueError:
+        return None
+
+
+def extend_command(run_dir, step: int) -> str:
+    """The command that trains a finished run on to twice the steps it has."""
+    return f"puffer-tui train --resume {run_dir} --train.total-timesteps {2 * max(step, 1)}"
+
+
+def resume_advice(run_dir) -> str:
+    """What to type to continue a run that is not training: resume, extend, or start anew."""
+    from puffer_tui.engine import checkpoint as ckpt
+    from puffer_tui.engine import run_dir as rd
+    from puffer_tui.engine.config import ConfigError, load
+
+    latest = ckpt.latest_checkpoint(run_dir)
+    if latest is None:
+        env = rd.run_info(run_dir).env
+        return f"it has no checkpoint to resume from; start a new run with `puffer-tui train {env}`"
+    step = _checkpoint_step(latest)
+    try:
+        total = load(run_dir / rd.CONFIG_FILE).train.total_timesteps
+    except (ConfigError, OSError):
+        total = rd.run_info(run_dir).total_timesteps
+    if step is not None and total and step >= total:
+        return f"it trained all its {total:,} steps; train it on with `{extend_command(run_dir, step)}`"
+    return f"resume it with `puffer-tui train --resume {run_dir}`"
+
+
+def prepare_run(args):
+    """(run_dir, resuming) with config.toml written; raises ConfigError / RunDirError /
+    CheckpointError before writing anything."""
     from puffer_tui.engine import config as cfg
     from puffer_tui.engine import run_dir as rd
 
     overrides = cfg.overrides_from_args(args, getattr(args, "extra", []) or [])
     root = rd.runs_root(args.runs_dir)
     if args.resume:
-        run_dir = rd.find_run(args.resume, root)
-        config = cfg.load(Path(run_dir) / rd.CONFIG_FILE)
-        if args.env and args.env != config.env_name:
-            raise cfg.ConfigError(f"{run_dir.name} trains {config.env_name}, not {args.env}")
-        if overrides:
-            check_flags(overrides, config.env_name)
-            for key in overrides:
-                spec = cfg.spec_for(key, config.env_name)
-                if not spec.live and spec.key not in RESUME_CHANGEABLE:
-                    raise cfg.ConfigError(
-                        f"{spec.key} cannot change when resuming (the checkpoint depends on it); "
-                        f"only live fields and {', '.join(RESUME_CHANGEABLE)} can")
-            config = cfg.apply(config, overrides)
-            cfg.save(config, Path(run_dir) / rd.CONFIG_FILE)
+        run_dir, changed = plan_resume(args, overrides, root)
+        if changed is not None:
+            cfg.save(changed, run_dir / rd.CONFIG_FILE)
         return run_dir, True
     if not args.env:
         raise cfg.ConfigError("name the ENV to train (see `puffer-tui envs`), or --resume RUN_DIR")
@@ -116,6 +222,7 @@ def prepare_run(args):
         raise cfg.ConfigError(f"unknown env {args.env!r}; available: {', '.join(ENV_NAMES)}")
     check_flags(overrides, args.env)
     config = cfg.load_config(args.env, overrides)
+    check_device(config)
     run_dir = rd.create_run_dir(config.env_name, root)
     cfg.save(config, run_dir / rd.CONFIG_FILE)
     return run_dir, False
@@ -138,49 +245,15 @@ def run(args) -> int:
         return _fail(str(e))
     if run_app is not None:
         if resuming:
-            from puffer_tui.app.engine_launcher import launch_engine
+            from puffer_tui.app.engine_launcher import EngineStartError, launch_engine
 
-            launch_engine(run_dir, resume=True, fallback_checkpoint=args.fallback_checkpoint)
+            try:
+                launch_engine(run_dir, resume=True, fallback_checkpoint=args.fallback_checkpoint)
+            except EngineStartError as e:
+                print(f"puffer-tui train: the engine failed to start: {e}", file=sys.stderr)
+                return 1
             return int(run_app(run_dir=run_dir, attach=True) or 0)
         return int(run_app(run_dir=run_dir, attach=False) or 0)
+    from puffer_tui.app.headless_run import run_headless
+
     return run_headless(run_dir, resuming, args.fallback_checkpoint)
-
-
-def run_headless(run_dir, resume: bool, fallback: bool) -> int:
-    from rich.console import Console
-
-    from puffer_tui.app.engine_client import EngineClient
-    from puffer_tui.app.engine_launcher import EngineStartError, launch_engine
-    from puffer_tui.app.headless_display import HeadlessDisplay
-    from puffer_tui.engine import run_dir as rd
-
-    console = Console()
-    console.print(f"run directory: {run_dir}")
-    try:
-        handle = launch_engine(run_dir, resume=resume, fallback_checkpoint=fallback)
-        client = EngineClient.connect(run_dir)
-    except EngineStartError as e:
-        console.print(f"[bold red]the engine failed to start[/]\n{e}", markup=True)
-        return 1
-    display = HeadlessDisplay(client, run_dir, console)
-    try:
-        state = display.run()
-    finally:
-        client.close()
-    if state in rd.FINAL_STATES:
-        try:
-            handle.wait(30)  # reap it; it exits right after closing the socket
-        except Exception:
-            pass
-    info = rd.run_info(run_dir)
-    checkpoint = info.last_checkpoint.name if info.last_checkpoint else "none"
-    console.print(f"{state}: {info.global_step or 0:,} steps; last checkpoint {checkpoint}",
-                  highlight=False)
-    if state == "stopped":
-        console.print(f"resume with: puffer-tui train --resume {run_dir} --headless")
-    if state == "error":
-        console.print(f"[bold red]the engine failed[/] (see {run_dir / rd.EVENTS_FILE})")
-        if not display.errors and info.detail:
-            console.print(info.detail, markup=False)
-        return 1
-    return 0 if state in ("finished", "stopped") else 1
