@@ -17,6 +17,7 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
+from puffer_tui.app.run_history import read_events, read_metric_rows
 from puffer_tui.app.system_monitor import SystemMonitor
 from puffer_tui.app.telemetry_store import FINAL_STATES, TelemetryStore
 from puffer_tui.screens.confirm import ChoiceDialog
@@ -107,7 +108,9 @@ class PufferApp(App):
         except EngineClientError as e:
             self.call_from_thread(self._link_lost, str(e))
             return
-        self.call_from_thread(self._linked, client, client.hello)
+        # Read after connecting: whatever happens from now on is pushed (and de-duplicated).
+        history = (read_metric_rows(run_dir), read_events(run_dir))
+        self.call_from_thread(self._linked, client, client.hello, history)
 
     @staticmethod
     def _wait_for_previous_engine(run_dir: Path, timeout: float = 20.0) -> None:
@@ -127,12 +130,13 @@ class PufferApp(App):
         return bool(status) and run_state(run_dir, status) not in (
             "starting", "running", "paused", "stopping")
 
-    def _linked(self, link: EngineClient, hello: dict) -> None:
+    def _linked(self, link: EngineClient, hello: dict, history: tuple = ([], [])) -> None:
         self.link, self.link_state = link, None
         # Stamp arrivals on the reader thread, so silence is measured to the push, not to
         # the next drain tick.
         link.on_push(self._heard)
         self.store.set_hello(hello)
+        self.store.load_history(*history)  # loss curves, stats and events from before
         self.store.touch()
         self.store.add_event("app", f"connected to engine pid {hello.get('pid')} ({hello.get('run')})")
         self.engine_request("render", {"env": self.render_env}, quiet=True)
@@ -152,6 +156,8 @@ class PufferApp(App):
         if link.closed.is_set():
             self._link_lost(link.close_reason or "connection closed")
             return
+        if self.store.state in FINAL_STATES:
+            self._withdraw_live_questions()
         quiet = self.store.silence()
         if quiet > SILENCE_PING_S and time.monotonic() - self._last_ping > SILENCE_PING_S:
             self._last_ping = time.monotonic()
@@ -177,10 +183,29 @@ class PufferApp(App):
         ended = state in FINAL_STATES and state != "error"
         self.link_state = None if ended else "disconnected"
         self.store.add_event("app" if ended else "error", f"engine link closed: {reason}")
+        self._withdraw_live_questions()
+        self._refresh_footers()
         if ended:
             self.notify(f"the run is {state}; q quits", timeout=10)
         elif not self._crash_shown and self.run_dir is not None:
             self._show_crash(reason)
+
+    def can_steer(self) -> bool:
+        """Pause, checkpoint, stop and set mean something only while a live engine listens."""
+        return (self.link_state in (None, "not responding")
+                and self.store.state not in FINAL_STATES)
+
+    def _withdraw_live_questions(self) -> None:
+        """A "stop the run?" left open when the run ends on its own would stop nothing."""
+        screen = self.screen
+        if isinstance(screen, ChoiceDialog) and screen.live_run_only:
+            screen.dismiss(None)
+            self.notify(f"the run is {self.store.state}: nothing left to stop", timeout=10)
+
+    def _refresh_footers(self) -> None:
+        for screen in self.screen_stack:
+            if hasattr(screen, "sync_footer"):
+                screen.sync_footer()
 
     def _show_crash(self, reason: str) -> None:
         from puffer_tui.screens.crash import last_error_text
@@ -257,6 +282,7 @@ class PufferApp(App):
         self.push_screen(ChoiceDialog(
             "Stop training? The engine saves a checkpoint and exits.",
             [("stop", "Stop the run", "error"), ("cancel", "Keep training", "default")],
+            live_run_only=True,
         ), stop)
 
     def confirm_quit(self) -> None:

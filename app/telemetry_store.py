@@ -8,6 +8,7 @@ Textual, which keeps it easy to test and cheap to update from any thread-safe ca
 from __future__ import annotations
 
 import base64
+import bisect
 import math
 import time
 from collections import deque
@@ -15,6 +16,8 @@ from dataclasses import dataclass, field
 
 LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance")
 TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")
+# metrics.jsonl columns that are neither losses nor episode statistics
+ROW_KEYS = {"epoch", "global_step", "sps", "uptime", "learning_rate", *LOSS_KEYS}
 # states after which the engine will not send anything more
 FINAL_STATES = ("finished", "stopped", "error")
 
@@ -52,6 +55,7 @@ class TelemetryStore:
     last_message: float = 0.0  # time.monotonic() of the last line received
     version: int = 0  # bumped on every change so views can skip redraws when nothing moved
     events_seen: int = 0  # total events ever ingested, so a log can append only the new ones
+    events_reordered: int = 0  # bumped when an event lands before others: a log redraws all
     telemetry_seen: int = 0  # telemetry pushes ingested (tests wait for "a few more pushes")
     _last_epoch: int | None = None
 
@@ -88,8 +92,39 @@ class TelemetryStore:
         self.last_message = time.monotonic() if now is None else now
 
     def add_event(self, level: str, text: str, when: float | None = None) -> None:
-        self.events.append(Event(time.time() if when is None else float(when), level, text))
+        """Keep events in time order: the app's own and the engine's clocks interleave."""
+        event = Event(time.time() if when is None else float(when), level, text)
+        if self.events and event.time < self.events[-1].time:
+            if _event_key(event) in {_event_key(e) for e in self.events}:
+                return  # already known (read from events.log, then pushed again)
+            ordered = list(self.events)
+            bisect.insort(ordered, event, key=lambda e: e.time)
+            self.events = deque(ordered, maxlen=self.event_capacity)
+            self.events_reordered += 1
+        else:
+            self.events.append(event)
         self.events_seen += 1
+        self.version += 1
+
+    def load_history(self, rows: list[dict], events: list[Event]) -> None:
+        """What happened before this client connected: metrics.jsonl rows (one per epoch)
+        and events.log entries. Pushed events already here are not repeated."""
+        for row in rows[-self.epoch_capacity:]:
+            epoch = row.get("epoch")
+            if not isinstance(epoch, int) or epoch <= (self._last_epoch or 0):
+                continue
+            self._epoch_row(epoch, row.get("global_step", 0),
+                            {k: row[k] for k in LOSS_KEYS if k in row},
+                            {k: v for k, v in row.items() if k not in ROW_KEYS
+                             and not k.startswith("timing_")})
+        # The file's entries happened first; within one second (the file's resolution) they
+        # stay ahead of what was pushed or said by the app since connecting.
+        from_file = {_event_key(e) for e in events}
+        merged = list(events) + [e for e in self.events if _event_key(e) not in from_file]
+        merged.sort(key=lambda e: int(e.time))
+        self.events = deque(merged, maxlen=self.event_capacity)
+        self.events_seen += len(merged)
+        self.events_reordered += 1
         self.version += 1
 
     def _telemetry(self, t: dict) -> None:
@@ -99,17 +134,20 @@ class TelemetryStore:
         if isinstance(sps, (int, float)) and math.isfinite(sps) and t.get("state") == "running":
             self.sps.append(float(sps))
         epoch = t.get("epoch")
-        if epoch is None or epoch == self._last_epoch or not epoch:
+        if epoch is None or not epoch or epoch <= (self._last_epoch or 0):
             return
+        self._epoch_row(epoch, t.get("global_step", 0), t.get("losses") or {},
+                        t.get("stats") or {})
+
+    def _epoch_row(self, epoch: int, step, losses: dict, stats: dict) -> None:
         # Loss and episode histories grow once per epoch, not once per push.
         self._last_epoch = epoch
-        losses = t.get("losses") or {}
         if losses:
-            self.steps.append(int(t.get("global_step", 0)))
+            self.steps.append(int(step or 0))
             for k in LOSS_KEYS:
                 v = losses.get(k)
                 self.losses[k].append(float(v) if isinstance(v, (int, float)) else math.nan)
-        for k, v in (t.get("stats") or {}).items():
+        for k, v in stats.items():
             if isinstance(v, (int, float)) and math.isfinite(v):
                 self.stats.setdefault(k, deque(maxlen=self.epoch_capacity)).append(float(v))
 
@@ -147,6 +185,11 @@ class TelemetryStore:
         if abs(recent - before) / scale < 0.01:
             return 0
         return 1 if recent > before else -1
+
+
+def _event_key(event: Event) -> tuple:
+    # events.log keeps whole seconds: compare at that resolution
+    return int(event.time), event.level, event.text
 
 
 def downsample(values, width: int) -> list[float]:

@@ -28,9 +28,12 @@ class ChoiceDialog(ModalScreen[str | None]):
 
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
 
-    def __init__(self, question: str, choices: list[tuple[str, str, str]]):
-        """`choices`: (key, button label, button variant) in display order."""
+    def __init__(self, question: str, choices: list[tuple[str, str, str]],
+                 live_run_only: bool = False):
+        """`choices`: (key, button label, button variant) in display order. A `live_run_only`
+        question (stop the run?) is withdrawn by the app when the run ends under it."""
         super().__init__()
+        self.live_run_only = live_run_only
         self.question = question
         self.choices = choices
 

@@ -25,6 +25,8 @@ from puffer_tui.app.widgets.run_header import RunHeader
 from puffer_tui.app.widgets.sps_history import SpsHistory
 from puffer_tui.app.widgets.timing_bars import TimingBars
 
+# keys that need a live engine (hidden once the run has ended or the link is gone)
+STEERING = ("pause", "resume", "checkpoint", "stop", "hyperparameters")
 FRAME_REFRESH_S = 0.25
 PANEL_REFRESH_S = 1.0  # numbers and plots (plots only when a new epoch arrived)
 
@@ -95,6 +97,7 @@ class DashboardScreen(Screen):
         link_state = getattr(self.app, "link_state", None)
         if header.link_state != link_state:
             header.link_state = link_state  # "not responding" shows without waiting
+            self.sync_footer()  # connected or lost: the steering keys come or go
         if store.frame is self._shown_frame:
             return
         self._shown_frame = store.frame
@@ -114,7 +117,9 @@ class DashboardScreen(Screen):
         self._shown_version = store.version
         t = store.latest
         self.query_one(RunHeader).telemetry = {**self._identity(), **t}
-        self.query_one(SpsHistory).samples = list(store.sps)
+        sps = self.query_one(SpsHistory)
+        sps.samples = list(store.sps)
+        sps.state = store.state
         timing = self.query_one(TimingBars)
         timing.percent = t.get("timing_pct") or {}
         timing.seconds = t.get("timing") or {}
@@ -122,14 +127,18 @@ class DashboardScreen(Screen):
         stats.trends = {k: store.trend(k) for k in store.stats}
         stats.history = {k: list(v) for k, v in store.stats.items()}
         self.query_one(CpuPanel).gpu = t.get("gpu")
-        self.query_one(EventLog).show(list(store.events), store.events_seen)
+        self.query_one(EventLog).show(list(store.events), store.events_seen,
+                                      store.events_reordered)
         if store.state != self._last_state:
             self._last_state = store.state
             # The footer's pause/resume label follows the state. Footer updates are async
             # recomposes that can overlap and leave an older label, so sync again a moment
             # later, once any recompose in flight is done.
-            self._sync_footer()
-            self.set_timer(0.6, self._sync_footer)
+            self.sync_footer()
+
+    def sync_footer(self) -> None:
+        self._sync_footer()
+        self.set_timer(0.6, self._sync_footer)
 
     def _sync_footer(self) -> None:
         self.refresh_bindings()
@@ -165,6 +174,8 @@ class DashboardScreen(Screen):
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         state = self.store.state
+        if action in STEERING and not self.app.can_steer():
+            return False  # hidden from the footer: the run is over or not connected yet
         if action == "pause":
             return state != "paused"
         if action == "resume":

@@ -31,6 +31,7 @@ class RenderScreen(Screen):
         self.store = store
         self.env_index = env_index
         self._shown = -1
+        self._state = ""
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -48,6 +49,9 @@ class RenderScreen(Screen):
         if store.version == self._shown:
             return
         self._shown = store.version
+        if store.state != self._state:
+            self._state = store.state
+            self.refresh_bindings()  # p only while there is a run to pause
         hello = store.hello
         self.query_one(RunHeader).telemetry = {
             "env": hello.get("env"), "run": hello.get("run"), **store.latest}
@@ -59,6 +63,11 @@ class RenderScreen(Screen):
     def set_render_env(self, index: int) -> None:
         self.env_index = index
         self.query_one(EnvRender).env_index = index
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action == "toggle_pause":
+            return self.app.can_steer()
+        return True
 
     def action_env(self, delta: int) -> None:
         self.app.select_render_env(delta)

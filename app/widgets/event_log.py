@@ -27,18 +27,38 @@ class EventLog(RichLog):
     def __init__(self, **kwargs):
         super().__init__(wrap=True, markup=False, max_lines=1000, min_width=1, **kwargs)
         self.shown = 0  # events already written, counted over the store's lifetime
+        self.reordered = 0  # the store's reorder count when the log was last drawn whole
+        self.events: list[Event] = []  # what is shown, to draw again at a new width
+        self._drawn_width = 0
 
     def on_mount(self) -> None:
         self.border_title = "events"
 
-    def show(self, events: list[Event], total_seen: int) -> None:
-        """Append the events not shown yet; `total_seen` counts every event ever stored."""
+    def show(self, events: list[Event], total_seen: int, reordered: int = 0) -> None:
+        """Append the events not shown yet; `total_seen` counts every event ever stored.
+        When the store reordered its events (an older one arrived late), draw them all again."""
         new = total_seen - self.shown
-        if new <= 0:
+        if new <= 0 and reordered == self.reordered:
             return
-        for event in events[-new:] if new <= len(events) else events:
-            self.write(self.line(event))
+        self.events = list(events)
+        if reordered != self.reordered or new > len(events):
+            self.reordered = reordered
+            self._redraw()
+        else:
+            for event in events[-new:]:
+                self.write(self.line(event))
         self.shown = total_seen
+
+    def _redraw(self) -> None:
+        self.clear()
+        self._drawn_width = self.scrollable_content_region.width
+        for event in self.events:
+            self.write(self.line(event))
+
+    def on_resize(self) -> None:
+        # Lines were wrapped at the old width when written: wrap them again at the new one.
+        if self.events and self.scrollable_content_region.width != self._drawn_width:
+            self.call_after_refresh(self._redraw)
 
     @staticmethod
     def line(event: Event) -> Text:

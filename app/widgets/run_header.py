@@ -49,19 +49,29 @@ class RunHeader(Widget):
         top.append(str(t.get("run") or ""), "dim")
         top.append("  ")
         top.append(f" {state} ", STATE_STYLES.get(state, "bold"))
+        if "global_step" not in t:  # attached, no telemetry yet: no made-up "epoch 0, 0/0"
+            bottom = Text("waiting for the engine's first report", style="dim")
+            return Text("\n").join([top, bottom])
         top.append(f"  epoch {t.get('epoch', 0)}")
         top.append(f"  up {duration(t.get('uptime'))}")
         top.append(f"  ETA {duration(t.get('eta'))}")
         if t.get("device"):
             top.append(f"  {t['device']}", "dim")
+        return Text("\n").join([top, self._progress_line(t, state)])
 
+    def _progress_line(self, t: dict, state: str) -> Text:
         step, total = t.get("global_step") or 0, t.get("total_timesteps") or 0
-        fraction = step / total if total else 0.0
-        left = f"step {human(step)}/{human(total)} "
+        # The last epoch runs whole, so the step can pass the target: the percent stops at
+        # 100 and the step reads "target+extra" rather than a ratio above one.
+        fraction = min(step / total, 1.0) if total else 0.0
+        if total and step > total:
+            left = f"step {human(total)}+{human(step - total)} "
+        else:
+            left = f"step {human(step)}/{human(total)} "
         right = f" {fraction * 100:5.1f}%  SPS {human(t.get('sps')):>6}"
         width = max(self.size.width - len(left) - len(right), 4)
         bottom = Text(no_wrap=True, overflow="ellipsis")
         bottom.append(left)
         bottom.append(bar(fraction, width), "green" if state != "error" else "red")
         bottom.append(right, "bold")
-        return Text("\n").join([top, bottom])
+        return bottom

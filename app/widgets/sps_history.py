@@ -44,6 +44,7 @@ class SpsHistory(Widget):
     """
 
     samples: reactive[list[float]] = reactive(list)
+    state: reactive[str] = reactive("running")  # "now" is 0 unless the engine is running
 
     def on_mount(self) -> None:
         self.border_title = "steps / second"
@@ -54,7 +55,10 @@ class SpsHistory(Widget):
             return Text("waiting for telemetry", style="dim")
         summary = Text(no_wrap=True, overflow="ellipsis")
         summary.append("now ", "dim")
-        summary.append(human(samples[-1]), "bold")
+        if self.state == "running":
+            summary.append(human(samples[-1]), "bold")
+        else:
+            summary.append(f"0 ({self.state})", "bold yellow")
         summary.append(" avg ", "dim")
         summary.append(human(sum(samples) / len(samples)))
         summary.append(" max ", "dim")
