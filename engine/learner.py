@@ -8,7 +8,6 @@ importance-weighted, and the PPO loss is minimised with Adam and gradient-norm c
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import torch
@@ -16,16 +15,11 @@ import torch
 from puffer_tui.engine.advantage import compute_advantage
 from puffer_tui.engine.ppo_loss import normalize_advantages, ppo_loss
 from puffer_tui.engine.sampling import annealed_beta, sample_segments, segment_priorities
+from puffer_tui.engine.schedule import START, Anchor, learning_rate, progress
+
+__all__ = ["Learner", "explained_variance", "learning_rate"]
 
 STAT_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac")
-
-
-def learning_rate(train, global_step: int) -> float:
-    """The scheduled rate: cosine from train.learning_rate to 0 over total_timesteps."""
-    if not train.anneal_lr:
-        return train.learning_rate
-    progress = min(global_step / train.total_timesteps, 1.0)
-    return train.learning_rate * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
 def explained_variance(values: torch.Tensor, returns: torch.Tensor, valid: torch.Tensor) -> float:
@@ -52,9 +46,10 @@ class Learner:
             group["lr"] = lr
 
     def update(self, data: dict, get_train: Callable, global_step: int,
-               safe_point: Callable[[], None]) -> dict:
+               safe_point: Callable[[], None], schedule: Anchor = START) -> dict:
         """Train on `data` (RolloutBuffer.tensors on the device). `get_train()` returns the
-        current train config: live changes made at a safe point apply to the next minibatch."""
+        current train config: live changes made at a safe point apply to the next minibatch.
+        `schedule` anchors the learning-rate and beta schedules (engine/schedule.py)."""
         train = get_train()
         segments, horizon = data["values"].shape
         device = data["values"].device
@@ -71,14 +66,13 @@ class Learner:
 
         mb_segments = max(1, min(segments, train.minibatch_size // horizon))
         minibatches = train.update_epochs * max(1, segments // mb_segments)
-        progress = global_step / train.total_timesteps
         sums = {name: torch.zeros((), device=device) for name in STAT_NAMES}
         ev = 0.0
         for i in range(minibatches):
             if i:
                 safe_point()
                 train = get_train()
-            self.set_learning_rate(learning_rate(train, global_step))
+            self.set_learning_rate(learning_rate(train, global_step, schedule))
             clamp = train.reward_clamp
             used_rewards = rewards.clamp(-clamp, clamp) if clamp > 0 else rewards
             compute_advantage(values, used_rewards, terminals, truncations, ratio, train.gamma,
@@ -86,9 +80,9 @@ class Learner:
                               out=advantages)
             if i == 0:
                 ev = explained_variance(values, advantages + values, valid)
-            probs = segment_priorities(advantages, train.prio_alpha)
-            idx, weights = sample_segments(probs, mb_segments,
-                                           annealed_beta(train.prio_beta0, progress))
+            probs = segment_priorities(advantages, train.prio_alpha, valid)
+            beta = annealed_beta(train.prio_beta0, progress(train, global_step, schedule))
+            idx, weights = sample_segments(probs, mb_segments, beta)
 
             mb_obs = data["observations"][idx]
             state = (data["state_h"][idx], data["state_c"][idx]) if recurrent else None

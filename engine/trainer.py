@@ -36,9 +36,10 @@ import torch
 
 from puffer_tui.engine.config import Config, ConfigError, apply, from_dict, spec_for
 from puffer_tui.engine.episode_log import EpisodeLog
-from puffer_tui.engine.learner import Learner, learning_rate
+from puffer_tui.engine.learner import Learner
 from puffer_tui.engine.policy import make_policy
 from puffer_tui.engine.rollout import RolloutBuffer
+from puffer_tui.engine.schedule import START, learning_rate, resumed_anchor
 from puffer_tui.engine.timing import Timing
 
 # When a live field's new value takes effect.
@@ -90,6 +91,10 @@ def make_vecenv(config: Config):
 class Trainer:
     def __init__(self, config: Config, vecenv=None):
         self.config = config
+        # The config as built (the run's config.toml): a resume tells the user's new values
+        # for live fields from the checkpoint's by comparing with this (load_state_dict).
+        self._built_config = copy.deepcopy(config.as_dict())
+        self.schedule = START  # anchor of the lr / beta schedules (engine/schedule.py)
         train = config.train
         self.device = resolve_device(train.device)
         torch.set_num_threads(train.torch_threads or auto_threads(config))
@@ -195,7 +200,7 @@ class Trainer:
             data = self.buffer.tensors(self.device)
         with self.timing.section("learn"):
             stats = self.learner.update(data, lambda: self.config.train, self.global_step,
-                                        self._safe_point)
+                                        self._safe_point, self.schedule)
         elapsed = time.perf_counter() - self._epoch_start - self._blocked
         self.epoch += 1
         self.uptime = self._uptime_start + elapsed
@@ -261,9 +266,12 @@ class Trainer:
                              cpu(actions), cpu(logprobs), cpu(values),
                              None if state is None else (cpu(state[0]), cpu(state[1])))
                 env_actions = cpu(env_actions).numpy()
+            # Count now: recv() may return the backend's live buffers, which send() overwrites
+            # with the next step's masks.
+            stepped = int(np.count_nonzero(masks))
             with timing.section("env"):
                 vecenv.send(env_actions)
-            self.global_step += int(np.count_nonzero(masks))
+            self.global_step += stepped
             now = time.perf_counter()
             if now - last_report > _PROGRESS_INTERVAL:
                 last_report = now
@@ -309,17 +317,25 @@ class Trainer:
             "lr_schedule": {"kind": "cosine" if train.anneal_lr else "constant",
                             "base_learning_rate": train.learning_rate,
                             "total_timesteps": train.total_timesteps,
-                            "learning_rate": learning_rate(train, self.global_step)},
+                            "learning_rate": learning_rate(train, self.global_step,
+                                                           self.schedule),
+                            **self.schedule.as_dict()},
             "global_step": self.global_step,
             "epoch": self.epoch,
             "uptime": self.uptime,
             "rng": rng,
             "config": self.config.as_dict(),
+            "built_config": self._built_config,
         }
 
     def load_state_dict(self, state: dict) -> None:
         """Resume exactly: weights, optimizer moments, counters, schedule, RNG streams and the
-        live hyperparameters the run had (the rest of the config must match this trainer's)."""
+        live hyperparameters the run had (the rest of the config must match this trainer's).
+
+        A live field keeps the value this trainer was built with when that differs from the
+        value the checkpoint's run was built with: the user changed it for this resume (e.g.
+        `train --resume RUN --train.learning-rate 0.001`). Otherwise the checkpoint's value is
+        restored, so that changes made live while the run trained survive the restart."""
         missing = {"policy", "optimizer", "global_step", "epoch", "config"} - set(state)
         if missing:
             raise ValueError(f"not a trainer state: missing {', '.join(sorted(missing))}")
@@ -328,9 +344,10 @@ class Trainer:
         self.policy.load_state_dict(state["policy"])
         # Adam adopts the given tensors and updates them in place: keep the caller's intact.
         self.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
-        for spec in (s for s in _live_fields()):
-            setattr(self.config.train, spec, getattr(saved.train, spec))
+        self._restore_live_fields(saved, state.get("built_config"))
         self.global_step = int(state["global_step"])
+        self.schedule = resumed_anchor(state.get("lr_schedule"), self.config.train,
+                                       self.global_step)
         self.epoch = int(state["epoch"])
         self.uptime = float(state.get("uptime", 0.0))
         rng = state.get("rng", {})
@@ -347,6 +364,15 @@ class Trainer:
             random.setstate((version, tuple(internal), gauss))
         self.progress = {"global_step": self.global_step, "epoch": self.epoch, "sps": 0.0,
                          "uptime": self.uptime, "metrics": {}}
+
+    def _restore_live_fields(self, saved: Config, saved_built: dict | None) -> None:
+        ours = self._built_config["train"]
+        # Checkpoints written before built_config was saved cannot tell: theirs wins.
+        theirs = (saved_built or {}).get("train", ours)
+        for name in _live_fields():
+            if name in theirs and ours[name] != theirs[name]:
+                continue  # given for this resume: the new value wins
+            setattr(self.config.train, name, getattr(saved.train, name))
 
     def _check_compatible(self, saved: Config) -> None:
         if saved.env_name != self.config.env_name:
