@@ -6,7 +6,11 @@ Three implementations of the same recurrence (documented in engine/native/advant
 - `advantage_reference` is a plain numpy loop, the yardstick both are tested against.
 
 Inputs are [segments, horizon] float32: values, rewards, terminals, truncations, ratio (the
-importance ratio new/old policy of each step, 1 right after collection).
+importance ratio new/old policy of each step, 1 right after collection), and final_values: at a
+step whose truncation flag is set, the value of the observation that ended the truncated
+episode (the trainer evaluates the envs' final_observations), the truncated step's bootstrap.
+Without final_values a truncated step bootstraps from V of the step before it (the last state
+seen of that episode), an approximation for callers that lack the final observation.
 """
 
 from __future__ import annotations
@@ -28,10 +32,13 @@ def compute_advantage(
     rho_clip: float,
     c_clip: float,
     out: torch.Tensor | None = None,
+    final_values: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Advantages [segments, horizon] on the inputs' device (written into `out` if given)."""
+    if final_values is None:
+        final_values = previous_values(values)
     tensors = {"values": values, "rewards": rewards, "terminals": terminals,
-               "truncations": truncations, "ratio": ratio}
+               "truncations": truncations, "final_values": final_values, "ratio": ratio}
     for name, t in tensors.items():
         if t.dim() != 2 or t.shape != values.shape:
             raise ValueError(f"{name} has shape {tuple(t.shape)}, expected {tuple(values.shape)} "
@@ -40,7 +47,7 @@ def compute_advantage(
             raise ValueError(f"{name} is on {t.device}, values on {values.device}")
     if values.device.type != "cpu":
         result = advantage_torch(values, rewards, terminals, truncations, ratio,
-                                 gamma, gae_lambda, rho_clip, c_clip)
+                                 gamma, gae_lambda, rho_clip, c_clip, final_values)
         if out is not None:
             out.copy_(result)
             return out
@@ -56,13 +63,25 @@ def compute_advantage(
     return out
 
 
+def previous_values(values):
+    """final_values for callers without final observations: V of the step before each one."""
+    if isinstance(values, torch.Tensor):
+        shifted = torch.zeros_like(values)
+    else:
+        values = np.asarray(values, np.float64)
+        shifted = np.zeros_like(values)
+    shifted[:, 1:] = values[:, :-1]
+    return shifted
+
+
 def _as_c_float(t: torch.Tensor) -> np.ndarray:
     return t.detach().to(torch.float32).contiguous().numpy()
 
 
 def advantage_torch(values, rewards, terminals, truncations, ratio,
-                    gamma, gae_lambda, rho_clip, c_clip) -> torch.Tensor:
+                    gamma, gae_lambda, rho_clip, c_clip, final_values=None) -> torch.Tensor:
     """The recurrence in torch ops: a loop over time, vectorised over segments (for CUDA)."""
+    final = (previous_values(values) if final_values is None else final_values).float()
     values, rewards = values.float(), rewards.float()
     terminal = terminals.float() != 0
     truncated = (truncations.float() != 0) & ~terminal
@@ -74,7 +93,7 @@ def advantage_torch(values, rewards, terminals, truncations, ratio,
     for t in range(horizon - 2, -1, -1):
         nxt = t + 1
         bootstrap = torch.where(terminal[:, nxt], 0.0,
-                                torch.where(truncated[:, nxt], values[:, t], values[:, nxt]))
+                                torch.where(truncated[:, nxt], final[:, nxt], values[:, nxt]))
         cont = (~(terminal[:, nxt] | truncated[:, nxt])).float()
         delta = rho[:, t] * (rewards[:, nxt] + gamma * bootstrap - values[:, t])
         last = delta + gamma * gae_lambda * c[:, t] * cont * last
@@ -83,9 +102,11 @@ def advantage_torch(values, rewards, terminals, truncations, ratio,
 
 
 def advantage_reference(values, rewards, terminals, truncations, ratio,
-                        gamma, gae_lambda, rho_clip, c_clip) -> np.ndarray:
+                        gamma, gae_lambda, rho_clip, c_clip, final_values=None) -> np.ndarray:
     """Plain per-element numpy loops in float64: the definition the kernels must match."""
     values = np.asarray(values, np.float64)
+    final = previous_values(values) if final_values is None else np.asarray(final_values,
+                                                                             np.float64)
     segments, horizon = values.shape
     advantages = np.zeros((segments, horizon))
     for s in range(segments):
@@ -94,7 +115,7 @@ def advantage_reference(values, rewards, terminals, truncations, ratio,
             if terminals[s][t + 1]:
                 bootstrap, cont = 0.0, 0.0
             elif truncations[s][t + 1]:
-                bootstrap, cont = values[s, t], 0.0
+                bootstrap, cont = final[s, t + 1], 0.0
             else:
                 bootstrap, cont = values[s, t + 1], 1.0
             rho = min(float(ratio[s][t]), rho_clip)

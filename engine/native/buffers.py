@@ -1,7 +1,9 @@
 """Shapes and dtypes of the buffers an environment writes into, shared by envs and vectorizers.
 
-Every env, native or wrapped, reads and writes rows of six arrays: observations, actions,
-rewards, terminals, truncations and masks (one row per agent). Whoever creates the env (the
+Every env, native or wrapped, reads and writes rows of seven arrays: observations, actions,
+rewards, terminals, truncations, masks (one row per agent) and final_observations, where an
+env keeps the last observation of an episode it truncated before the autoreset overwrites it
+(a row is meaningful only on the step whose truncation flag is set). Whoever creates the env (the
 env itself, a Serial vectorizer, or a worker over shared memory) can allocate them from the
 same layout, so that switching backends never changes what an env sees.
 """
@@ -11,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 from gymnasium import spaces
 
-BUFFER_NAMES = ("observations", "actions", "rewards", "terminals", "truncations", "masks")
+BUFFER_NAMES = ("observations", "actions", "rewards", "terminals", "truncations", "masks",
+                "final_observations")
 
 
 def action_dtype(space: spaces.Space) -> np.dtype:
@@ -54,6 +57,8 @@ def buffer_layout(
         "terminals": ((rows,), np.dtype(np.bool_)),
         "truncations": ((rows,), np.dtype(np.bool_)),
         "masks": ((rows,), np.dtype(np.bool_)),
+        "final_observations": (
+            (rows, *observation_space.shape), np.dtype(observation_space.dtype)),
     }
 
 

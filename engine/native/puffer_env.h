@@ -13,6 +13,7 @@
  *       unsigned char* terminals;
  *       unsigned char* truncations;
  *       unsigned char* masks;       // 1 = the agent acts this step (multi-agent envs)
+ *       void* final_observations;   // rows shaped like `observations`: see truncation below
  *       Log log;                    // summed over the episodes this env finished
  *       uint64_t rng;               // per-env random state, seeded by the binding
  *       ...game state and settings...
@@ -27,6 +28,18 @@
  *   void c_frame(Env*, unsigned char* tiles)   write the H x W tile grid used for rendering
  *   void c_close(Env*)              free what c_init allocated
  *
+ * Truncation: an env that truncates an episode writes that episode's last observation into
+ * its observations rows, keeps them with PUFFER_KEEP_FINAL, and only then resets. The trainer
+ * bootstraps the truncated step from the value of that kept observation (rows of untruncated
+ * agents are never read, so nothing is copied on ordinary steps).
+ *
+ * Saving and restoring (exact resume): the driver copies each Env struct byte for byte and, on
+ * restore, puts back the pointer fields of the contract. An env whose c_init allocates memory
+ * also defines `int c_heap(const Env*, PufferHeap* blocks)`, filling in up to PUFFER_MAX_HEAP
+ * (offset of the pointer field, bytes it points to) pairs and returning how many, and says so
+ * with `#define PUFFER_ENV_HEAP c_heap` after it; those blocks are saved and restored too and
+ * their pointers kept. Everything else in the struct must be plain values (no pointers).
+ *
  * The shared pieces below (random numbers, log arithmetic, action validation) are what every
  * env would otherwise repeat; the generic Cython driver (vecenv.pxi) steps N envs per call with
  * the GIL released.
@@ -34,8 +47,26 @@
 #ifndef PUFFER_ENV_H
 #define PUFFER_ENV_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* ---- the contract's helpers for truncation and saved state ---- */
+
+/* Copy agent rows [first, first + count) of the observations to final_observations;
+ * `row_bytes` is one agent's observation size in bytes. */
+#define PUFFER_KEEP_FINAL(env, first, count, row_bytes)                                   \
+    memcpy((char*)(env)->final_observations + (size_t)(first) * (size_t)(row_bytes),      \
+           (const char*)(env)->observations + (size_t)(first) * (size_t)(row_bytes),      \
+           (size_t)(count) * (size_t)(row_bytes))
+
+#define PUFFER_MAX_HEAP 16
+
+/* One heap block of an env: where in the struct its pointer lives, and its size. */
+typedef struct {
+    size_t offset;
+    size_t bytes;
+} PufferHeap;
 
 /* ---- random numbers: splitmix64 for seeding, xorshift64* for the stream ---- */
 

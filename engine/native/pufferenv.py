@@ -72,6 +72,7 @@ class PufferEnv:
         self.terminals = buf["terminals"]
         self.truncations = buf["truncations"]
         self.masks = buf["masks"]
+        self.final_observations = buf["final_observations"]
 
     @property
     def action_space(self) -> spaces.Space:
@@ -145,6 +146,14 @@ class PufferEnv:
     def frame(self, env_index: int = 0) -> np.ndarray | None:
         """The (H, W) uint8 tile grid of one env, or None if the env cannot be rendered."""
         return None
+
+    def get_state(self) -> dict | None:
+        """Everything needed to continue these envs exactly (see NativeEnv), or None when the
+        env cannot save its state (wrapped Gymnasium envs): a resume then starts afresh."""
+        return None
+
+    def set_state(self, state: dict) -> None:
+        raise NotImplementedError(f"{self.name} cannot restore a saved state")
 
     def close(self) -> None:
         pass
@@ -230,6 +239,27 @@ class NativeEnv(PufferEnv):
             if log:
                 infos.append(log)
         return self.observations, self.rewards, self.terminals, self.truncations, infos
+
+    def get_state(self) -> dict:
+        """The C envs' state bytes (structs, heap blocks, RNG streams and logs, see
+        puffer_env.h) and the Python-side counters, to continue exactly with set_state()."""
+        return {"env": self.name, "settings": dict(self.settings), "num_envs": self.num_envs,
+                "c": self._c.get_state(), "steps_since_log": self._steps_since_log,
+                "reset_done": self._reset_done}
+
+    def set_state(self, state: dict) -> None:
+        """Restore get_state() of envs with this class, settings and number of envs."""
+        if state.get("env") != self.name:
+            raise ValueError(f"saved env state is for {state.get('env')!r}, not {self.name!r}")
+        if state.get("settings") != self.settings:
+            raise ValueError(f"saved {self.name} state has settings {state.get('settings')}, "
+                             f"these envs {self.settings}")
+        if state.get("num_envs") != self.num_envs:
+            raise ValueError(f"saved {self.name} state holds {state.get('num_envs')} envs, "
+                             f"this object {self.num_envs}")
+        self._c.set_state(state["c"])
+        self._steps_since_log = int(state["steps_since_log"])
+        self._reset_done = bool(state["reset_done"])
 
     def log(self) -> dict:
         """Averaged stats of the episodes finished since the last call ({} if none)."""

@@ -9,6 +9,7 @@
 
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport calloc, free
+from libc.string cimport memcpy
 
 cdef extern from "puffer_env.h":
     uint64_t puffer_seed(uint64_t seed, uint64_t index) nogil
@@ -17,6 +18,10 @@ cdef extern from "puffer_env.h":
     void puffer_log_average(float* log, int nfields) nogil
     int64_t puffer_check_discrete(const int32_t* actions, int64_t n, const int32_t* nvec, int k) nogil
     int64_t puffer_check_finite(const float* actions, int64_t n) nogil
+    ctypedef struct PufferHeap:
+        size_t offset
+        size_t bytes
+    enum: PUFFER_MAX_HEAP
 
 
 # The five functions of the contract, from the env header the binding already included.
@@ -26,6 +31,18 @@ cdef extern from *:
     void c_step(Env* env) nogil
     void c_frame(Env* env, unsigned char* tiles) nogil
     void c_close(Env* env) nogil
+
+
+# The env's heap blocks (puffer_env.h): its c_heap if it defines PUFFER_ENV_HEAP, else none.
+cdef extern from *:
+    """
+    #ifdef PUFFER_ENV_HEAP
+    #define puffer_env_heap(env, blocks) PUFFER_ENV_HEAP(env, blocks)
+    #else
+    #define puffer_env_heap(env, blocks) ((void)(env), (void)(blocks), 0)
+    #endif
+    """
+    int puffer_env_heap(Env* env, PufferHeap* blocks) nogil
 
 
 cdef inline char* _data(object array):
@@ -56,6 +73,7 @@ cdef class Binding:
         cdef char* term = _data(buffers["terminals"])
         cdef char* trunc = _data(buffers["truncations"])
         cdef char* mask = _data(buffers["masks"])
+        cdef char* final = _data(buffers["final_observations"])
         self.envs = NULL
         self.initialized = 0
         if num_envs < 1 or agents_per_env < 1:
@@ -83,6 +101,7 @@ cdef class Binding:
             self.envs[i].terminals = <unsigned char*>(term + i * agents_per_env)
             self.envs[i].truncations = <unsigned char*>(trunc + i * agents_per_env)
             self.envs[i].masks = <unsigned char*>(mask + i * agents_per_env)
+            self.envs[i].final_observations = <void*>(final + i * obs_row)
             self.envs[i].rng = puffer_seed(seed, i)
             c_init(&self.envs[i])
         self.initialized = 1
@@ -141,3 +160,63 @@ cdef class Binding:
             raise IndexError(f"env index {index} out of range [0, {self.num_envs})")
         c_frame(&self.envs[index], <unsigned char*>_data(tiles))
 
+
+    cdef Py_ssize_t _state_size(self, int i):
+        cdef PufferHeap blocks[PUFFER_MAX_HEAP]
+        cdef int k, count = puffer_env_heap(&self.envs[i], blocks)
+        cdef Py_ssize_t size = sizeof(Env)
+        for k in range(count):
+            size += blocks[k].bytes
+        return size
+
+    def get_state(self):
+        """Every env's state as bytes: its struct (pointer fields included but meaningless)
+        followed by its heap blocks, env after env. Same settings give the same size per env."""
+        cdef PufferHeap blocks[PUFFER_MAX_HEAP]
+        cdef int i, k, count
+        cdef Py_ssize_t total = 0, at = 0
+        for i in range(self.num_envs):
+            total += self._state_size(i)
+        out = bytearray(total)
+        cdef char* dst = out
+        for i in range(self.num_envs):
+            memcpy(dst + at, &self.envs[i], sizeof(Env))
+            at += sizeof(Env)
+            count = puffer_env_heap(&self.envs[i], blocks)
+            for k in range(count):
+                memcpy(dst + at, (<void**>((<char*>&self.envs[i]) + blocks[k].offset))[0],
+                       blocks[k].bytes)
+                at += blocks[k].bytes
+        return bytes(out)
+
+    def set_state(self, const unsigned char[::1] state):
+        """Restore what get_state() returned (from envs built with the same settings): the
+        struct bytes, then the heap blocks, keeping this binding's buffer and heap pointers."""
+        cdef PufferHeap blocks[PUFFER_MAX_HEAP]
+        cdef int i, k, count
+        cdef Py_ssize_t total = 0, at = 0
+        cdef Env live
+        cdef void* pointer
+        for i in range(self.num_envs):
+            total += self._state_size(i)
+        if state.shape[0] != total:
+            raise ValueError(f"env state has {state.shape[0]} bytes, these {self.num_envs} envs "
+                             f"need {total}: it was saved with other settings or env counts")
+        cdef const unsigned char* src = &state[0] if total else NULL
+        for i in range(self.num_envs):
+            live = self.envs[i]
+            count = puffer_env_heap(&live, blocks)
+            memcpy(&self.envs[i], src + at, sizeof(Env))
+            at += sizeof(Env)
+            self.envs[i].observations = live.observations
+            self.envs[i].actions = live.actions
+            self.envs[i].rewards = live.rewards
+            self.envs[i].terminals = live.terminals
+            self.envs[i].truncations = live.truncations
+            self.envs[i].masks = live.masks
+            self.envs[i].final_observations = live.final_observations
+            for k in range(count):
+                pointer = (<void**>((<char*>&live) + blocks[k].offset))[0]
+                (<void**>((<char*>&self.envs[i]) + blocks[k].offset))[0] = pointer
+                memcpy(pointer, src + at, blocks[k].bytes)
+                at += blocks[k].bytes

@@ -23,7 +23,7 @@ import weakref
 
 import numpy as np
 
-from puffer_tui.engine.vec import channel
+from puffer_tui.engine.vec import channel, env_state
 from puffer_tui.engine.vec.actions import ActionChecker
 from puffer_tui.engine.vec.crash_log import CrashLog
 from puffer_tui.engine.vec.errors import WorkerError
@@ -114,6 +114,7 @@ class Multiprocessing:
         self._held: list[int] = []  # the batch last returned by recv(), awaiting send()
         self._infos: list[list] = [[] for _ in range(self.num_workers)]
         self._frames: dict[int, object] = {}
+        self._states: dict[int, object] = {}  # answers to get_state / set_state
         self._held_rows = None  # rows of the held block (zero-copy), None when gathered
         self._sent = [0] * self.num_workers
         self._tick = 0
@@ -301,6 +302,45 @@ class Multiprocessing:
         self._wait(lambda: w in self._frames, [w])
         return self._frames.pop(w)
 
+    # -- saved state ----------------------------------------------------------------------------
+
+    def get_state(self) -> dict | None:
+        """The envs' state and the pending step results (engine/vec/env_state.py), or None when
+        the envs cannot save theirs. Waits for every worker's step to land first. Exact for
+        the synchronous case (batch_size == num_envs); in a pool the order in which workers
+        come back is timing, so a restored pool resumes from the same states in another order."""
+        self._check_open()
+        if self._held:
+            raise RuntimeError("get_state() while a batch is held: send() its actions first")
+        self._wait(lambda: not any(self._busy), range(self.num_workers))
+        parts = self._ask_all(lambda w: ("get_state",))
+        infos = [info for w in self._ready for info in self._infos[w]]
+        return env_state.capture(self.buffers, env_state.join(parts), infos,
+                                 bool(self._ready))
+
+    def set_state(self, state: dict) -> None:
+        """Continue from get_state() of a vec env of the same env, settings and num_envs."""
+        self._check_open()
+        env_state.check_matches(state["envs"], self.driver_env)
+        parts = env_state.split(state["envs"], [self.envs_per_worker] * self.num_workers)
+        self._wait(lambda: not any(self._busy), range(self.num_workers))
+        self._ask_all(lambda w: ("set_state", parts[w]))
+        env_state.restore_buffers(self.buffers, state["buffers"])
+        self._held = []
+        self._infos = [[] for _ in range(self.num_workers)]
+        self._infos[0] = list(state["infos"])
+        self._ready = list(range(self.num_workers)) if state["pending"] else []
+
+    def _ask_all(self, message) -> list:
+        """Send each idle worker message(w) and collect their ("state", value) answers."""
+        self._states.clear()
+        for w in range(self.num_workers):
+            request = message(w)
+            self._command(w, lambda s, m=request: channel.send_object(s, m), step=False)
+        workers = range(self.num_workers)
+        self._wait(lambda: len(self._states) == self.num_workers, workers)
+        return [self._states.pop(w) for w in workers]
+
     # -- talking to workers ----------------------------------------------------------------------
 
     def _command(self, w: int, write, step: bool = True) -> None:
@@ -357,6 +397,8 @@ class Multiprocessing:
             self._ready.append(w)
         elif kind == "frame":
             self._frames[w] = message[1]
+        elif kind == "state":
+            self._states[w] = message[1]
         elif kind == "error":
             raise self._fail(WorkerError(w, message[1], message[2]))
         else:

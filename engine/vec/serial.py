@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from puffer_tui.engine.native.buffers import allocate_buffers
+from puffer_tui.engine.vec import env_state
 
 
 class Serial:
@@ -32,6 +33,8 @@ class Serial:
         self.terminals = self.buffers["terminals"]
         self.truncations = self.buffers["truncations"]
         self.masks = self.buffers["masks"]
+        # the observation that ended a truncated episode, on the step its truncation is reported
+        self.final_observations = self.buffers["final_observations"]
         self.env_ids = np.arange(self.num_agents, dtype=np.int64)
         self.agents_per_batch = self.num_agents
         self._infos: list = []
@@ -90,6 +93,25 @@ class Serial:
 
     def frame(self, env_index: int = 0):
         return self.env.frame(env_index)
+
+    def get_state(self) -> dict | None:
+        """The envs' state and the pending step result (engine/vec/env_state.py), or None when
+        the envs cannot save theirs. Call between send() and recv() (or after async_reset)."""
+        self._check_open()
+        if self._held:
+            raise RuntimeError("get_state() while a batch is held: send() its actions first")
+        return env_state.capture(self.buffers, env_state.join([self.env.get_state()]),
+                                 self._infos, self._pending)
+
+    def set_state(self, state: dict) -> None:
+        """Continue from get_state() of a vec env of the same env, settings and num_envs."""
+        self._check_open()
+        env_state.check_matches(state["envs"], self.env)
+        (part,) = env_state.split(state["envs"], [self.num_envs])
+        self.env.set_state(part)
+        env_state.restore_buffers(self.buffers, state["buffers"])
+        self._infos = list(state["infos"])
+        self._pending, self._held = bool(state["pending"]), False
 
     def _check_open(self) -> None:
         if self._closed:

@@ -124,6 +124,11 @@ def _serve(env, buffers, sock, spin_s, parent_pid) -> None:
             _reply(sock, ("done", infos))
         elif kind == "frame":
             _reply(sock, ("frame", env.frame(command[1])))
+        elif kind == "get_state":
+            _reply(sock, ("state", env.get_state()))
+        elif kind == "set_state":
+            env.set_state(command[1])
+            _reply(sock, ("state", None))
         elif kind == "close":
             env.close()
             _reply(sock, ("closed",))

@@ -44,6 +44,7 @@ typedef struct {
     unsigned char* terminals;
     unsigned char* truncations;
     unsigned char* masks;
+    void* final_observations;  /* where a truncated episode's last observation is kept */
     Log log;
     uint64_t rng;
     /* settings */
@@ -196,6 +197,10 @@ static inline void c_step(Breakout* env) {
     int timeout = !done && env->tick >= env->max_ticks;
     env->terminals[0] = (unsigned char)done;
     env->truncations[0] = (unsigned char)timeout;
+    if (timeout) {
+        bo_write_state_obs(env);
+        PUFFER_KEEP_FINAL(env, 0, 1, (BO_STATE_OBS + env->num_bricks) * sizeof(float));
+    }
     if (done | timeout) {
         bo_end_episode(env);
         return;
@@ -218,6 +223,13 @@ static inline void c_frame(const Breakout* env, unsigned char* tiles) {
     int br = (int)floorf(env->ball_y), bc = (int)floorf(env->ball_x);
     if (br >= 0 && br < h && bc >= 0 && bc < w) tiles[(size_t)br * w + bc] = BO_BALL;
 }
+
+/* What c_init allocated, for saving and restoring the env (see puffer_env.h). */
+static inline int c_heap(const Breakout* env, PufferHeap* blocks) {
+    blocks[0] = (PufferHeap){offsetof(Breakout, bricks), (size_t)env->num_bricks};
+    return 1;
+}
+#define PUFFER_ENV_HEAP c_heap
 
 static inline void c_close(Breakout* env) {
     free(env->bricks);

@@ -18,6 +18,7 @@ cdef extern from "cartpole.h":
         unsigned char* terminals
         unsigned char* truncations
         unsigned char* masks
+        void* final_observations
         Log log
         uint64_t rng
         int max_steps

@@ -52,6 +52,7 @@ typedef struct {
     unsigned char* terminals;
     unsigned char* truncations;
     unsigned char* masks;
+    void* final_observations;  /* where a truncated episode's last observation is kept */
     Log log;
     uint64_t rng;
     /* settings */
@@ -118,6 +119,10 @@ static inline void c_step(CartPole* env) {
     int timeout = !done & (env->tick >= env->max_steps);
     env->terminals[0] = (unsigned char)done;
     env->truncations[0] = (unsigned char)timeout;
+    if (timeout) {  /* keep the last observation before the autoreset replaces it */
+        cp_write_obs(env);
+        PUFFER_KEEP_FINAL(env, 0, 1, 4 * sizeof(float));
+    }
     if (done | timeout) cp_end_episode(env, cart_out, pole_fell);
     else cp_write_obs(env);
 }

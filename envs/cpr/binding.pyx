@@ -25,6 +25,7 @@ cdef extern from "cpr.h":
         unsigned char* terminals
         unsigned char* truncations
         unsigned char* masks
+        void* final_observations
         Log log
         uint64_t rng
         int width

@@ -57,6 +57,7 @@ typedef struct {
     unsigned char* terminals;
     unsigned char* truncations;
     unsigned char* masks;
+    void* final_observations;  /* where a truncated episode's last observation is kept */
     Log log;
     uint64_t rng;
     /* settings */
@@ -390,7 +391,13 @@ static inline void c_step(CPR* env) {
     env->food_sum += (double)cpr_food_count(env);
     for (int i = 0; i < n; i++) env->agent_return[i] += env->rewards[i];
     if (env->alive_count == 0 || env->tick >= env->max_ticks) {
-        for (int i = 0; i < n; i++) env->truncations[i] = env->alive[i];
+        for (int i = 0; i < n; i++) {
+            env->truncations[i] = env->alive[i];
+            if (env->alive[i]) {
+                cpr_write_obs(env, i);
+                PUFFER_KEEP_FINAL(env, i, 1, env->obs_size);
+            }
+        }
         cpr_end_episode(env);
         c_reset(env);
         return;
@@ -432,6 +439,26 @@ static inline void cpr_load(CPR* env, const unsigned char* tiles) {
     }
     cpr_begin_episode(env);
 }
+
+/* What c_init allocated, for saving and restoring the env (see puffer_env.h). */
+static inline int c_heap(const CPR* env, PufferHeap* blocks) {
+    size_t cells = (size_t)env->stride * env->rows;
+    size_t field = (size_t)env->width * env->height;
+    size_t agents = (size_t)env->num_agents;
+    blocks[0] = (PufferHeap){offsetof(CPR, grid), cells};
+    blocks[1] = (PufferHeap){offsetof(CPR, food_slot), cells * sizeof(uint16_t)};
+    blocks[2] = (PufferHeap){offsetof(CPR, food[CPR_GREY].cells), field * sizeof(int)};
+    blocks[3] = (PufferHeap){offsetof(CPR, food[CPR_YELLOW].cells), field * sizeof(int)};
+    blocks[4] = (PufferHeap){offsetof(CPR, touch), cells};
+    blocks[5] = (PufferHeap){offsetof(CPR, touched), 4 * agents * sizeof(int)};
+    blocks[6] = (PufferHeap){offsetof(CPR, agent_cell), agents * sizeof(int)};
+    blocks[7] = (PufferHeap){offsetof(CPR, agent_hp), agents * sizeof(int)};
+    blocks[8] = (PufferHeap){offsetof(CPR, agent_life), agents * sizeof(int)};
+    blocks[9] = (PufferHeap){offsetof(CPR, agent_return), agents * sizeof(float)};
+    blocks[10] = (PufferHeap){offsetof(CPR, alive), agents};
+    return 11;
+}
+#define PUFFER_ENV_HEAP c_heap
 
 static inline void c_close(CPR* env) {
     free(env->grid);

@@ -35,6 +35,7 @@ typedef struct {
     unsigned char* terminals;
     unsigned char* truncations;
     unsigned char* masks;
+    void* final_observations;  /* where a truncated episode's last observation is kept */
     Log log;
     uint64_t rng;
     /* settings */

@@ -20,6 +20,7 @@ cdef extern from "snake.h":
         unsigned char* terminals
         unsigned char* truncations
         unsigned char* masks
+        void* final_observations
         Log log
         uint64_t rng
         int width

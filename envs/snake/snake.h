@@ -52,6 +52,7 @@ typedef struct {
     unsigned char* terminals;
     unsigned char* truncations;
     unsigned char* masks;
+    void* final_observations;  /* where a truncated episode's last observation is kept */
     Log log;
     uint64_t rng;
     /* settings */
@@ -246,6 +247,8 @@ static inline void sn_step_snake(Snake* env, int s) {
     env->rewards[s] = reward;
     if (env->max_steps > 0 && sn->ticks >= env->max_steps) {
         env->truncations[s] = 1;
+        sn_write_obs(env, s);
+        PUFFER_KEEP_FINAL(env, s, 1, env->obs_size);
         sn_log_episode(env, s, 0);
         sn_remove_body(env, s, 0.0f);
         sn_spawn(env, s, 0);
@@ -275,6 +278,16 @@ static inline void c_frame(const Snake* env, unsigned char* tiles) {
                env->grid + (size_t)(r + env->vision) * env->stride + env->vision,
                (size_t)env->width);
 }
+
+/* What c_init allocated, for saving and restoring the env (see puffer_env.h). */
+static inline int c_heap(const Snake* env, PufferHeap* blocks) {
+    blocks[0] = (PufferHeap){offsetof(Snake, grid), (size_t)env->stride * env->rows};
+    blocks[1] = (PufferHeap){offsetof(Snake, bodies),
+                             (size_t)env->num_snakes * env->max_length * sizeof(int)};
+    blocks[2] = (PufferHeap){offsetof(Snake, snakes), (size_t)env->num_snakes * sizeof(SnakeState)};
+    return 3;
+}
+#define PUFFER_ENV_HEAP c_heap
 
 static inline void c_close(Snake* env) {
     free(env->grid);

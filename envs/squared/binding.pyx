@@ -16,6 +16,7 @@ cdef extern from "squared.h":
         unsigned char* terminals
         unsigned char* truncations
         unsigned char* masks
+        void* final_observations
         Log log
         uint64_t rng
         int size

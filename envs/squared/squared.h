@@ -28,6 +28,7 @@ typedef struct {
     unsigned char* terminals;
     unsigned char* truncations;
     unsigned char* masks;
+    void* final_observations;  /* where a truncated episode's last observation is kept */
     Log log;
     uint64_t rng;
     /* settings */
@@ -114,6 +115,7 @@ static inline void c_step(Squared* env) {
     int timeout = !done && env->tick >= env->max_ticks;
     env->terminals[0] = (unsigned char)done;
     env->truncations[0] = (unsigned char)timeout;
+    if (timeout) PUFFER_KEEP_FINAL(env, 0, 1, (size_t)size * size);
     if (done | timeout) sq_end_episode(env);
 }
 

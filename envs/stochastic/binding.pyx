@@ -17,6 +17,7 @@ cdef extern from "stochastic.h":
         unsigned char* terminals
         unsigned char* truncations
         unsigned char* masks
+        void* final_observations
         Log log
         uint64_t rng
         float p
