@@ -11,6 +11,8 @@ from textual.widgets import Markdown
 HELP = """\
 # puffer-tui keys
 
+**Dashboard**
+
 - `p` pause / resume training (the engine and its workers idle while paused)
 - `c` save a checkpoint now
 - `s` stop the run (asks first; the engine checkpoints and exits)
@@ -20,6 +22,16 @@ HELP = """\
 - `ctrl+p` command palette (every action above, by name)
 - `?` this help
 - `q` quit: **detach** (training goes on) or **stop** the run
+
+Pause, checkpoint, stop and the editor need a live engine: once the run has finished or
+stopped they leave the footer and the palette. The last epoch runs whole, so the step can
+pass the target: the header then reads `step 4M+61.4k` and stays at 100%.
+
+**Enter, everywhere:** Enter confirms what has the focus. On a list it opens the highlighted
+entry (an env: start training it with the preset; a recent run: attach if it is training,
+else resume it). In a field it confirms that value: the editor sends it to the engine (which
+says when it applies), the launcher checks it and moves to the next field. `tab` moves
+between lists and fields; `ctrl+s` starts training from anywhere in the launcher.
 
 Detached runs keep training: `puffer-tui attach [RUN]` reconnects (the latest running run
 if RUN is omitted). If the engine stops answering, the header says **not responding**; if it

@@ -2,8 +2,8 @@
 
 Live fields are editable: each keystroke is checked against the field's type and bounds
 (the same FieldSpec.coerce the engine uses), Enter sends a `set` only when the text is valid,
-and the engine's reply is shown next to the field. Other fields are read-only: they apply
-when a run starts.
+and the engine's reply (with when the value applies, in the engine's own words) is shown
+under the field. Other fields are read-only: they are fixed when a run starts.
 """
 
 from __future__ import annotations
@@ -42,32 +42,46 @@ def current_values(store: TelemetryStore) -> dict:
     return values
 
 
+VALUE_WIDTH = 12  # the value column, editable or not
+
+
+def name_width(specs: list[FieldSpec]) -> int:
+    """The name column fits the longest key (the value column then lines up for every row)."""
+    return min(max((len(s.key) for s in specs), default=10) + 2, 32)
+
+
 class FieldRow(Vertical):
     """One live field: name, input, bounds/help on one line; the latest verdict below it."""
 
     DEFAULT_CSS = """
     FieldRow { height: auto; }
     FieldRow > Horizontal { height: 1; }
-    FieldRow .name { width: 30; text-wrap: nowrap; text-overflow: ellipsis; }
-    FieldRow Input { width: 16; background: $boost; }
+    FieldRow .name { text-wrap: nowrap; text-overflow: ellipsis; }
+    FieldRow Input { width: 12; background: $boost; }
     FieldRow Input.-invalid { color: $error; text-style: bold; }
-    FieldRow .about { width: 1fr; padding-left: 1; color: $text-muted; }
-    FieldRow .verdict { height: auto; padding-left: 30; display: none; }
+    FieldRow .about { width: 1fr; padding-left: 1; color: $text-muted; text-wrap: nowrap;
+                      text-overflow: ellipsis; }
+    FieldRow .verdict { height: auto; display: none; }
     FieldRow .verdict.-shown { display: block; }
     """
 
-    def __init__(self, spec: FieldSpec, value):
+    def __init__(self, spec: FieldSpec, value, key_width: int):
         super().__init__(id=f"row-{spec.section}-{spec.name}")
         self.spec = spec
         self.value = value
+        self.key_width = key_width
 
     def compose(self) -> ComposeResult:
         with Horizontal():
-            yield Label(self.spec.key, classes="name")
+            name = Label(self.spec.key, classes="name")
+            name.styles.width = self.key_width
+            yield name
             yield Input(_text(self.value), id=f"input-{self.spec.section}-{self.spec.name}",
                         compact=True)
             yield Static(f"{self.spec.help} ({self.spec.bounds_text()})", classes="about")
-        yield Static("", classes="verdict")
+        verdict = Static("", classes="verdict")
+        verdict.styles.padding = (0, 0, 0, self.key_width)
+        yield verdict
 
 
 class HyperparameterScreen(Screen):
@@ -84,31 +98,40 @@ class HyperparameterScreen(Screen):
         super().__init__()
         self.store = store
         self.specs = [spec_from_wire(f) for f in store.hello.get("schema") or []]
+        self.key_width = name_width(self.specs)
 
     def compose(self) -> ComposeResult:
-        yield Static("Enter applies a value; escape goes back", id="status")
+        yield Static("Enter sends the field's value to the engine; escape goes back",
+                     id="status")
         values = current_values(self.store)
         with VerticalScroll():
             if not self.specs:
                 yield Label("The engine has not sent its schema yet (not connected?).")
-            yield Label("Live: change while training", classes="section")
+            yield Label("Live: change while training (the engine says when each applies)",
+                        classes="section")
             for spec in self.specs:
                 if spec.live:
-                    yield FieldRow(spec, values.get(spec.key, spec.default))
-            yield Label("Fixed: apply on restart (start a new run or resume with overrides)",
-                        classes="section")
+                    yield FieldRow(spec, values.get(spec.key, spec.default), self.key_width)
+            yield Label("Fixed for this run: set them when starting a new one "
+                        "(puffer-tui train ENV --section.name V); a resume can change only "
+                        "train.total_timesteps", classes="section")
             for spec in self.specs:
                 if not spec.live:
                     yield Static(self._readonly_line(spec, values.get(spec.key, spec.default)),
                                  classes="readonly")
         yield Footer()
 
-    @staticmethod
-    def _readonly_line(spec: FieldSpec, value) -> Text:
+    def on_mount(self) -> None:
+        # Open ready to type: the first live field has the focus (not the scroll area).
+        inputs = self.query(Input)
+        if inputs:
+            inputs.first().focus()
+
+    def _readonly_line(self, spec: FieldSpec, value) -> Text:
         line = Text(no_wrap=True, overflow="ellipsis")
-        line.append(f"{spec.key:<30}")
-        line.append(f"{_text(value):<14}", "bold")
-        line.append(f" {spec.help} (applies on restart)", "dim")
+        line.append(f"{spec.key:<{self.key_width}.{self.key_width}}")
+        line.append(f"{_text(value):<{VALUE_WIDTH}}", "bold")
+        line.append(f" {spec.help}", "dim")
         return line
 
     def _row(self, widget) -> FieldRow:

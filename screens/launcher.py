@@ -14,10 +14,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import Button, Footer, OptionList, Static
+from textual.widgets import Button, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from puffer_tui.app.widgets.override_form import OverrideForm
+from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
 from puffer_tui.engine.config import ConfigError, load_config, schema
 
 LIVE_RUN_STATES = ("starting", "running", "paused", "stopping")
@@ -142,6 +142,8 @@ class LauncherScreen(Screen):
             if info.global_step:
                 text.append(f"\n  {info.global_step:,} steps", "dim")
             runs.add_option(Option(text, id=str(info.path)))
+        if infos:
+            runs.highlighted = 0  # so Enter acts on a run as soon as the list has the focus
         self._run_states = {str(i.path): i.state for i in infos}
 
     async def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
@@ -174,8 +176,16 @@ class LauncherScreen(Screen):
         await holder.mount(OverrideForm(schema(name), preset, env_name=name, id="form"))
         self.query_one("#chosen", Static).update(Text(f"env: {name}", style="bold"))
 
-    def on_input_submitted(self) -> None:
-        self.action_start()
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        # The one Enter rule (see the help screen): Enter confirms what has the focus. In a
+        # field that means "check this value and go on to the next field", as in the editor
+        # it means "send this value"; starting is Enter on an env, the button, or ctrl+s.
+        form = self.query_one("#form", OverrideForm)
+        row = next(a for a in event.input.ancestors if isinstance(a, OverrideRow))
+        error = row.check()
+        form.show_error(error or "")
+        if error is None:
+            self.focus_next()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "start":

@@ -74,7 +74,7 @@ def filled_store(epochs: int = 40) -> TelemetryStore:
     store.ingest({"type": "event", "time": FIXED_TIME, "level": "info",
                   "text": "checkpoint saved: checkpoints/000040.pt"}, now=1.0)
     store.ingest({"type": "event", "time": FIXED_TIME + 1, "level": "info",
-                  "text": "train.learning_rate: 0.015 -> 0.01 (from the next update)"}, now=1.0)
+                  "text": "train.learning_rate changed from 0.015 to 0.01 (from the next minibatch)"}, now=1.0)
     store.ingest({"type": "event", "time": FIXED_TIME + 2, "level": "warning",
                   "text": "episode stats are empty for this epoch"}, now=1.0)
     return store

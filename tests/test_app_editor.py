@@ -1,0 +1,97 @@
+"""The hyperparameter editor and the launcher's lists follow one Enter rule, open ready to
+type, line their columns up and say what really applies when (fixed data, no engine)."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+from test_app_keys import OfflineApp
+from test_app_launcher import LauncherApp, set_field
+from test_app_snapshots import screen_text
+
+from puffer_tui.app.widgets.override_form import OverrideForm
+from puffer_tui.engine import config as cfg
+from puffer_tui.engine import run_dir as rd
+from puffer_tui.screens.hyperparameters import HyperparameterScreen
+from puffer_tui.screens.launcher import LauncherScreen
+
+README = Path(__file__).parents[1] / "README.md"
+
+
+async def test_editor_opens_with_the_first_live_field_focused():
+    app = OfflineApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("h")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, HyperparameterScreen)
+        assert app.focused is not None and app.focused.id == "input-train-learning_rate"
+
+
+async def test_editor_columns_line_up_and_fixed_fields_say_how_to_change_them():
+    app = OfflineApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("h")
+        await pilot.pause(0.3)
+        text = screen_text(app)
+        assert "resume with overrides" not in text
+        assert "new one" in text and "puffer-tui train ENV" in text
+        live = next(line for line in text.splitlines() if "train.learning_rate" in line)
+        fixed = next(line for line in text.splitlines() if "train.hidden_size" in line)
+        assert re.search(r"\b0\.015\b", live) and re.search(r"\b128\b", fixed)
+        assert live.index("0.015") == fixed.index("128"), (live, fixed)
+        assert live.index("Adam") == fixed.index("width of"), (live, fixed)
+
+
+def test_the_readme_says_when_values_apply_in_the_engines_words():
+    from puffer_tui.engine.trainer import _APPLIES, _APPLIES_DEFAULT
+
+    readme = " ".join(README.read_text().split())
+    assert f"live fields apply {_APPLIES_DEFAULT}" in readme
+    for field, applies in _APPLIES.items():
+        assert f"`{field}` {applies}" in readme
+
+
+class RecordingLauncher(LauncherApp):
+    def __init__(self, runs_root):
+        super().__init__(runs_root)
+        self.resumed = []
+
+    def resume_run(self, run_dir):
+        self.resumed.append(Path(run_dir))
+
+
+async def test_enter_on_the_recent_runs_list_resumes_the_highlighted_run(tmp_path):
+    old = rd.create_run_dir("squared", tmp_path, now=time.time() - 60)
+    cfg.save(cfg.load_config("squared"), old / rd.CONFIG_FILE)
+    rd.write_json_atomic(old / rd.STATUS_FILE, {"state": "stopped", "global_step": 4096})
+    app = RecordingLauncher(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.5)
+        app.screen.query_one("#runs").focus()
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert app.resumed == [old]
+
+
+async def test_enter_in_a_preset_field_confirms_it_and_moves_on_without_starting(tmp_path):
+    app = RecordingLauncher(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        while not app.screen.query(OverrideForm):
+            await pilot.pause(0.05)
+        set_field(app, "vec.num_envs", "64")
+        field = next(i for i in app.screen.query("OverrideRow Input")
+                     if i.parent.spec.key == "vec.num_envs")
+        field.focus()
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert app.started == [] and isinstance(app.screen, LauncherScreen)
+        assert app.focused is not field and app.focused.parent.spec.key != "vec.num_envs"
+        set_field(app, "vec.num_envs", "0")
+        app.focused.blur()
+        field.focus()
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert app.focused is field
+        assert "out of bounds" in str(app.screen.query_one("#form-error").render())
