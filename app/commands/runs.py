@@ -66,7 +66,8 @@ def run(args) -> int:
     from rich.text import Text
 
     styles = {"running": "green", "paused": "yellow", "finished": "cyan", "error": "red"}
-    console.print(f"runs directory: {root.resolve()}", highlight=False, markup=False)
+    console.print(f"runs directory: {root.resolve()}", highlight=False, markup=False,
+                  soft_wrap=True)
     table = Table()
     table.add_column("run", overflow="fold", ratio=1)  # the only column that may wrap
     for col in ("env", "status", "steps", "best", "checkpoint"):

@@ -1,0 +1,41 @@
+"""Loaded at start-up by every Python process whose PYTHONPATH holds this folder (the CLI and
+the engine it launches), this slows the engine down on request, to test the CLI against a
+slow engine without timing anything:
+
+  PUFFER_TEST_HELLO_DELAY=S    the engine answers its first hello only after S seconds
+  PUFFER_TEST_CHECKPOINT_GATE=PATH   a checkpoint save creates PATH.waiting, then waits
+                               until PATH exists
+"""
+
+import os
+import time
+
+_DELAY = os.environ.get("PUFFER_TEST_HELLO_DELAY")
+_GATE = os.environ.get("PUFFER_TEST_CHECKPOINT_GATE")
+
+if _DELAY:
+    from puffer_tui.engine import process as _process
+
+    _hello = _process.Engine.hello
+
+    def _slow_hello(self, _done=[]):  # noqa: B006 - once per process
+        if not _done:
+            time.sleep(float(_DELAY))
+            _done.append(True)
+        return _hello(self)
+
+    _process.Engine.hello = _slow_hello
+
+if _GATE:
+    from puffer_tui.engine import checkpoint as _checkpoint
+
+    _save = _checkpoint.save_checkpoint
+
+    def _gated_save(*args, **kwargs):
+        open(_GATE + ".waiting", "w").close()
+        deadline = time.monotonic() + 120  # never hang a test run for good
+        while not os.path.exists(_GATE) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return _save(*args, **kwargs)
+
+    _checkpoint.save_checkpoint = _gated_save
