@@ -347,16 +347,22 @@ class PufferApp(App):
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
-        if isinstance(screen, DashboardScreen):
-            yield SystemCommand("Pause training", "Pause the engine", screen.action_pause)
-            yield SystemCommand("Resume training", "Resume the engine", screen.action_resume)
+        yield SystemCommand("Help", "The keys and what each one does", self.open_help)
+        if not isinstance(screen, DashboardScreen):
+            return
+        if self.can_steer():  # the same rule as the footer: only what can work now
+            if self.store.state == "paused":
+                yield SystemCommand("Resume training", "Resume the engine", screen.action_resume)
+            else:
+                yield SystemCommand("Pause training", "Pause the engine", screen.action_pause)
             yield SystemCommand("Checkpoint now", "Save a checkpoint", screen.action_checkpoint)
             yield SystemCommand("Stop run", "Checkpoint and stop the engine", self.confirm_stop)
             yield SystemCommand("Hyperparameters", "Edit live hyperparameters",
                                 self.open_hyperparameters)
-            yield SystemCommand("Render view", "Full-screen render", self.open_render_view)
+        yield SystemCommand("Render view", "Full-screen render", self.open_render_view)
+        if self.link is not None:
             yield SystemCommand("Detach", "Quit the app, keep training", self.detach)
-            yield SystemCommand("Next loss curve", "Plot the next loss", screen.action_next_loss)
+        yield SystemCommand("Next loss curve", "Plot the next loss", screen.action_next_loss)
 
     def _sample_system(self) -> None:
         if isinstance(self.screen, DashboardScreen):

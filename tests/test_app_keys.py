@@ -74,9 +74,28 @@ async def test_pause_checkpoint_and_quit_dialog_without_an_engine_link():
 async def test_command_palette_offers_the_dashboard_actions():
     app = OfflineApp()
     async with app.run_test(size=(100, 30)):
+        app.link = object()  # connected: Detach is offered
         titles = {command.title for command in app.get_system_commands(app.screen)}
-    assert {"Pause training", "Resume training", "Checkpoint now", "Stop run",
+        app.link = None
+    assert {"Pause training", "Checkpoint now", "Stop run", "Help",
             "Hyperparameters", "Render view", "Detach"} <= titles
+
+
+async def test_command_palette_offers_only_what_applies_now():
+    from app_fakes import telemetry
+
+    app = OfflineApp()
+    async with app.run_test(size=(100, 30)):
+        def titles():
+            return {command.title for command in app.get_system_commands(app.screen)}
+
+        assert "Pause training" in titles() and "Resume training" not in titles()
+        app.store.ingest(telemetry(41, state="paused"))
+        assert "Resume training" in titles() and "Pause training" not in titles()
+        app.store.ingest(telemetry(42, state="finished"))
+        assert not {"Pause training", "Resume training", "Checkpoint now", "Stop run",
+                    "Hyperparameters"} & titles()
+        assert "Help" in titles()
 
 
 async def test_footer_follows_the_state_even_when_the_terminal_reports_no_focus():
