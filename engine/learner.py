@@ -77,7 +77,7 @@ class Learner:
             used_rewards = rewards.clamp(-clamp, clamp) if clamp > 0 else rewards
             compute_advantage(values, used_rewards, terminals, truncations, ratio, train.gamma,
                               train.gae_lambda, train.vtrace_rho_clip, train.vtrace_c_clip,
-                              out=advantages)
+                              out=advantages, final_values=data.get("final_values"))
             if i == 0:
                 ev = explained_variance(values, advantages + values, valid)
             probs = segment_priorities(advantages, train.prio_alpha, valid)

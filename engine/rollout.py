@@ -7,7 +7,9 @@ complete. At the start of each batch row i owns segment i, so `segments >= num_a
 
 Step t of a segment stores the observation, the action taken from it with its log-prob and
 value, the mask, and the reward / terminal / truncation that arrived WITH that observation
-(the result of action t-1). The advantage kernel pairs them accordingly.
+(the result of action t-1). The advantage kernel pairs them accordingly. A step that reports
+a truncation also stores `final_values`: the value of the observation that ended the truncated
+episode, the bootstrap of the step before it.
 
 Storage is CPU memory (pinned when the trainer runs on CUDA, so the copy to the device is
 asynchronous); writes go through numpy views, which index far faster than torch on CPU.
@@ -44,6 +46,7 @@ class RolloutBuffer:
         self.rewards, self._rew = tensor((), torch.float32)
         self.terminals, self._term = tensor((), torch.float32)
         self.truncations, self._trunc = tensor((), torch.float32)
+        self.final_values, self._final = tensor((), torch.float32)
         self.masks, self._mask = tensor((), torch.float32)
         self.state_size = state_size
         if state_size:
@@ -67,9 +70,11 @@ class RolloutBuffer:
         return self.full >= self.segments
 
     def store(self, env_ids, observations, rewards, terminals, truncations, masks,
-              actions, logprobs, values, state=None) -> int:
+              actions, logprobs, values, state=None, final_values=None) -> int:
         """Write one step for rows `env_ids` (arrays indexed like env_ids; torch CPU tensors
-        or numpy) and advance them; returns how many segments this step completed."""
+        or numpy) and advance them; returns how many segments this step completed.
+        `final_values`: per row, V(final observation) where the row was truncated (None: no
+        row was)."""
         env_ids = np.asarray(env_ids)
         seg = self.segment_of[env_ids]
         pos = self.position_of[env_ids]
@@ -90,6 +95,7 @@ class RolloutBuffer:
         self._rew[seg, pos] = pick(rewards)
         self._term[seg, pos] = pick(terminals)
         self._trunc[seg, pos] = pick(truncations)
+        self._final[seg, pos] = 0.0 if final_values is None else pick(final_values)
         self._mask[seg, pos] = pick(masks)
         if self.state_size and state is not None:
             first = np.flatnonzero(pos == 0)
@@ -116,5 +122,6 @@ class RolloutBuffer:
     def tensors(self, device: torch.device) -> dict[str, torch.Tensor]:
         """The batch on `device` (no copy on CPU; asynchronous from pinned memory on CUDA)."""
         names = ["observations", "actions", "logprobs", "values", "rewards", "terminals",
-                 "truncations", "masks"] + (["state_h", "state_c"] if self.state_size else [])
+                 "truncations", "final_values", "masks"]
+        names += ["state_h", "state_c"] if self.state_size else []
         return {n: getattr(self, n).to(device, non_blocking=True) for n in names}

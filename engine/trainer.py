@@ -11,17 +11,19 @@ Data flow of one step: recv() -> policy forward (inference mode) -> store in the
 [segments, horizon] buffer (engine/rollout.py) -> send(). Then engine/learner.py runs PPO.
 
 - Truncation is not termination. With same-step autoreset the observation that ended a
-  truncated episode is gone, so the advantage kernel bootstraps a truncated step with the
-  value of the episode's last observed state and cuts the GAE trace there (a terminal
-  bootstraps 0); see engine/native/advantage.h.
+  truncated episode would be gone, so envs keep it in the vec env's `final_observations`;
+  the trainer evaluates it (one batched forward over the truncated rows, from each agent's
+  LSTM state before its reset) and the advantage kernel bootstraps the truncated step with
+  that value and cuts the GAE trace there (a terminal bootstraps 0); see
+  engine/native/advantage.h.
 - Rows whose mask is false (dead or waiting agents) are stored with weight 0 and add nothing
   to any loss term or to the advantage normalisation.
 - The LSTM state is per agent row, zeroed where an episode starts; the state at the start of
   each segment is stored so training replays the sequences from the state they had.
-- A checkpoint (state_dict) holds the policy, Adam moments, counters, schedule, RNG streams
-  and config, not the envs' internal state: a resumed run continues the step count and the
-  learning-rate schedule exactly, and two resumes of one checkpoint train identically, but
-  its episodes start afresh from the seed.
+- A checkpoint (state_dict) holds the policy, Adam moments, counters, schedule, RNG streams,
+  config, the envs' state with the step result in flight, and the per-agent LSTM state
+  (engine/episode_state.py): a serial CPU run of native envs resumes bit for bit. What cannot
+  be exact (Gymnasium envs, pools, CUDA) is listed in docs/exact-resume.md.
 """
 
 from __future__ import annotations
@@ -30,10 +32,12 @@ import copy
 import os
 import random
 import time
+import warnings
 
 import numpy as np
 import torch
 
+from puffer_tui.engine import episode_state
 from puffer_tui.engine.config import Config, ConfigError, apply, from_dict, spec_for
 from puffer_tui.engine.episode_log import EpisodeLog
 from puffer_tui.engine.learner import Learner
@@ -248,9 +252,11 @@ class Trainer:
                 rows = None if every_row else torch.as_tensor(env_ids, device=self.device)
             with timing.section("forward"), torch.inference_mode():
                 state = self.lstm_state
+                if state is not None and rows is not None:
+                    state = (state[0][rows], state[1][rows])
+                final_values = self._final_values(env_ids, terminals, truncations, state)
                 if state is not None:
-                    state = policy.reset_state(
-                        state if rows is None else (state[0][rows], state[1][rows]), starts)
+                    state = policy.reset_state(state, starts)
                 params, values, new_state = self._step_fn(obs_t, state, None)
                 actions, logprobs = policy.actor.sample(params)
                 env_actions = policy.actor.to_env(actions)
@@ -264,7 +270,8 @@ class Trainer:
                 cpu = (lambda t: t.cpu()) if cuda else (lambda t: t)  # noqa: E731
                 buffer.store(env_ids, obs, rewards, terminals, truncations, masks,
                              cpu(actions), cpu(logprobs), cpu(values),
-                             None if state is None else (cpu(state[0]), cpu(state[1])))
+                             None if state is None else (cpu(state[0]), cpu(state[1])),
+                             final_values)
                 env_actions = cpu(env_actions).numpy()
             # Count now: recv() may return the backend's live buffers, which send() overwrites
             # with the next step's masks.
@@ -276,6 +283,23 @@ class Trainer:
             if now - last_report > _PROGRESS_INTERVAL:
                 last_report = now
                 self._report_progress(now)
+
+    def _final_values(self, env_ids, terminals, truncations, state) -> np.ndarray | None:
+        """V(final observation) of the rows whose episode was truncated on this step (0 in the
+        others), from each agent's recurrent state before its reset; None when none was.
+        Called inside inference mode; one batched forward over the truncated rows only."""
+        truncated = np.flatnonzero(np.asarray(truncations) & ~np.asarray(terminals))
+        if len(truncated) == 0:
+            return None
+        final = self.vecenv.final_observations[np.asarray(env_ids)[truncated]]
+        obs = torch.from_numpy(final).to(self.device)
+        if state is not None:
+            pick = torch.as_tensor(truncated, device=self.device)
+            state = (state[0][pick], state[1][pick])
+        _, values, _ = self._step_fn(obs, state, None)
+        out = np.zeros(len(env_ids), np.float32)
+        out[truncated] = values.float().cpu().numpy().reshape(-1)
+        return out
 
     def _report_progress(self, now: float) -> None:
         elapsed = now - self._epoch_start - self._blocked
@@ -325,6 +349,8 @@ class Trainer:
             "uptime": self.uptime,
             "rng": rng,
             "config": self.config.as_dict(),
+            # env state, the step result in flight and per-agent LSTM state: episodes go on
+            **episode_state.save(self.vecenv, self.lstm_state),
             "built_config": self._built_config,
         }
 
@@ -362,6 +388,12 @@ class Trainer:
         if "python" in rng:
             version, internal, gauss = rng["python"]
             random.setstate((version, tuple(internal), gauss))
+        # Episodes continue where they were (or, when that cannot be, start afresh: say why).
+        self.lstm_state, self.inexact_resume = episode_state.restore(
+            self.vecenv, self.lstm_state, state, self.device)
+        if self.inexact_resume:
+            warnings.warn(f"resume is not exact: {self.inexact_resume}; episodes start afresh",
+                          stacklevel=2)
         self.progress = {"global_step": self.global_step, "epoch": self.epoch, "sps": 0.0,
                          "uptime": self.uptime, "metrics": {}}
 
