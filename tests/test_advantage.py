@@ -101,6 +101,59 @@ def test_vtrace_clips_the_importance_ratio():
     assert got[0, 0].item() == pytest.approx(1.5)
 
 
+# Hand-computed V-trace cases (numbers worked out on paper, not by the kernels' formula), run
+# through all three implementations. rho_t = min(ratio_t, rho_clip), c_t = min(ratio_t, c_clip);
+# the transition of step t is (V[t], r[t+1], done[t+1], V[t+1]).
+IMPLEMENTATIONS = {
+    "c": lambda *a: compute_advantage(*map(torch.from_numpy, a[:5]), *a[5:]).numpy(),
+    "torch": lambda *a: advantage_torch(*map(torch.from_numpy, a[:5]), *a[5:]).numpy(),
+    "reference": lambda *a: advantage_reference(*a),
+}
+
+
+def _row(*values):
+    return np.array([values], np.float32)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_vtrace_clips_rho_and_c_separately_by_hand(impl):
+    # gamma 0.9, lambda 0.8, rho_clip 1.5, c_clip 1.0, ratio 2, 0.5, 3:
+    #   rho = 1.5, 0.5, 1.5        c = 1.0 (clipped from 2), 0.5, 1.0
+    #   delta2 = 1.5 * (2 + 0.9*4 - 3) = 3.9                    adv2 = 3.9
+    #   delta1 = 0.5 * (0 + 0.9*3 - 2) = 0.35                   adv1 = 0.35 + 0.72*0.5*3.9 = 1.754
+    #   delta0 = 1.5 * (1 + 0.9*2 - 1) = 2.7                    adv0 = 2.7 + 0.72*1.0*1.754 = 3.96288
+    v, r = _row(1, 2, 3, 4), _row(9, 1, 0, 2)
+    zeros = np.zeros_like(v)
+    got = IMPLEMENTATIONS[impl](v, r, zeros, zeros, _row(2.0, 0.5, 3.0, 7.0), 0.9, 0.8, 1.5, 1.0)
+    np.testing.assert_allclose(got, [[3.96288, 1.754, 3.9, 0.0]], rtol=1e-5)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_c_clip_below_one_cuts_the_trace_but_not_the_td_error(impl):
+    # ratio 1, rho_clip 2 (rho = 1), c_clip 0.3 (c = 0.3), gamma = lambda = 1, V = 0, r = 1:
+    #   every delta is 1;  adv2 = 1,  adv1 = 1 + 0.3*1 = 1.3,  adv0 = 1 + 0.3*1.3 = 1.39
+    v = np.zeros((1, 4), np.float32)
+    r, ones = _row(0, 1, 1, 1), np.ones((1, 4), np.float32)
+    got = IMPLEMENTATIONS[impl](v, r, v, v, ones, 1.0, 1.0, 2.0, 0.3)
+    np.testing.assert_allclose(got, [[1.39, 1.3, 1.0, 0.0]], rtol=1e-5)
+
+
+@pytest.mark.parametrize("impl", IMPLEMENTATIONS)
+def test_terminal_cuts_a_clipped_trace_by_hand(impl):
+    # gamma 0.5, lambda 1, both clips 1, ratio 0.5, 2, 2; observation 2 starts a new episode:
+    #   t=2: delta2 = 1 * (1 + 0.5*1 - 1) = 0.5                 adv2 = 0.5
+    #   t=1: terminal: delta1 = 1 * (2 + 0 - 1) = 1, no trace    adv1 = 1
+    #   t=0: delta0 = 0.5 * (0.5 + 0.5*1 - 1) = 0               adv0 = 0 + 0.5*1*0.5*1 = 0.25
+    # A second, independent row in the same batch: no boundaries, ratio 1 (plain TD(1)).
+    v = np.array([[1, 1, 1, 1], [0, 0, 0, 0]], np.float32)
+    r = np.array([[0, 0.5, 2, 1], [0, 1, 1, 1]], np.float32)
+    term = np.array([[0, 0, 1, 0], [0, 0, 0, 0]], np.float32)
+    ratio = np.array([[0.5, 2, 2, 1], [1, 1, 1, 1]], np.float32)
+    got = IMPLEMENTATIONS[impl](v, r, term, np.zeros_like(v), ratio, 0.5, 1.0, 1.0, 1.0)
+    # row 2: adv2 = 1, adv1 = 1 + 0.5*1 = 1.5, adv0 = 1 + 0.5*1.5 = 1.75
+    np.testing.assert_allclose(got, [[0.25, 1.0, 0.5, 0.0], [1.75, 1.5, 1.0, 0.0]], rtol=1e-5)
+
+
 def test_shape_mismatch_is_a_clear_error():
     a = torch.zeros(2, 3)
     with pytest.raises(ValueError, match="rewards has shape"):

@@ -13,7 +13,6 @@ from puffer_tui.engine.config import ConfigError, load_config
 from puffer_tui.engine.policy import load_policy
 from puffer_tui.engine.ppo_loss import ppo_loss
 from puffer_tui.engine.rollout import RolloutBuffer
-from puffer_tui.engine.sampling import annealed_beta, sample_segments, segment_priorities
 from puffer_tui.engine.trainer import Trainer
 
 SMALL = {"vec.num_envs": 8, "train.horizon": 8, "train.minibatch_size": 16,
@@ -94,39 +93,6 @@ def test_buffer_refuses_too_few_segments():
         _buffer(segments=1, agents=2)
     with pytest.raises(ValueError, match="horizon must be >= 2"):
         _buffer(horizon=1)
-
-
-# -- prioritized sampling -----------------------------------------------------------------------
-
-
-def test_alpha_zero_is_uniform_with_unit_weights():
-    adv = torch.randn(10, 5) * torch.arange(10).unsqueeze(1)
-    probs = segment_priorities(adv, 0.0)
-    torch.testing.assert_close(probs, torch.full((10,), 0.1))
-    _, weights = sample_segments(probs, 4, beta=0.7)
-    torch.testing.assert_close(weights, torch.ones(4, 1))
-
-
-def test_priorities_follow_advantage_magnitude_and_weights_correct_them():
-    adv = torch.zeros(4, 3)
-    adv[1] = 1.0
-    adv[3] = -3.0  # magnitudes per segment: 0, 3, 0, 9
-    probs = segment_priorities(adv, 1.0)
-    assert probs[3] / probs[1] == pytest.approx(3.0, rel=1e-4)
-    assert probs[0] < 1e-6
-    idx, weights = sample_segments(probs, 2, beta=0.5)
-    assert sorted(idx.tolist()) == [1, 3]
-    expected = (4 * probs[idx]).pow(-0.5).unsqueeze(1)
-    torch.testing.assert_close(weights, expected)
-    counts = np.bincount(
-        [sample_segments(probs, 1, 1.0)[0].item() for _ in range(2000)], minlength=4)
-    assert counts[3] > 2 * counts[1] > 0 and counts[0] == counts[2] == 0
-
-
-def test_beta_anneals_from_beta0_to_one():
-    assert annealed_beta(0.2, 0.0) == pytest.approx(0.2)
-    assert annealed_beta(0.2, 0.5) == pytest.approx(0.6)
-    assert annealed_beta(0.2, 2.0) == pytest.approx(1.0)
 
 
 # -- the loss -----------------------------------------------------------------------------------
@@ -242,35 +208,6 @@ def _roundtrip(state):
     return torch.load(buffer, weights_only=True)
 
 
-@pytest.mark.parametrize("policy", ["mlp", "lstm"])
-def test_state_dict_resumes_exactly(policy):
-    overrides = {"train.policy": policy, "train.anneal_lr": True}
-    with small_trainer(**overrides) as first:
-        for _ in range(3):
-            first.run_epoch()
-        state = _roundtrip(first.state_dict())
-        saved_lr = first.optimizer.param_groups[0]["lr"]
-
-    rows = []
-    for _ in range(2):
-        with small_trainer(**overrides) as resumed:
-            resumed.load_state_dict(state)
-            assert resumed.global_step == 3 * 64 and resumed.epoch == 3
-            assert resumed.optimizer.param_groups[0]["lr"] == saved_lr
-            opt_a = resumed.optimizer.state_dict()["state"]
-            opt_b = state["optimizer"]["state"]
-            for k in opt_b:
-                for name in ("exp_avg", "exp_avg_sq", "step"):
-                    torch.testing.assert_close(opt_a[k][name], opt_b[k][name])
-            for name, tensor in resumed.policy.state_dict().items():
-                torch.testing.assert_close(tensor, state["policy"][name])
-            rows.append(resumed.run_epoch())
-    # continuing metrics: the epoch count and step continue, and a resume is deterministic
-    assert rows[0]["epoch"] == 4 and rows[0]["global_step"] == 4 * 64
-    for key in ("policy_loss", "value_loss", "entropy", "approx_kl", "learning_rate"):
-        assert rows[0][key] == rows[1][key], key
-
-
 def test_resume_restores_live_hyperparameters_and_refuses_other_runs():
     with small_trainer() as first:
         first.set_hyperparameter("train.ent_coef", 0.05)
@@ -328,17 +265,46 @@ def test_larger_batches_take_several_segments_per_agent():
         assert row["global_step"] == 128 and trainer.buffer.segments == 16
 
 
-def test_pooled_multiprocessing_batches_with_an_lstm():
+def _replay_checker(trainer, checked):
+    """Wraps the learner's update: before it trains, replay every stored segment from its saved
+    LSTM state with the policy that collected it, and compare with what collection stored."""
+    original = trainer.learner.update
+
+    def update(data, *args, **kwargs):
+        policy = trainer.policy
+        starts = (data["terminals"] + data["truncations"]) > 0
+        with torch.no_grad():
+            params, values = policy.forward_sequence(
+                data["observations"], (data["state_h"], data["state_c"]), starts)
+            segments, horizon = data["values"].shape
+            logprobs, _ = policy.actor.evaluate(
+                params, data["actions"].reshape(segments * horizon, -1))
+        torch.testing.assert_close(values.view(segments, horizon), data["values"],
+                                   rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(logprobs.view(segments, horizon), data["logprobs"],
+                                   rtol=1e-4, atol=1e-5)
+        checked.append((bool(starts[:, 1:].any()), int(torch.count_nonzero(data["state_h"]))))
+        return original(data, *args, **kwargs)
+
+    trainer.learner.update = update
+
+
+def test_pooled_lstm_segments_replay_from_their_saved_state():
     # recv() returns half the agents at a time (env_ids not 0..n-1): the LSTM state and the
-    # segments are gathered / scattered by row.
+    # segments are gathered / scattered by row. Replaying each stored segment from its stored
+    # start state must reproduce the values and log-probs computed while collecting.
     overrides = {"vec.backend": "multiprocessing", "vec.num_workers": 2, "vec.batch_size": 4,
-                 "train.policy": "lstm"}
-    with small_trainer(**overrides) as trainer:
+                 "train.policy": "lstm", "train.horizon": 16, "train.minibatch_size": 32}
+    checked = []
+    with small_trainer("cartpole", **overrides) as trainer:
         assert len(trainer.worker_pids) == 2
-        for _ in range(2):
+        _replay_checker(trainer, checked)
+        for _ in range(3):
             row = trainer.run_epoch()
-        assert row["global_step"] == 2 * 64 and trainer.buffer.ready
-        assert torch.count_nonzero(trainer.lstm_state[0]) > 0
+        assert row["global_step"] >= 3 * 128 and trainer.buffer.ready
+    assert len(checked) == 3
+    assert any(episode_ends for episode_ends, _ in checked)  # resets inside segments replayed
+    assert all(nonzero > 0 for _, nonzero in checked[1:])  # later batches start mid-episode
 
 
 def test_box_actions_train_end_to_end_through_a_gymnasium_env():
@@ -383,3 +349,45 @@ def test_reward_clamp_limits_the_rewards_the_advantages_see(monkeypatch):
         trainer.set_hyperparameter("train.reward_clamp", 0)
         trainer.run_epoch()
         assert max(seen) == pytest.approx(1.0)
+
+
+# -- masks of a multi-agent env -----------------------------------------------------------------
+
+# cpr with little HP: agents starve or eat at different times, so masks change step by step.
+DYING_AGENTS = {"env.width": 8, "env.height": 8, "env.num_agents": 4, "env.vision": 1,
+                "env.max_hp": 4, "env.initial_grey": 12, "env.initial_yellow": 0,
+                "env.grey_hp": 3, "env.max_ticks": 50, "vec.num_envs": 2}
+
+
+def test_global_step_counts_the_agents_that_stepped():
+    # The serial backend's recv() returns its live mask buffer, which send() overwrites with
+    # the next step's masks: the count must be taken from the masks the step was taken with.
+    with small_trainer("cpr", **DYING_AGENTS) as trainer:
+        partly_masked = 0
+        for _ in range(5):
+            before = trainer.global_step
+            trainer.run_epoch()
+            stored = int(trainer.buffer.masks.sum().item())
+            assert trainer.global_step - before == stored
+            partly_masked += stored < trainer.buffer.masks.numel()
+        assert partly_masked  # the env did mask agents out
+
+
+def test_priorities_see_only_the_steps_of_live_agents(monkeypatch):
+    from puffer_tui.engine import learner
+
+    calls = []
+    original = learner.segment_priorities
+
+    def spy(advantages, alpha, valid=None):
+        calls.append(None if valid is None else valid.clone())
+        return original(advantages, alpha, valid)
+
+    monkeypatch.setattr(learner, "segment_priorities", spy)
+    with small_trainer("cpr", **DYING_AGENTS) as trainer:
+        for _ in range(3):
+            trainer.run_epoch()
+            masks = trainer.buffer.masks.clone()
+            masks[:, -1] = 0  # the last step has no advantage
+            assert calls and all(v is not None and torch.equal(v, masks) for v in calls)
+            calls.clear()
