@@ -84,9 +84,6 @@ def _roundtrip(state):
     return torch.load(buffer, weights_only=True)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="env internal state and per-agent LSTM state are not checkpointed yet "
-                          "(issue 10, item 6): the resumed envs restart from the seed")
 @pytest.mark.parametrize("policy", ["mlp", "lstm"])
 def test_stop_and_resume_reproduces_the_uninterrupted_run(policy):
     overrides = {**EXACT, "train.policy": policy}
