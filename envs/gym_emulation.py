@@ -31,7 +31,8 @@ class GymnasiumPufferEnv(PufferEnv):
       reruns are reproducible. Episodes started by autoreset continue each env's own RNG.
     * Autoreset (same-step, as the native envs): the step that ends an episode reports
       terminal/truncated, and the observation written for that env is the first of its next
-      episode (the Gymnasium env's final observation is not kept).
+      episode. On a truncation the episode's final observation goes to `final_observations`
+      first (the trainer bootstraps the time-out from its value).
     * Infos: every `log_interval` steps, if episodes finished since the last report, a list
       with one dict of their averages: `episode_return`, `episode_length`, `score` and the
       count `n` (floats, as in native logs). `score` is the final step's `info["score"]` when
@@ -132,6 +133,11 @@ class GymnasiumPufferEnv(PufferEnv):
             returns[i] += reward
             lengths[i] += 1
             if terminated or truncated:
+                if truncated and not terminated:
+                    if flatten is None:
+                        self.final_observations[i] = observation
+                    else:
+                        flatten(observation, out=self.final_observations[i])
                 self._end_episode(i, info)
                 observation, _ = env.reset()
             if flatten is None:

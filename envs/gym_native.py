@@ -36,7 +36,9 @@ class NativeGymEnv(gymnasium.Env):
 
     Autoreset: native envs reset themselves inside the step that ends an episode, so on a step
     that returns terminated or truncated the observation is already the FIRST observation of
-    the next episode (the final one is not kept; the C envs overwrite it). Every step that
+    the next episode. On a truncation the last observation of the ended episode is in
+    `info["final_observation"]` (for a multi-agent env: the rows of the agents in
+    `info["truncations"]` are meaningful), as Gymnasium's vector autoreset does. Every step that
     ends an episode (of any agent) has `info["episode"]`: the finished episodes' averaged
     stats (`episode_return`, `episode_length`, `score`, the env's own fields, and their count
     `n`). You may keep stepping, or call `reset()`, which starts another fresh episode.
@@ -113,6 +115,8 @@ class NativeGymEnv(gymnasium.Env):
             reward, terminated, truncated = rewards.sum(), terminals.all(), truncations.all()
             info.update(rewards=rewards.copy(), terminals=terminals.copy(),
                         truncations=truncations.copy(), masks=self._env.masks.copy())
+        if truncations.any():
+            info["final_observation"] = self._observation(self._env.final_observations)
         return (
             self._observation(observations), float(reward), bool(terminated), bool(truncated),
             info,
