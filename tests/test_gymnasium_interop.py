@@ -70,6 +70,21 @@ def test_squared_gym_step_types_copies_and_same_step_autoreset():
     assert results[0][4] == {}, "no episode stats on a step that ends nothing"
 
 
+def test_gym_truncation_reports_the_final_observation():
+    # squared moves right twice from the centre of a 7x7 grid; the time-out after 2 steps
+    # keeps the observation with the agent two cells right of the centre
+    env = make_gymnasium("squared", seed=0, size=7, num_targets=1, max_ticks=2)
+    env.reset()
+    first = env.step(RIGHT)
+    assert "final_observation" not in first[4]
+    obs, _, terminated, truncated, info = env.step(RIGHT)
+    assert truncated and not terminated  # targets sit on the border, off the agent's path
+    final = info["final_observation"].reshape(7, 7)
+    assert final[3, 5] == SQUARED_AGENT and final[3, 3] != SQUARED_AGENT
+    assert obs.reshape(7, 7)[3, 3] == SQUARED_AGENT  # the next episode's first observation
+    assert not np.shares_memory(info["final_observation"], env.unwrapped._env.final_observations)
+
+
 def test_gym_reset_seeding_is_reproducible():
     a, b = make_gymnasium("squared", seed=11), make_gymnasium("squared")
     first_a, _ = a.reset()
