@@ -139,6 +139,18 @@ def test_vec_state_is_refused_by_other_settings_before_anything_changes():
             c.set_state(state)
 
 
+def test_every_env_that_allocates_lists_its_heap_blocks():
+    # the driver saves struct bytes; memory from c_init is saved only through c_heap
+    from pathlib import Path
+
+    headers = sorted(Path(__file__).resolve().parents[1].glob("envs/*/*.h"))
+    assert headers
+    allocating = [h for h in headers if "alloc(" in h.read_text()]
+    assert allocating, "breakout, cpr and snake allocate in c_init"
+    for header in allocating:
+        assert "#define PUFFER_ENV_HEAP" in header.read_text(), f"{header.name} has no c_heap"
+
+
 def test_binding_refuses_state_bytes_of_the_wrong_size():
     env = creator("snake")(num_envs=2, seed=0)
     state = env._c.get_state()
