@@ -8,11 +8,19 @@ A checkpoint is whatever `Trainer.state_dict()` returns, saved with `torch.save`
 with `torch.load(weights_only=True)` (tensors, numbers, strings, lists, dicts: no pickled
 objects). Files are named `step-<global_step>-epoch-<epoch>.pt`, zero-padded so that name
 order is age order. A write goes to a temp file in the same directory, is fsynced, then
-renamed over the final name, so a crash mid-write never leaves a truncated checkpoint.
+renamed over the final name, so a crash mid-write never leaves a truncated checkpoint; temp
+files a killed writer left behind are removed by the next save.
+
+Beside each checkpoint, `<name>.pt.sha256` (the `sha256sum` format) holds its digest, written
+before the checkpoint is renamed into place; a load verifies it, so flipped bytes are refused
+with an error naming the file. A state whose weights are not finite is never saved, so
+retention can only rotate out finite checkpoints.
 """
 
 from __future__ import annotations
 
+import hashlib
+import io
 import logging
 import os
 import re
@@ -23,6 +31,8 @@ from puffer_tui.engine.run_dir import CHECKPOINT_DIR
 
 DEFAULT_KEEP = 3
 _NAME = re.compile(r"^step-(\d+)-epoch-(\d+)\.pt$")
+CHECKSUM_SUFFIX = ".sha256"
+_CHUNK = 1 << 20
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +76,8 @@ def latest_checkpoint(run_dir: str | os.PathLike) -> Path | None:
 
 
 def save_checkpoint(run_dir: str | os.PathLike, state: dict, keep: int = DEFAULT_KEEP) -> Path:
-    """Write `state` atomically as the newest checkpoint, then delete all but the last `keep`."""
+    """Write `state` atomically as the newest checkpoint (with its checksum beside it), then
+    delete all but the last `keep`. Refuses a state whose weights are not finite."""
     import torch
 
     if keep < 1:
@@ -74,23 +85,79 @@ def save_checkpoint(run_dir: str | os.PathLike, state: dict, keep: int = DEFAULT
     for key in ("global_step", "epoch"):
         if not isinstance(state.get(key), int):
             raise ValueError(f"checkpoint state needs an integer {key!r}, got {state.get(key)!r}")
+    bad = non_finite_tensors(state)
+    if bad:
+        raise CheckpointError(f"not saving a checkpoint at step {state['global_step']}: "
+                              f"non-finite values in {', '.join(bad[:5])}")
     directory = checkpoint_dir(run_dir)
     directory.mkdir(parents=True, exist_ok=True)
+    remove_stale_temp_files(directory)
     path = directory / checkpoint_name(state["global_step"], state["epoch"])
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    data = buffer.getbuffer()
+    _write_atomic(checksum_path(path), f"{hashlib.sha256(data).hexdigest()}  {path.name}\n"
+                  .encode("ascii"))
+    _write_atomic(path, data)
+    del data
+    _fsync_dir(directory)
+    for old in list_checkpoints(run_dir)[:-keep]:
+        old.unlink(missing_ok=True)
+        checksum_path(old).unlink(missing_ok=True)
+    return path
+
+
+def checksum_path(path: str | os.PathLike) -> Path:
+    path = Path(path)
+    return path.with_name(path.name + CHECKSUM_SUFFIX)
+
+
+def non_finite_tensors(state: dict, prefix: str = "") -> list[str]:
+    """Names of the floating-point tensors in `state` (nested dicts and lists) holding NaN or
+    infinity; the checks run where the tensors live, without copies."""
+    import torch
+
+    found = []
+    items = state.items() if isinstance(state, dict) else enumerate(state)
+    for key, value in items:
+        name = f"{prefix}{key}"
+        if isinstance(value, torch.Tensor):
+            if value.is_floating_point() and value.numel() and \
+                    not bool(torch.isfinite(value).all()):
+                found.append(name)
+        elif isinstance(value, (dict, list, tuple)):
+            found.extend(non_finite_tensors(value, name + "."))
+    return found
+
+
+def remove_stale_temp_files(directory: Path) -> int:
+    """Delete temp files of checkpoint writes that were interrupted (a killed engine), and
+    checksums whose checkpoint never arrived; returns how many. Only one engine writes a
+    run's checkpoints, so none of them is in progress."""
+    removed = 0
+    for path in directory.iterdir():
+        stale_temp = path.name.startswith(".step-") and path.name.endswith(".tmp")
+        orphan = path.name.endswith(CHECKSUM_SUFFIX) and \
+            not path.with_name(path.name[:-len(CHECKSUM_SUFFIX)]).exists()
+        if stale_temp or orphan:
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
+def _write_atomic(path: Path, data) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
+            view = memoryview(data)
+            for start in range(0, len(view), _CHUNK):
+                f.write(view[start:start + _CHUNK])
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    _fsync_dir(directory)
-    for old in list_checkpoints(run_dir)[:-keep]:
-        old.unlink(missing_ok=True)
-    return path
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -108,14 +175,20 @@ def _fsync_dir(directory: Path) -> None:
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict:
-    """The state saved in `path`, loaded with weights_only=True; CheckpointError naming the file."""
+    """The state saved in `path`, loaded with weights_only=True after its checksum is verified;
+    CheckpointError naming the file."""
     import torch
 
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
+        data = path.read_bytes()
+    except OSError as e:
+        raise CheckpointError(f"checkpoint {path} cannot be read ({e})") from e
+    verify_checksum(path, data)
+    try:
+        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
     except Exception as e:  # torch raises RuntimeError, EOFError, UnpicklingError, zipfile errors...
         raise CheckpointError(
             f"checkpoint {path} is corrupt or truncated and cannot be loaded "
@@ -126,6 +199,27 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
             f"checkpoint {path} is not a puffer-tui checkpoint (expected a dict with global_step)"
         )
     return state
+
+
+def verify_checksum(path: Path, data: bytes) -> None:
+    """Compare `data` (the bytes of `path`) with the digest beside it; checkpoints written
+    before checksums existed have none and load unverified."""
+    sidecar = checksum_path(path)
+    try:
+        text = sidecar.read_text(encoding="ascii")
+    except FileNotFoundError:
+        log.warning("checkpoint %s has no checksum file; loading it unverified", path)
+        return
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"checksum file {sidecar} cannot be read ({e})") from e
+    expected = text.split()[0].lower() if text.split() else ""
+    if len(expected) != 64:
+        raise CheckpointError(f"checksum file {sidecar} is damaged (no sha256 digest in it)")
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected:
+        raise CheckpointError(
+            f"checkpoint {path} is corrupt or truncated: its sha256 {actual[:16]}... does not match "
+            f"{expected[:16]}... recorded in {sidecar.name} (damaged on disk or edited)")
 
 
 def _first_line(e: BaseException) -> str:

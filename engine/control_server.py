@@ -1,6 +1,6 @@
 """The control server: an asyncio unix-socket server running in its own thread.
 
-It accepts any number of clients on RUN_DIR/control.sock (mode 0600), reads newline-delimited
+It accepts up to MAX_CLIENTS clients on RUN_DIR/control.sock (mode 0600), reads newline-delimited
 JSON requests (each at most 1 MiB), validates them, answers `hello`/`status`/`render` itself
 and queues `pause`/`resume`/`set`/`checkpoint`/`stop` for the trainer (engine/commands.py),
 whose replies it forwards. It pushes telemetry to every client at `rate_hz`, events as they
@@ -39,7 +39,8 @@ __all__ = ["PROTOCOL_VERSION", "ControlServer", "ServerError"]
 
 TICK = 1 / 15  # frame cadence; telemetry goes out every few ticks
 PUSH_BACKLOG_LIMIT = 4 << 20  # a client this far behind misses pushes (replies still go)
-CLIENT_BACKLOG_LIMIT = 64 << 20  # ...and this far behind is disconnected
+CLIENT_BACKLOG_LIMIT = 16 << 20  # ...and this far behind is disconnected
+MAX_CLIENTS = 32  # more are refused: with the limit above, at most 512 MiB of send buffers
 
 
 class ServerError(RuntimeError):
@@ -242,6 +243,8 @@ class ControlServer:
             return
         backlog = client.writer.transport.get_write_buffer_size()
         if backlog > CLIENT_BACKLOG_LIMIT:
+            # abort, not close: close() would keep the backlog until the client reads it
+            client.writer.transport.abort()
             self._close(client)
             return
         if droppable and backlog > PUSH_BACKLOG_LIMIT:
@@ -262,6 +265,12 @@ class ControlServer:
 
     async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         client = _Client(writer)
+        if len(self._clients) >= MAX_CLIENTS:
+            writer.write(encode(error_reply(
+                None, f"too many clients ({MAX_CLIENTS}) connected to this engine; "
+                "close one and connect again")))
+            writer.close()
+            return
         self._clients.add(client)
         buffer = bytearray()
         discarding = False  # inside an oversized line: drop bytes up to its newline
@@ -302,7 +311,9 @@ class ControlServer:
             request_id, cmd, args = parse_request(line)
             self._dispatch(client, request_id, cmd, args)
         except RequestError as e:
-            self._send(client, error_reply(e.request_id or request_id, str(e)))
+            # id 0 is an id like any other: only None means "no id to answer"
+            answer_id = e.request_id if e.request_id is not None else request_id
+            self._send(client, error_reply(answer_id, str(e)))
         except Exception as e:  # a bug here must not take the engine down
             self._send(client, error_reply(request_id,
                                            f"internal error: {type(e).__name__}: {e}"))

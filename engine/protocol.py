@@ -56,6 +56,9 @@ def parse_request(line: bytes) -> tuple[int, str, dict]:
         request = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
         raise RequestError(f"not a JSON object: {e}") from None
+    except RecursionError:
+        raise RequestError("JSON nested too deeply; a request is a flat object "
+                           "{\"id\", \"cmd\", \"args\"}") from None
     if not isinstance(request, dict):
         raise RequestError("a request must be a JSON object {\"id\", \"cmd\", \"args\"}")
     request_id = request.get("id")

@@ -29,7 +29,9 @@ def test_keeps_only_the_last_few_and_no_temp_files(tmp_path):
     for step in range(10, 80, 10):
         ckpt.save_checkpoint(tmp_path, state(step), keep=3)
     names = sorted(p.name for p in (tmp_path / "checkpoints").iterdir())
-    assert names == [ckpt.checkpoint_name(s, s // 10) for s in (50, 60, 70)]
+    kept = [ckpt.checkpoint_name(s, s // 10) for s in (50, 60, 70)]
+    # each checkpoint with its checksum beside it, and nothing else (no temp files)
+    assert names == sorted(kept + [name + ckpt.CHECKSUM_SUFFIX for name in kept])
     assert ckpt.latest_checkpoint(tmp_path).name == ckpt.checkpoint_name(70, 7)
 
 
@@ -50,7 +52,8 @@ def test_failed_write_leaves_previous_intact(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="disk full"):
         ckpt.save_checkpoint(tmp_path, state(20))
     assert ckpt.list_checkpoints(tmp_path) == [good]
-    assert os.listdir(tmp_path / "checkpoints") == [good.name]
+    assert sorted(os.listdir(tmp_path / "checkpoints")) == [
+        good.name, good.name + ckpt.CHECKSUM_SUFFIX]
 
 
 def test_truncated_checkpoint_error_names_the_file(tmp_path):
@@ -109,3 +112,75 @@ def test_resolve_checkpoint(tmp_path):
     assert ckpt.resolve_checkpoint(path) == path
     with pytest.raises(ckpt.CheckpointError, match="no checkpoints"):
         ckpt.resolve_checkpoint(tmp_path / "checkpoints")
+
+
+# -- checksums, non-finite weights, leftovers of killed writers (issue 10, items 8 and 12) ----
+
+
+def flip_bytes_in_tensor(path, count=16):
+    """Flip `count` bytes inside the stored data of the policy tensor (not the zip headers)."""
+    data = bytearray(path.read_bytes())
+    marker = torch.full((3,), 120.0).numpy().tobytes()  # the raw float32 data of state(120)
+    start = data.find(marker)
+    assert start > 0, "tensor data not found in the checkpoint"
+    # 12 bytes of tensor data are available: flip within them and the bytes right after
+    for i in range(count):
+        data[start + i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_flipped_bytes_in_a_tensor_are_refused_naming_the_file(tmp_path):
+    path = ckpt.save_checkpoint(tmp_path, state(120))
+    assert ckpt.checksum_path(path).read_text().split()[1] == path.name
+    flip_bytes_in_tensor(path)
+    with pytest.raises(ckpt.CheckpointError, match=str(path)) as e:
+        ckpt.load_checkpoint(path)
+    assert "sha256" in str(e.value) and "does not match" in str(e.value)
+
+
+def test_damaged_newest_checkpoint_falls_back_only_when_asked(tmp_path):
+    older = ckpt.save_checkpoint(tmp_path, state(110))
+    newest = ckpt.save_checkpoint(tmp_path, state(120))
+    flip_bytes_in_tensor(newest)
+    with pytest.raises(ckpt.CheckpointError, match="fallback-checkpoint"):
+        ckpt.load_latest(tmp_path)
+    skipped = []
+    path, loaded = ckpt.load_latest(tmp_path, fallback=True,
+                                    on_skip=lambda p, e: skipped.append(p))
+    assert path == older and loaded["global_step"] == 110 and skipped == [newest]
+
+
+def test_a_checkpoint_without_checksum_still_loads(tmp_path):
+    # written before checksums existed
+    path = ckpt.save_checkpoint(tmp_path, state(30))
+    ckpt.checksum_path(path).unlink()
+    assert ckpt.load_checkpoint(path)["global_step"] == 30
+
+
+def test_non_finite_weights_are_never_saved_and_good_ones_never_rotated_out(tmp_path):
+    good = [ckpt.save_checkpoint(tmp_path, state(s), keep=3) for s in (10, 20, 30)]
+    for step in (40, 50, 60):
+        bad = state(step)
+        bad["policy"]["w"][1] = float("nan") if step != 50 else float("inf")
+        with pytest.raises(ckpt.CheckpointError, match="non-finite values in policy.w"):
+            ckpt.save_checkpoint(tmp_path, bad, keep=3)
+    assert ckpt.list_checkpoints(tmp_path) == good
+    nan_moment = state(70)
+    nan_moment["optimizer"] = {"state": {0: {"exp_avg": torch.tensor([float("nan")])}}}
+    with pytest.raises(ckpt.CheckpointError, match="optimizer.state.0.exp_avg"):
+        ckpt.save_checkpoint(tmp_path, nan_moment)
+
+
+def test_temp_files_of_killed_writes_are_removed_by_the_next_save(tmp_path):
+    ckpt.save_checkpoint(tmp_path, state(10))
+    directory = tmp_path / "checkpoints"
+    leftovers = [directory / ".step-000000000020-epoch-00000002.pt.k1ll3d.tmp",
+                 directory / ".step-000000000020-epoch-00000002.pt.sha256.x9.tmp",
+                 directory / "step-000000000020-epoch-00000002.pt.sha256"]  # no .pt arrived
+    for path in leftovers:
+        path.write_bytes(b"x" * 1000)
+    foreign = directory / "notes.txt"
+    foreign.write_text("mine")
+    ckpt.save_checkpoint(tmp_path, state(30))
+    assert not any(path.exists() for path in leftovers)
+    assert foreign.exists()

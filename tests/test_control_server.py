@@ -253,3 +253,119 @@ async def test_async_client_requests_and_pushes(server):
         await client.close()
     pushes_after_close = [p async for p in client.pushes()]
     assert all(p["type"] == "telemetry" for p in pushes_after_close)
+
+
+# -- issue 10, item 12: id 0, deep nesting, clients that never read -------------------------
+
+
+def raw_reply(sock, timeout=5.0):
+    """The first reply line on a raw socket (pushes skipped)."""
+    sock.settimeout(timeout)
+    data = b""
+    while True:
+        while b"\n" in data:
+            line, data = data.split(b"\n", 1)
+            message = json.loads(line)
+            if message.get("type") in (None, "reply") and "ok" in message:
+                return message
+        chunk = sock.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+
+
+def raw_socket(server):
+    sock = socket.socket(socket.AF_UNIX)
+    sock.connect(str(server.path))
+    return sock
+
+
+@pytest.mark.parametrize("line", [
+    b'{"id": 0, "cmd": "explode"}',
+    b'{"id": 0, "cmd": "pause", "args": {"now": 1}}',
+    b'{"id": 0, "cmd": "set", "args": {"key": "train.horizon", "value": 3}}',
+])
+def test_errors_to_request_id_0_carry_id_0(server, line):
+    sock = raw_socket(server)
+    try:
+        sock.sendall(line + b"\n")
+        reply = raw_reply(sock)
+        assert reply["ok"] is False and reply["id"] == 0, reply
+    finally:
+        sock.close()
+
+
+def test_deeply_nested_json_gets_a_clean_error(client):
+    client.send_raw(b'{"id": 3, "cmd": "status", "args": ' + b"[" * 100_000
+                    + b"]" * 100_000 + b"}\n")
+    reply = first(client, "reply")
+    assert reply["ok"] is False
+    assert "nested too deeply" in reply["error"] and "internal error" not in reply["error"]
+    assert client.call("status")["ok"]
+
+
+def test_clients_beyond_the_cap_are_refused_and_the_others_served(server):
+    from puffer_tui.engine.control_server import MAX_CLIENTS
+
+    socks = [raw_socket(server) for _ in range(MAX_CLIENTS)]
+    try:
+        for sock in socks[:2]:  # the server registered them: they are answered
+            sock.sendall(b'{"id": 1, "cmd": "status"}\n')
+            assert raw_reply(sock)["ok"]
+        extra = raw_socket(server)
+        reply = raw_reply(extra)
+        assert reply is not None and reply["ok"] is False and "too many clients" in reply["error"]
+        assert extra.recv(1) == b""  # and closed
+        extra.close()
+        socks.pop().close()
+        again = wait_for_slot(server)
+        again.sendall(b'{"id": 2, "cmd": "status"}\n')
+        assert raw_reply(again)["ok"]
+        socks.append(again)
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def wait_for_slot(server, timeout=5.0):
+    """Connect until the server has noticed a closed client and accepts a new one."""
+    deadline = time.monotonic() + timeout
+    while True:
+        sock = raw_socket(server)
+        sock.sendall(b'{"id": 9, "cmd": "status"}\n')
+        reply = raw_reply(sock)
+        if reply is not None and reply["ok"]:
+            return sock
+        sock.close()
+        assert time.monotonic() < deadline, "no client slot freed"
+        time.sleep(0.05)
+
+
+def test_a_client_that_never_reads_is_dropped_once_its_queue_is_full(server, monkeypatch):
+    from puffer_tui.engine import control_server
+
+    monkeypatch.setattr(control_server, "CLIENT_BACKLOG_LIMIT", 256 << 10)
+    sock = raw_socket(server)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.settimeout(10.0)  # a server that keeps the client would block sendall: fail instead
+    try:
+        # every status reply must be queued (replies are never dropped) until the limit
+        request = b'{"id": 1, "cmd": "hello"}\n' * 200
+        for _ in range(100):
+            try:
+                sock.sendall(request)
+            except (BrokenPipeError, ConnectionResetError):
+                break  # the server dropped us
+        with EngineClient.connect(server.path) as other:  # the engine still serves others
+            assert other.call("status")["ok"]
+        sock.settimeout(5.0)
+        received = 0
+        try:
+            while chunk := sock.recv(1 << 16):
+                received += len(chunk)
+        except (ConnectionResetError, TimeoutError):
+            pass
+        # what was queued for it is bounded: the limit plus what the kernel buffers held
+        assert received < (256 << 10) + (8 << 20)
+    finally:
+        sock.close()
