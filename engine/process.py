@@ -148,6 +148,9 @@ class Engine:
         note = f" ({dropped} metric rows after it dropped)" if dropped else ""
         self.events.info(f"resumed from {path.name} at step {self.trainer.global_step}, "
                          f"epoch {self.trainer.epoch}{note}")
+        if getattr(self.trainer, "inexact_resume", None):  # e.g. Gymnasium envs
+            self.events.warning(f"resume is not exact: {self.trainer.inexact_resume}; "
+                                "episodes start afresh (docs/exact-resume.md)")
 
     def _shutdown(self, previous_handlers) -> None:
         final = None
