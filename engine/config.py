@@ -25,8 +25,11 @@ class ConfigError(ValueError):
     """A config value that is unknown, mistyped or out of bounds; the text names the field."""
 
 
-def _f(default, help, low=None, high=None, live=False, choices=None):
-    meta = {"help": help, "low": low, "high": high, "live": live, "choices": choices}
+# `search`: the field's default sweep distribution (engine/sweep/space.py), (low, high, scale)
+# with scale "linear", "log", or "log-relative" (bounds are factors of the preset's value).
+def _f(default, help, low=None, high=None, live=False, choices=None, search=None):
+    meta = {"help": help, "low": low, "high": high, "live": live, "choices": choices,
+            "search": search}
     return field(default=default, metadata=meta)
 
 
@@ -37,39 +40,53 @@ class VecConfig:
     num_workers: int = _f(2, "worker processes (multiprocessing backend)", 1, 1024)
     batch_size: int = _f(0, "envs per recv() (0: num_envs, i.e. synchronous)", 0, 1_000_000)
     zero_copy: bool = _f(True, "pool waits for contiguous blocks of envs (no copies)")
+    worker_timeout: float = _f(15.0, "seconds a worker may take to step or reset before it is "
+                               "reported hung, with its stack (multiprocessing)", 0.1, 86400.0)
 
 
 @dataclass
 class TrainConfig:
-    total_timesteps: int = _f(20_000_000, "agent steps to train for", 1, 10**13)
+    total_timesteps: int = _f(20_000_000, "agent steps to train for", 1, 10**13,
+        search=(0.25, 2.0, "log-relative"))
     seed: int = _f(1, "seed for torch, numpy and the envs", 0, 2**31 - 1)
     device: str = _f("auto", "torch device (auto: CUDA when present)", choices=("auto", "cpu", "cuda"))
     torch_threads: int = _f(0, "CPU threads for torch (0: one per core not taken by env workers or other load)", 0, 512)
     compile: bool = _f(False, "torch.compile the policy")
     policy: str = _f("mlp", "policy network", choices=("mlp", "lstm"))
-    hidden_size: int = _f(128, "width of the policy's hidden layers", 4, 8192)
+    hidden_size: int = _f(128, "width of the policy's hidden layers", 4, 8192,
+        search=(32, 512, "log"))
     lstm_sequence_resets: bool = _f(
         True, "LSTM: reset the state at episode ends inside training sequences too (exact; "
         "off: one fused LSTM call per minibatch, faster on CPU)")
     horizon: int = _f(64, "steps per segment of the rollout buffer (and BPTT length)", 2, 8192)
     batch_size: int = _f(0, "samples per epoch (0: num_agents * horizon)", 0, 2**31 - 1)
     minibatch_size: int = _f(8192, "samples per gradient step", 1, 2**31 - 1)
-    update_epochs: int = _f(1, "passes over each batch", 1, 64, live=True)
-    learning_rate: float = _f(0.015, "Adam learning rate", 0.0, 1.0, live=True)
+    update_epochs: int = _f(1, "passes over each batch", 1, 64, live=True,
+        search=(1, 4, "linear"))
+    learning_rate: float = _f(0.015, "Adam learning rate", 0.0, 1.0, live=True,
+        search=(1e-4, 1e-1, "log"))
     anneal_lr: bool = _f(True, "cosine-anneal the learning rate to 0 over the run", live=True)
-    gamma: float = _f(0.995, "discount factor", 0.0, 1.0, live=True)
-    gae_lambda: float = _f(0.90, "GAE lambda", 0.0, 1.0, live=True)
+    gamma: float = _f(0.995, "discount factor", 0.0, 1.0, live=True,
+        search=(0.9, 0.999, "linear"))
+    gae_lambda: float = _f(0.90, "GAE lambda", 0.0, 1.0, live=True,
+        search=(0.8, 0.99, "linear"))
     vtrace_rho_clip: float = _f(1.0, "V-trace importance-ratio clip for advantages", 0.0, 100.0, live=True)
     vtrace_c_clip: float = _f(1.0, "V-trace trace-cutting clip", 0.0, 100.0, live=True)
-    prio_alpha: float = _f(0.8, "prioritized segment sampling exponent (0: uniform)", 0.0, 1.0, live=True)
+    prio_alpha: float = _f(0.8, "prioritized segment sampling exponent (0: uniform)", 0.0, 1.0, live=True,
+        search=(0.0, 1.0, "linear"))
     prio_beta0: float = _f(0.2, "initial importance-weight exponent, annealed to 1", 0.0, 1.0, live=True)
-    clip_coef: float = _f(0.2, "PPO policy clip", 0.0, 10.0, live=True)
-    vf_coef: float = _f(2.0, "value loss coefficient", 0.0, 100.0, live=True)
+    clip_coef: float = _f(0.2, "PPO policy clip", 0.0, 10.0, live=True,
+        search=(0.05, 0.5, "linear"))
+    vf_coef: float = _f(2.0, "value loss coefficient", 0.0, 100.0, live=True,
+        search=(0.25, 5.0, "log"))
     vf_clip_coef: float = _f(0.2, "value clip (0: off)", 0.0, 100.0, live=True)
-    ent_coef: float = _f(0.001, "entropy bonus coefficient", 0.0, 1.0, live=True)
-    max_grad_norm: float = _f(1.5, "gradient norm clip", 0.0, 1000.0, live=True)
+    ent_coef: float = _f(0.001, "entropy bonus coefficient", 0.0, 1.0, live=True,
+        search=(1e-5, 1e-1, "log"))
+    max_grad_norm: float = _f(1.5, "gradient norm clip", 0.0, 1000.0, live=True,
+        search=(0.1, 5.0, "log"))
     reward_clamp: float = _f(0.0, "clamp rewards to [-c, c] (0: off)", 0.0, 1e9, live=True)
-    adam_beta1: float = _f(0.95, "Adam beta1", 0.0, 0.9999)
+    adam_beta1: float = _f(0.95, "Adam beta1", 0.0, 0.9999,
+        search=(0.8, 0.99, "linear"))
     adam_beta2: float = _f(0.999, "Adam beta2", 0.0, 0.99999)
     adam_eps: float = _f(1e-8, "Adam epsilon", 1e-12, 1e-2)
     checkpoint_interval: int = _f(200, "epochs between checkpoints (0: only on stop)", 0, 10**9)
@@ -104,6 +121,7 @@ class FieldSpec:
     help: str
     live: bool
     choices: tuple | None = None
+    search: tuple | None = None  # default sweep distribution (see _f)
 
     @property
     def key(self) -> str:
@@ -181,7 +199,8 @@ def _convert(kind: type, value: Any) -> Any:
 def _section_specs(section: str, cls) -> list[FieldSpec]:
     return [
         FieldSpec(section, f.name, type(f.default), f.default, f.metadata["low"],
-                  f.metadata["high"], f.metadata["help"], f.metadata["live"], f.metadata["choices"])
+                  f.metadata["high"], f.metadata["help"], f.metadata["live"], f.metadata["choices"],
+                  f.metadata["search"])
         for f in dataclasses.fields(cls)
     ]
 
@@ -307,6 +326,8 @@ def load_config(env_name: str, overrides: dict[str, Any] | None = None, preset: 
         except KeyError as e:
             raise ConfigError(str(e)) from None
         for section, values in sections.items():
+            if section == "sweep":  # search ranges, read by engine/sweep/space.py
+                continue
             if section not in SECTIONS:
                 raise ConfigError(f"{env_name} preset: unknown section [{section}]")
             data[section].update(values)
