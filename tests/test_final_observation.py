@@ -129,10 +129,15 @@ def _recording(trainer):
     return steps, value_of
 
 
-def test_trainer_bootstraps_truncated_steps_from_the_final_observation():
+POOL = {"vec.backend": "multiprocessing", "vec.num_workers": 2, "vec.batch_size": 2,
+        "vec.zero_copy": False}  # rows gathered from whichever worker finished
+
+
+@pytest.mark.parametrize("vec", [{}, POOL], ids=["serial", "pool"])
+def test_trainer_bootstraps_truncated_steps_from_the_final_observation(vec):
     config = load_config("cartpole", {
         "vec.num_envs": 4, "train.horizon": 16, "train.minibatch_size": 32,
-        "train.hidden_size": 8, "train.torch_threads": 1, "env.max_steps": 5})
+        "train.hidden_size": 8, "train.torch_threads": 1, "env.max_steps": 5, **vec})
     with Trainer(config) as trainer:
         steps, value_of = _recording(trainer)
         trainer.run_epoch()
