@@ -11,12 +11,16 @@ import sys
 import time
 from pathlib import Path
 
+EPISODES = 100
+RENDER_EPISODES = 3  # watched at --fps: a solved cartpole episode is 500 frames
+
 
 def add_parser(sub, name, help_text):
     p = sub.add_parser(name, help=help_text, description=help_text)
     p.add_argument("target", metavar="RUN|CHECKPOINT",
                    help="a run directory or name (its latest checkpoint), or a checkpoint file")
-    p.add_argument("--episodes", type=int, default=100, help="episodes to play (default 100)")
+    p.add_argument("--episodes", type=int, default=None,
+                   help=f"episodes to play (default {EPISODES}; {RENDER_EPISODES} with --render)")
     p.add_argument("--num-envs", type=int, default=None,
                    help="envs played at once (default 64; 1 with --render)")
     p.add_argument("--render", choices=("ascii", "window"), default=None,
@@ -27,7 +31,8 @@ def add_parser(sub, name, help_text):
                    help="with --render window: save a PNG after --screenshot-after frames, exit")
     p.add_argument("--screenshot-after", metavar="N", type=int, default=30,
                    help="frames drawn before the screenshot (default 30)")
-    p.add_argument("--seed", type=int, default=12345, help="env seed (default 12345)")
+    p.add_argument("--seed", type=int, default=12345,
+                   help="seed of the envs and of the policy's action sampling (default 12345)")
     p.add_argument("--deterministic", action="store_true",
                    help="take the most likely action instead of sampling")
     p.add_argument("--runs-dir", metavar="D", help="where run names are looked up")
@@ -57,8 +62,9 @@ def resolve_target(target: str, runs_dir: str | None) -> Path:
 def run(args) -> int:
     from puffer_tui.engine.checkpoint import CheckpointError, load_checkpoint
 
-    if args.episodes < 1:
-        return _fail(f"--episodes must be >= 1, got {args.episodes}")
+    episodes = args.episodes or (RENDER_EPISODES if args.render else EPISODES)
+    if episodes < 1:
+        return _fail(f"--episodes must be >= 1, got {episodes}")
     if args.num_envs is not None and args.num_envs < 1:
         return _fail(f"--num-envs must be >= 1, got {args.num_envs}")
     if not 0 < args.fps <= 1000:
@@ -75,155 +81,117 @@ def run(args) -> int:
         policy, config = load_policy(path)
     except (CheckpointError, ValueError) as e:
         return _fail(str(e))
+    from puffer_tui.app.eval_player import Player
+
     num_envs = args.num_envs or (1 if args.render else 64)
-    player = Player(policy, config, num_envs, args.seed, args.deterministic)
+    if args.render and args.episodes is None:
+        print(f"playing {episodes} episodes at {args.fps:g} fps (change with --episodes N and "
+              f"--fps F; Ctrl-C stops with the score so far)", file=sys.stderr, flush=True)
+    player = Player(policy, config, num_envs, args.seed, args.deterministic, episodes)
+    interrupted = False
     try:
         if args.render == "window":
             from puffer_tui.app.render_window import WindowUnavailableError
 
             try:
-                play_in_window(player, args.episodes, args.fps, args.screenshot,
-                               args.screenshot_after)
+                play_in_window(player, args.fps, args.screenshot, args.screenshot_after)
             except (WindowUnavailableError, ValueError) as e:
                 return _fail(str(e))
         else:
-            play(player, args.episodes, args.render, args.fps)
-        result = player.result()
+            from rich.console import Console
+
+            # with --json, stdout carries only the JSON
+            play(player, args.render, args.fps, Console(stderr=True) if args.json else None)
+    except KeyboardInterrupt:
+        interrupted = True
     finally:
+        result = player.result()
         player.close()
     result["checkpoint"] = str(path)
+    result["interrupted"] = interrupted
     if args.json:
         import json
 
         print(json.dumps(result, indent=2))
     else:
-        def shown(key, fmt):
-            return "-" if result[key] is None else format(result[key], fmt)
-
-        print(f"{config.env_name}: {result['episodes']} episodes from {path.name}: "
-              f"score {shown('score', '.3f')}, return {shown('episode_return', '.3f')}, "
-              f"length {shown('episode_length', '.1f')}")
-        if args.screenshot is not None:
+        print(summary(result, path, episodes))
+        if args.screenshot is not None and not interrupted:
             print(f"screenshot saved to {args.screenshot}")
-    return 0
+    return 130 if interrupted else 0
 
 
-class Player:
-    """A policy playing a fresh env, tallying finished episodes (mean score from the env log)."""
+def summary(result: dict, path: Path, target: int) -> str:
+    def shown(key, fmt):
+        return "-" if result[key] is None else format(result[key], fmt)
 
-    def __init__(self, policy, config, num_envs: int, seed: int, deterministic: bool):
-        import numpy as np
-
-        from puffer_tui.envs import make
-
-        self.policy, self.config, self.deterministic = policy, config, deterministic
-        self.env = make(config.env_name, num_envs=num_envs, seed=seed, **config.env)
-        self.obs, _ = self.env.reset(seed)
-        rows = self.env.num_agents
-        self.returns, self.lengths = np.zeros(rows), np.zeros(rows, dtype=np.int64)
-        self.starts = np.ones(rows, dtype=bool)
-        self.done_returns: list[float] = []
-        self.done_lengths: list[int] = []
-        self.score_sum = self.score_n = 0.0
-        self.state = None
-
-    @property
-    def episodes(self) -> int:
-        return len(self.done_returns)
-
-    def step(self) -> None:
-        import numpy as np
-
-        actions, self.state = self.policy.act(
-            self.obs, self.state, deterministic=self.deterministic, starts=self.starts
-        )
-        self.obs, rewards, terminals, truncations, infos = self.env.step(actions)
-        self.returns += rewards
-        self.lengths += 1
-        self.starts = np.logical_or(terminals, truncations)
-        for i in np.flatnonzero(self.starts):
-            self.done_returns.append(float(self.returns[i]))
-            self.done_lengths.append(int(self.lengths[i]))
-            self.returns[i], self.lengths[i] = 0.0, 0
-        for info in infos:
-            self.score_sum, self.score_n = _add_score(info, self.score_sum, self.score_n)
-
-    def result(self) -> dict:
-        import numpy as np
-
-        self.score_sum, self.score_n = _add_score(self.env.log(), self.score_sum, self.score_n)
-        ended = bool(self.done_returns)
-        return {
-            "env": self.config.env_name,
-            "episodes": self.episodes,
-            "score": self.score_sum / self.score_n if self.score_n else None,
-            "episode_return": float(np.mean(self.done_returns)) if ended else None,
-            "episode_length": float(np.mean(self.done_lengths)) if ended else None,
-        }
-
-    def close(self) -> None:
-        self.env.close()
+    played = (f"interrupted after {result['episodes']} of {target} episodes"
+              if result["interrupted"] else f"{result['episodes']} episodes")
+    return (f"{result['env']}: {played} from {path.name}: score {shown('score', '.3f')}, "
+            f"return {shown('episode_return', '.3f')}, length {shown('episode_length', '.1f')}")
 
 
-def play(player: Player, episodes: int, render: str | None = None, fps: float = 10.0) -> None:
-    """Step until `episodes` episodes end, animating env 0 in the terminal with --render ascii."""
-    live = _Renderer(player.env, fps) if render == "ascii" else None
+def play(player, render: str | None = None, fps: float = 10.0, console=None) -> None:
+    """Step until the target episodes end, animating env 0 in the terminal with --render
+    ascii (on `console`)."""
+    shown = _Renderer(player.shown_env, fps, player.target, console) if render == "ascii" \
+        else None
     try:
-        while player.episodes < episodes:
+        while not player.finished:
             player.step()
-            if live is not None:
-                live.show(player.episodes, episodes, player.done_returns)
+            if shown is not None:
+                shown.show(player.episodes, player.done_returns)
     finally:
-        if live is not None:
-            live.close()
+        if shown is not None:
+            shown.close()
 
 
-def play_in_window(player: Player, episodes: int, fps: float, screenshot: Path | None,
-                   screenshot_after: int) -> None:
-    """Step one frame per window frame; the window closes when `episodes` episodes end, or
+def play_in_window(player, fps: float, screenshot: Path | None, screenshot_after: int) -> None:
+    """Step one frame per window frame; the window closes when the target episodes end, or
     after the screenshot."""
     from puffer_tui.app.render_window import run_window
 
-    if player.env.frame_shape is None:
+    env = player.shown_env
+    if env.frame_shape is None:
         raise ValueError(f"{player.config.env_name} has no frame to render")
 
     def next_frame():
-        if player.episodes >= episodes:
+        if player.finished:
             return None
-        frame = player.env.frame(0)
+        frame = env.frame(0)
         player.step()
         return frame
 
-    run_window(next_frame, player.env.palette, title=f"puffer-tui eval: {player.config.env_name}",
+    run_window(next_frame, env.palette, title=f"puffer-tui eval: {player.config.env_name}",
                fps=max(1, round(fps)), screenshot=screenshot, screenshot_after=screenshot_after)
 
 
-def _add_score(info: dict, total: float, count: float) -> tuple[float, float]:
-    if info and "score" in info:
-        n = float(info.get("n", 1.0))
-        return total + float(info["score"]) * n, count + n
-    return total, count
-
-
 class _Renderer:
-    """Env 0's tile grid drawn with its palette in a rich Live display, at most `fps` a second."""
+    """Env 0's tile grid drawn with its palette, at most `fps` frames a second: animated in a
+    terminal; written to a file or pipe as one line per finished episode, then the last
+    frame, so a log shows progress as it happens and the summary starts on its own line."""
 
-    def __init__(self, env, fps: float):
+    def __init__(self, env, fps: float, target: int, console=None):
+        from rich.console import Console
         from rich.live import Live
 
-        self.env = env
+        self.env, self.target = env, target
+        self.console = console or Console()
         self.interval = 1.0 / fps
         self.next_frame = time.monotonic()
-        self.live = Live(refresh_per_second=min(fps, 30), transient=False)
-        self.live.start()
+        self.reported = 0
+        self.grid = None
+        self.live = None
+        if self.console.is_terminal:
+            self.live = Live(console=self.console, refresh_per_second=min(fps, 30),
+                             transient=False)
+            self.live.start()
 
-    def show(self, episodes: int, target: int, returns: list) -> None:
-        from rich.console import Group
+    def _grid(self):
         from rich.text import Text
 
         tiles = self.env.frame(0)
         if tiles is None:
-            return
+            return None
         grid = Text()
         palette = self.env.palette
         for row in tiles:
@@ -231,12 +199,33 @@ class _Renderer:
                 glyph, colour = palette.get(int(tile), ("?", "red"))
                 grid.append(glyph, style=colour)
             grid.append("\n")
+        return grid
+
+    def _status(self, episodes: int, returns: list) -> str:
         last = f"{returns[-1]:.2f}" if returns else "-"
-        self.live.update(Group(grid, Text(f"episode {episodes}/{target}  last return {last}")))
+        return f"episode {episodes}/{self.target}  last return {last}"
+
+    def show(self, episodes: int, returns: list) -> None:
+        from rich.console import Group
+        from rich.text import Text
+
+        self.grid = self._grid()
+        if self.live is not None and self.grid is not None:
+            self.live.update(Group(self.grid, Text(self._status(episodes, returns))))
+        elif self.live is None:
+            for k in range(self.reported, episodes):
+                self.console.print(f"episode {k + 1}/{self.target}: return {returns[k]:.2f}",
+                                   highlight=False)
+            self.reported = episodes
         delay = self.next_frame - time.monotonic()
         if delay > 0:
             time.sleep(delay)
         self.next_frame = max(self.next_frame, time.monotonic()) + self.interval
 
     def close(self) -> None:
-        self.live.stop()
+        if self.live is not None:
+            self.live.stop()
+        elif self.grid is not None:
+            self.console.print("last frame:")
+            self.console.print(self.grid, end="")
+        self.console.print()  # the summary begins on a line of its own

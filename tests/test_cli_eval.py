@@ -1,0 +1,90 @@
+"""`puffer-tui eval`: exact episode counts, seeded reproducibility (sampling included), the
+render mode's default, Ctrl-C with the partial score, progress that streams into a pipe."""
+
+import json
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+
+from puffer_tui.engine import config as cfg
+from puffer_tui.engine.checkpoint import save_checkpoint
+from puffer_tui.engine.trainer import Trainer
+
+CLI = [sys.executable, "-m", "puffer_tui.app.cli"]
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    """A run directory holding the checkpoint of a fresh (untrained, so random) policy."""
+    run = tmp_path_factory.mktemp("runs") / "squared-eval"
+    (run / "checkpoints").mkdir(parents=True)
+    config = cfg.load_config("squared", {
+        "vec.num_envs": 64, "train.horizon": 16, "train.minibatch_size": 256,
+        "train.hidden_size": 32, "train.torch_threads": 1, "env.size": 7,
+    })
+    trainer = Trainer(config)
+    try:
+        save_checkpoint(run, trainer.state_dict())
+    finally:
+        trainer.close()
+    return run
+
+
+def evaluate(run, *flags):
+    result = subprocess.run([*CLI, "eval", str(run), "--json", *flags], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout), result.stderr
+
+
+@pytest.mark.parametrize("episodes, num_envs", [(100, 64), (7, 64), (5, 3)])
+def test_reports_exactly_the_episodes_asked_for(run_dir, episodes, num_envs):
+    outcome, _ = evaluate(run_dir, "--episodes", str(episodes), "--num-envs", str(num_envs))
+    assert outcome["episodes"] == episodes
+    assert outcome["score"] is not None and 0 <= outcome["score"] <= 1
+
+
+def test_a_seed_reproduces_the_evaluation_sampling_included(run_dir):
+    first, _ = evaluate(run_dir, "--episodes", "40", "--seed", "7")
+    again, _ = evaluate(run_dir, "--episodes", "40", "--seed", "7")
+    other, _ = evaluate(run_dir, "--episodes", "40", "--seed", "8")
+    assert first == again
+    assert other != first
+
+
+def test_render_plays_a_few_episodes_by_default_and_says_so(run_dir):
+    outcome, hint = evaluate(run_dir, "--render", "ascii", "--fps", "1000")
+    assert outcome["episodes"] == 3
+    assert "playing 3 episodes" in hint and "--episodes N" in hint
+
+
+def test_piped_render_streams_progress_and_ctrl_c_prints_the_partial_score(run_dir):
+    player = subprocess.Popen([*CLI, "eval", str(run_dir), "--render", "ascii", "--fps", "200",
+                               "--episodes", "100000"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              env={"PYTHONUNBUFFERED": "1", **__import__("os").environ})
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(x) for x in player.stdout], daemon=True).start()
+    try:
+        first = lines.get(timeout=60)  # arrives while the player still runs: it streams
+        assert first.startswith("episode 1/100000: return"), first
+        assert player.poll() is None
+        player.send_signal(signal.SIGINT)
+        assert player.wait(60) == 130
+    finally:
+        if player.poll() is None:
+            player.kill()
+            player.wait()
+    time.sleep(0.1)  # let the reader thread drain the closed pipe
+    rest = []
+    while not lines.empty():
+        rest.append(lines.get())
+    summary = rest[-1]
+    assert summary.startswith("squared: interrupted after "), rest[-3:]
+    assert " of 100000 episodes " in summary and "score " in summary
+    assert "last frame:\n" in rest and rest[-2] == "\n"  # the frame ends before the summary
