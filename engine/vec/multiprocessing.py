@@ -8,9 +8,10 @@ recv() returns the first workers to finish, so simulation overlaps with the call
 `zero_copy` batches are fixed contiguous blocks of workers returned as views of shared
 memory; otherwise any finished workers are gathered (copied) into batch arrays.
 
-Not thread-safe: call it from one thread (the trainer's). Workers start from a forkserver,
-which imports the main module of a script again: scripts need the usual
-`if __name__ == "__main__":` guard, and the env creator must pickle.
+Not thread-safe: call it from one thread (the trainer's). Workers start from a forkserver
+and do not import the caller's `__main__` (see main_module.py), unless the env creator is
+defined there: then the script needs the usual `if __name__ == "__main__":` guard. The env
+creator must pickle.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ import numpy as np
 
 from puffer_tui.engine.vec import channel, env_state
 from puffer_tui.engine.vec.actions import ActionChecker
+from puffer_tui.engine.vec.batched_spaces import batched
 from puffer_tui.engine.vec.crash_log import CrashLog
 from puffer_tui.engine.vec.errors import WorkerError
 from puffer_tui.engine.vec.lifecycle import describe_death, shutdown_workers
+from puffer_tui.engine.vec.main_module import creator_needs_main, main_module_hidden
 from puffer_tui.engine.vec.shared_memory import SharedLayout, SharedMemoryFile
 from puffer_tui.engine.vec.sizing import available_cores, plan_workers
 from puffer_tui.engine.vec.worker import worker_main
@@ -142,6 +145,7 @@ class Multiprocessing:
 
     def _start_workers(self, env_creator, env_kwargs, memory, layout, start_method):
         ctx = _context(start_method)
+        needs_main = creator_needs_main(env_creator, env_kwargs)
         for w in range(self.num_workers):
             ours, theirs = socket.socketpair()
             log = CrashLog()
@@ -154,7 +158,8 @@ class Multiprocessing:
                 args=(w, env_creator, env_kwargs, memory, layout, rows, self.envs_per_worker,
                       seed, theirs, log, self._spin_s, start_method == "forkserver"),
             )
-            proc.start()
+            with main_module_hidden(not needs_main):  # the worker needs only the creator
+                proc.start()
             theirs.close()  # only the worker holds its end: its death means EOF here
             self._procs.append(proc)
             self._busy[w] = True  # its "ready" is outstanding
@@ -187,6 +192,16 @@ class Multiprocessing:
     @property
     def worker_pids(self) -> list[int]:
         return [p.pid for p in self._procs]
+
+    @property
+    def observation_space(self):
+        """Gymnasium-style: the observations of one batch (`agents_per_batch` rows)."""
+        return batched(self.single_observation_space, self.agents_per_batch)
+
+    @property
+    def action_space(self):
+        """Gymnasium-style: the actions of one batch; `.sample()` is a valid send()."""
+        return batched(self.single_action_space, self.agents_per_batch)
 
     # -- the async API ---------------------------------------------------------------------------
 

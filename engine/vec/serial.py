@@ -6,6 +6,7 @@ import numpy as np
 
 from puffer_tui.engine.native.buffers import allocate_buffers
 from puffer_tui.engine.vec import env_state
+from puffer_tui.engine.vec.batched_spaces import batched
 
 
 class Serial:
@@ -48,6 +49,16 @@ class Serial:
     @property
     def driver_env(self):
         return self.env
+
+    @property
+    def observation_space(self):
+        """Gymnasium-style: the observations of one batch (`agents_per_batch` rows)."""
+        return batched(self.single_observation_space, self.agents_per_batch)
+
+    @property
+    def action_space(self):
+        """Gymnasium-style: the actions of one batch; `.sample()` is a valid send()."""
+        return batched(self.single_action_space, self.agents_per_batch)
 
     def async_reset(self, seed: int | None = None) -> None:
         self._check_open()
