@@ -21,6 +21,8 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from puffer_tui.engine.health import is_disk_full
+
 FRAME_INTERVAL = 1 / 15  # most frames per second captured for renderers
 
 
@@ -116,6 +118,13 @@ class CommandQueue:
         if result is not None:
             command.reply({"ok": True, **result})
 
+    def pause_for(self, text: str) -> None:
+        """Pause because something went wrong (non-finite values, disk full): an error event
+        says what and how to go on; `resume` or `stop` from a client continues."""
+        self.paused = True
+        self.state = "paused"
+        self._event("error", text)
+
     def _cmd_frames(self, command, boundary):
         self.capture_frames()
         return None
@@ -175,6 +184,13 @@ class CommandQueue:
         try:
             path = str(self.checkpoint_fn())
         except Exception as e:
+            if is_disk_full(e):
+                text = f"disk full writing a checkpoint: free space and resume ({e})"
+                for command in waiting:
+                    command.reply({"ok": False, "error": text})
+                if not self.stop_requested:
+                    self.pause_for(f"training paused: {text}")
+                return
             self._event("error", f"checkpoint failed: {e}\n{traceback.format_exc()}")
             for command in waiting:
                 command.reply({"ok": False, "error": f"checkpoint failed: {e}"})

@@ -48,11 +48,24 @@ class EventLog:
     def emit(self, level: str, text: str) -> dict:
         event = event_record(level, text)
         with self._lock:
-            with self.path.open("a", encoding="utf-8") as f:
-                f.write(format_line(event) + "\n")
+            try:
+                self._append(format_line(event) + "\n")
+            except OSError as e:
+                # A full disk must not swallow the event that says so: clients still get it.
+                event = {**event, "text": f"{text}\n(not written to {self.path.name}: {e})"}
         for callback in list(self._subscribers):
             callback(event)
         return event
+
+    def _append(self, line: str) -> None:
+        # one write of the whole entry, to a file only the owner can read
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            data = line.encode("utf-8")
+            if os.write(fd, data) != len(data):
+                raise OSError(f"short write to {self.path}")
+        finally:
+            os.close(fd)
 
     def info(self, text: str) -> dict:
         return self.emit("info", text)

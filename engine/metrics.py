@@ -2,6 +2,11 @@
 
 TensorBoard is an optional extra (`pip install puffer-tui[tensorboard]`); when the
 `tensorboard` package is importable the same rows also go to RUN_DIR/tensorboard/.
+
+metrics.jsonl is only ever whole lines: each row is appended with one write, a write that
+fails part-way (disk full) is cut back off, and a torn last line (a kill mid-write) is
+removed when the file is opened again. A row that could not be written stays pending and
+goes out first with the next write, so a full disk loses no rows.
 """
 
 from __future__ import annotations
@@ -43,7 +48,9 @@ class MetricsWriter:
     def __init__(self, run_dir: str | os.PathLike, tensorboard: bool | None = None):
         self.run_dir = Path(run_dir)
         self.path = self.run_dir / METRICS_FILE
-        self._file = self.path.open("a", encoding="utf-8")
+        self.torn_bytes = remove_torn_tail(self.path)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._pending: list[bytes] = []  # rows not written yet (the disk was full)
         self._tb = None
         self.tensorboard_error: str | None = None  # why "when installed" did not work out
         asked = tensorboard is True
@@ -60,20 +67,71 @@ class MetricsWriter:
                 self.tensorboard_error = f"{type(e).__name__}: {e}"
 
     def write(self, row: dict) -> None:
+        """Append `row`; on OSError (disk full) it stays pending and the error is raised."""
         row = json_safe(row)
-        self._file.write(json.dumps(row, separators=(",", ":")) + "\n")
-        self._file.flush()
+        self._pending.append((json.dumps(row, separators=(",", ":")) + "\n").encode("utf-8"))
+        self.flush_pending()
         if self._tb is not None:
             step = row.get("global_step", 0)
             for key, value in row.items():
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
                     self._tb.add_scalar(_tb_tag(key), value, step)
 
+    def flush_pending(self) -> None:
+        while self._pending:
+            _append_whole(self._fd, self._pending[0])
+            self._pending.pop(0)
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
     def close(self) -> None:
-        self._file.close()
+        try:
+            self.flush_pending()
+        except OSError:
+            pass  # still no room: the rows are lost with the process, the file stays whole
+        os.close(self._fd)
         if self._tb is not None:
             self._tb.close()
             self._tb = None
+
+
+def _append_whole(fd: int, data: bytes) -> None:
+    """Append `data` completely or not at all (a short or failed write is truncated away)."""
+    size = os.fstat(fd).st_size
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+    except BaseException:
+        try:
+            os.ftruncate(fd, size)
+        except OSError:
+            pass
+        raise
+
+
+def remove_torn_tail(path: Path) -> int:
+    """Cut a last line that has no newline (a write torn by a kill); returns bytes removed."""
+    try:
+        with path.open("rb+") as f:
+            end = f.seek(0, os.SEEK_END)
+            pos = end
+            while pos > 0:
+                step = min(4096, pos)
+                f.seek(pos - step)
+                chunk = f.read(step)
+                newline = chunk.rfind(b"\n")
+                if newline >= 0:
+                    pos = pos - step + newline + 1
+                    break
+                pos -= step
+            if pos != end:
+                f.truncate(pos)
+            return end - pos
+    except FileNotFoundError:
+        return 0
 
 
 def _tb_tag(key: str) -> str:

@@ -29,6 +29,7 @@ SOCKET_FILE = "control.sock"
 PID_FILE = "engine.pid"
 STATUS_FILE = "status.json"
 ENGINE_OUT_FILE = "engine.out"
+RUN_DIR_MODE = 0o700  # owner only, like the control socket (0600)
 
 # engine states while alive, and the final ones written to status.json at exit
 LIVE_STATES = ("starting", "running", "paused", "stopping")
@@ -58,12 +59,36 @@ def create_run_dir(env_name: str, root: str | os.PathLike, now: float | None = N
     for n in range(1, 1000):
         path = root / (base if n == 1 else f"{base}-{n}")
         try:
-            path.mkdir()
+            path.mkdir(mode=RUN_DIR_MODE)
         except FileExistsError:
             continue
-        (path / CHECKPOINT_DIR).mkdir()
+        (path / CHECKPOINT_DIR).mkdir(mode=RUN_DIR_MODE)
+        restrict_permissions(path)
         return path.resolve()
     raise RunDirError(f"could not create a run directory for {env_name} in {root}")
+
+
+def restrict_permissions(run_dir: str | os.PathLike) -> None:
+    """Make the run directory (and its checkpoints directory) reachable by the owner only:
+    events, metrics and engine output can carry paths and errors others should not read.
+    mkdir's mode is masked by the umask, hence the explicit chmod."""
+    for path in (Path(run_dir), Path(run_dir) / CHECKPOINT_DIR):
+        try:
+            if path.is_dir() and path.stat().st_mode & 0o777 != RUN_DIR_MODE:
+                os.chmod(path, RUN_DIR_MODE)
+        except OSError:
+            pass  # not ours to change (a shared runs root): leave it
+    try:
+        files = [p for p in Path(run_dir).iterdir() if p.is_file() and not p.is_symlink()]
+    except OSError:
+        return
+    for path in files:  # e.g. engine.out, opened by the launcher with the default umask
+        try:
+            mode = path.stat().st_mode & 0o777
+            if mode & 0o077:
+                os.chmod(path, mode & 0o700)
+        except OSError:
+            pass
 
 
 def is_run_dir(path: Path) -> bool:
@@ -107,7 +132,7 @@ def write_json_atomic(path: Path, data: dict) -> None:
     """Write JSON to `path` via a temp file + rename, so readers never see half a file."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "w") as f:  # mkstemp: mode 0600
             json.dump(data, f)
         os.replace(tmp, path)
     except BaseException:

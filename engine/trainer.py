@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 import torch
 
-from puffer_tui.engine import episode_state
+from puffer_tui.engine import episode_state, health
 from puffer_tui.engine.config import Config, ConfigError, apply, from_dict, spec_for
 from puffer_tui.engine.episode_log import EpisodeLog
 from puffer_tui.engine.learner import Learner
@@ -88,7 +88,7 @@ def make_vecenv(config: Config):
     kwargs = {"num_envs": v.num_envs, "backend": v.backend, "seed": config.train.seed}
     if v.backend != "serial":
         kwargs.update(num_workers=v.num_workers, batch_size=v.batch_size or v.num_envs,
-                      zero_copy=v.zero_copy)
+                      zero_copy=v.zero_copy, timeout=v.worker_timeout)
     return vec.make(creator(config.env_name, **config.env), **kwargs)
 
 
@@ -202,9 +202,11 @@ class Trainer:
         steps = self.global_step - self._epoch_start_step
         with self.timing.section("copy"):
             data = self.buffer.tensors(self.device)
+        health.check_batch(data, self.num_agents)  # NaN from the env: learn nothing from it
         with self.timing.section("learn"):
             stats = self.learner.update(data, lambda: self.config.train, self.global_step,
                                         self._safe_point, self.schedule)
+        health.check_update(stats, self.policy)
         elapsed = time.perf_counter() - self._epoch_start - self._blocked
         self.epoch += 1
         self.uptime = self._uptime_start + elapsed

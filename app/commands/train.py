@@ -223,6 +223,9 @@ def prepare_run(args):
     check_flags(overrides, args.env)
     config = cfg.load_config(args.env, overrides)
     check_device(config)
+    from puffer_tui.engine.memory_estimate import check_memory
+
+    check_memory(config)  # sizes that cannot fit: refused before the run dir exists
     run_dir = rd.create_run_dir(config.env_name, root)
     cfg.save(config, run_dir / rd.CONFIG_FILE)
     return run_dir, False

@@ -50,3 +50,42 @@ def shutdown_workers(procs, socks, crash_logs, driver_env=None) -> None:
         log.close()
     if driver_env is not None:
         driver_env.close()
+
+
+STALE_AFTER_S = 10.0  # a forkserver's directory younger than this may still be starting up
+
+
+def remove_stale_forkserver_dirs(tempdir: str | None = None) -> int:
+    """Remove `pymp-*` directories whose forkserver listener socket nobody listens on any more
+    (its engine was SIGKILLed, so multiprocessing's exit hook never ran). Linux only: a socket
+    that is still open appears in /proc/net/unix. Only our own directories holding nothing
+    but dead `listener-*` sockets are touched. Returns how many were removed."""
+    import os
+    import shutil
+    import stat
+    import tempfile
+    from pathlib import Path
+
+    try:
+        live = {line.split()[-1] for line in Path("/proc/net/unix").read_text().splitlines()[1:]
+                if len(line.split()) >= 8}
+    except OSError:
+        return 0
+    removed = 0
+    now = time.time()
+    for directory in Path(tempdir or tempfile.gettempdir()).glob("pymp-*"):
+        try:
+            info = directory.lstat()
+            if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or \
+                    now - info.st_mtime < STALE_AFTER_S:
+                continue
+            entries = list(directory.iterdir())
+            if not entries or not all(
+                    e.name.startswith("listener-") and stat.S_ISSOCK(e.lstat().st_mode)
+                    and str(e) not in live for e in entries):
+                continue
+            shutil.rmtree(directory)
+            removed += 1
+        except OSError:
+            continue  # gone meanwhile, or not ours to remove
+    return removed

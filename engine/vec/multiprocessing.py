@@ -43,7 +43,7 @@ from puffer_tui.engine.vec.worker import worker_main
 # both the safe and, after the first use, the fastest choice.
 START_METHOD = "forkserver"
 PRELOAD = ["numpy", "puffer_tui.engine.native", "puffer_tui.engine.vec.worker"]
-DEFAULT_TIMEOUT_S = 60.0  # no step or reset should take this long; a hung env becomes an error
+DEFAULT_TIMEOUT_S = 15.0  # no step or reset should take this long; a hung env becomes an error
 # Spin (poll without sleeping) this long before blocking, but only when there is a spare core:
 # with as many workers as cores, a spinning waiter would take the core a worker or the
 # trainer needs, and on the 2-core dev box blocking at once measured faster.
@@ -386,9 +386,10 @@ class Multiprocessing:
                 if time.monotonic() < deadline:
                     continue
                 stuck = next((w for w in workers if self._busy[w]), workers[0])
+                stack = self._logs[stuck].dump_stack(self._procs[stuck].pid)  # before the kill
                 raise self._fail(WorkerError(
                     stuck, f"no answer within {self.timeout:g} s (is the env hung?); "
-                    "the vec env was closed"))
+                    "the vec env was closed", stack))
             for fd in ready:
                 if not isinstance(fd, int):
                     self._read(self._fd_worker[fd.fileno()])

@@ -1,0 +1,86 @@
+"""Loaded at start-up by every Python process whose PYTHONPATH holds this folder (the engine
+processes of tests/test_faults.py); injects one fault on request, so that the engine's
+reaction is tested on a real process without timing anything:
+
+  PUFFER_TEST_NAN_REWARD=STEP:ROW   from the STEP-th recv() on, agent row ROW's reward is NaN
+                                    (an env that has gone bad and stays bad)
+  PUFFER_TEST_NAN_LOSS=CALL         the CALL-th minibatch's value loss is NaN (once)
+  PUFFER_TEST_DISK_FULL=PATH        while PATH exists, appends to metrics.jsonl write half a
+                                    line and fail, and checkpoint fsyncs fail, with ENOSPC
+"""
+
+import errno
+import os
+
+_NAN_REWARD = os.environ.get("PUFFER_TEST_NAN_REWARD")
+_NAN_LOSS = os.environ.get("PUFFER_TEST_NAN_LOSS")
+_DISK_FULL = os.environ.get("PUFFER_TEST_DISK_FULL")
+
+
+def _no_space():
+    return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+if _NAN_REWARD:
+    from puffer_tui.engine import trainer as _trainer
+
+    _at, _row = (int(x) for x in _NAN_REWARD.split(":"))
+    _make = _trainer.make_vecenv
+
+    class _NanRewards:
+        def __init__(self, vecenv):
+            self._vecenv, self._calls = vecenv, 0
+
+        def __getattr__(self, name):
+            return getattr(self._vecenv, name)
+
+        def recv(self):
+            result = self._vecenv.recv()
+            self._calls += 1
+            if self._calls >= _at:
+                rewards, env_ids = result[1], list(result[5])
+                if _row in env_ids:
+                    rewards[env_ids.index(_row)] = float("nan")
+            return result
+
+    _trainer.make_vecenv = lambda config: _NanRewards(_make(config))
+
+if _NAN_LOSS:
+    from puffer_tui.engine import learner as _learner
+
+    _loss, _calls = _learner.ppo_loss, [0]
+
+    def _nan_once(*args, **kwargs):
+        loss, stats, ratio = _loss(*args, **kwargs)
+        _calls[0] += 1
+        if _calls[0] == int(_NAN_LOSS):
+            nan = float("nan")
+            loss = loss * nan
+            stats = {**stats, "value_loss": stats["value_loss"] * nan}
+        return loss, stats, ratio
+
+    _learner.ppo_loss = _nan_once
+
+if _DISK_FULL:
+    from puffer_tui.engine import checkpoint as _checkpoint
+    from puffer_tui.engine import metrics as _metrics
+
+    class _FullDisk:
+        """The module's `os`, except that writes fail with ENOSPC while the flag file exists."""
+
+        def __getattr__(self, name):
+            return getattr(os, name)
+
+        def write(self, fd, data):
+            if os.path.exists(_DISK_FULL):
+                os.write(fd, bytes(data[: max(1, len(data) // 2)]))  # a torn line
+                raise _no_space()
+            return os.write(fd, data)
+
+        def fsync(self, fd):
+            if os.path.exists(_DISK_FULL):
+                raise _no_space()
+            return os.fsync(fd)
+
+    _metrics.os = _FullDisk()
+    _checkpoint.os = _FullDisk()
