@@ -15,9 +15,11 @@ COMMANDS = {
     "eval": "Plays a trained policy and reports its score",
     "runs": "Lists the runs with their state, steps, best score and last checkpoint",
     "attach": "Opens the dashboard of a running engine (the latest if RUN is omitted)",
+    "sweep": "Searches hyperparameters with Optuna; each trial is an ordinary run",
 }
 
 ENV_FLAG = "--env."
+SWEEP_FLAG = "--sweep."  # `sweep` search ranges: passed through like --env.X
 
 
 def version() -> str:
@@ -53,7 +55,7 @@ def split_env_settings(argv: list[str]) -> tuple[list[str], list[str]]:
         if token == "--":  # everything after it is positional
             rest += argv[i:]
             break
-        if token.startswith(ENV_FLAG):
+        if token.startswith((ENV_FLAG, SWEEP_FLAG)):
             settings.append(token)
             if "=" not in token and i + 1 < len(argv):
                 i += 1

@@ -81,6 +81,9 @@ def add_parser(sub, name, help_text):
                    help="with --resume: if the latest checkpoint is corrupt, use the previous one")
     p.add_argument("--runs-dir", metavar="D",
                    help="where runs are created (default $PUFFER_TUI_RUNS or ./runs)")
+    p.add_argument("--preset", metavar="FILE",
+                   help="preset TOML (e.g. from `puffer-tui sweep best`) over the env's own "
+                        "preset, below the flags; it may name the ENV")
     add_arguments(p)
     p.set_defaults(run=run, accepts_extra=True, extra_flags=env_flags)
 
@@ -209,6 +212,14 @@ def prepare_run(args):
 
     overrides = cfg.overrides_from_args(args, getattr(args, "extra", []) or [])
     root = rd.runs_root(args.runs_dir)
+    preset = {}
+    if getattr(args, "preset", None):
+        from puffer_tui.engine.sweep.preset import read_preset
+
+        if args.resume:
+            raise cfg.ConfigError("--preset is for a new run; a resumed run keeps its config")
+        preset = read_preset(args.preset)
+        args.env = args.env or preset.get("env_name")
     if args.resume:
         run_dir, changed = plan_resume(args, overrides, root)
         if changed is not None:
@@ -221,6 +232,10 @@ def prepare_run(args):
     if args.env not in ENV_NAMES:
         raise cfg.ConfigError(f"unknown env {args.env!r}; available: {', '.join(ENV_NAMES)}")
     check_flags(overrides, args.env)
+    if preset:
+        from puffer_tui.engine.sweep.preset import preset_overrides
+
+        overrides = {**preset_overrides(preset, args.env, args.preset), **overrides}
     config = cfg.load_config(args.env, overrides)
     check_device(config)
     from puffer_tui.engine.memory_estimate import check_memory

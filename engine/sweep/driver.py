@@ -1,0 +1,269 @@
+"""The sweep driver: `python -m puffer_tui.engine.sweep SWEEP_DIR`.
+
+Asks the study for trials, runs each as an engine process (K at once, the cores divided
+between them), reports every epoch's score to the pruner, stops the hopeless ones through
+their control socket, and tells the study how each ended: COMPLETE, PRUNED, or FAIL (with the
+error text as the trial's `error` attribute). It runs in its own session, so the terminal and
+the app can go; SIGINT/SIGTERM or a `stop` on its socket stop the running trials (recorded as
+FAIL, so a resume runs them again) and end it. Exit status 0, or 1 when it gave up on errors.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from puffer_tui.engine import config as cfg
+from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.sweep import objective as obj
+from puffer_tui.engine.sweep import settings as st
+from puffer_tui.engine.sweep import study as sd
+from puffer_tui.engine.sweep.control import ControlError, request
+from puffer_tui.engine.sweep.server import SweepServer
+from puffer_tui.engine.sweep.snapshot import snapshot
+from puffer_tui.engine.sweep.space import distributions, space_from_json
+from puffer_tui.engine.sweep.trial_run import TrialRun
+
+TICK = 0.2  # seconds between looks at the running trials
+SNAPSHOT_EVERY = 1.0
+ORPHAN_CHECK_EVERY = 30.0
+
+
+class Driver:
+    def __init__(self, sweep_dir: Path):
+        self.dir = Path(sweep_dir).resolve()
+        self.settings = st.load_settings(self.dir)
+        self.base = cfg.from_dict(self.settings.base)
+        self.space = space_from_json(self.settings.space)
+        self.distributions = distributions(self.space)
+        self.trials_dir = self.dir / st.TRIALS_DIR
+        self.ident = sd.driver_id()
+        self.running: dict[int, tuple] = {}  # number -> (optuna Trial, TrialRun, slot)
+        self.stopping: str | None = None  # why the sweep ends early
+        self.state = "starting"
+        self.failures = 0
+        self.started = time.time()
+        self.study = None
+        self._snapshot: dict = {}
+        self._beats: dict[int, float] = {}
+        cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        self.cores = cores or list(range(os.cpu_count() or 1))
+
+    # -- the process ------------------------------------------------------------------------
+
+    def run(self) -> int:
+        self.study = sd.open_study(self.settings, self.dir)
+        failed = sd.fail_orphans(self.study, stop_engine)
+        if failed:
+            print(f"trials {failed} lost their driver: marked FAIL, not counted", flush=True)
+        (self.dir / st.PID_FILE).write_text(f"{os.getpid()}\n")
+        server = SweepServer(self.dir / st.SOCKET_FILE, self.hello, lambda: self._snapshot,
+                             lambda: self.request_stop("stopped by a client"))
+        self.refresh()
+        server.start()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda signum, _f: self.request_stop(signal.Signals(signum).name))
+        code = 0
+        self.state = "running"
+        try:
+            self.loop()
+            self.state = "stopped" if self.stopping else "finished"
+        except BaseException as e:
+            self.state, code = "error", 1
+            self.stopping = f"driver crashed: {type(e).__name__}: {e}"
+            print(traceback.format_exc(), file=sys.stderr, flush=True)
+            self.wind_down()
+        finally:
+            self.refresh()
+            server.close()
+            (self.dir / st.PID_FILE).unlink(missing_ok=True)
+        if self.state == "error" or self.failures_exceeded():
+            return 1
+        return code
+
+    def hello(self) -> dict:
+        return {"sweep": self.settings.name, "sweep_dir": str(self.dir), "pid": os.getpid(),
+                "env": self.settings.env_name, "settings": dict(vars(self.settings), base=None)}
+
+    def request_stop(self, why: str) -> None:
+        if self.stopping is None:
+            self.stopping = why
+
+    # -- the loop ---------------------------------------------------------------------------
+
+    def loop(self) -> None:
+        next_snapshot = next_orphans = 0.0
+        while True:
+            if self.stopping is None and not self.failures_exceeded():
+                while len(self.running) < self.settings.parallel and self.launch_next():
+                    pass
+            for number in list(self.running):
+                self.follow(number)
+            now = time.monotonic()
+            if now >= next_orphans:
+                next_orphans = now + ORPHAN_CHECK_EVERY
+                sd.fail_orphans(self.study, stop_engine)
+            if now >= next_snapshot:
+                next_snapshot = now + SNAPSHOT_EVERY
+                self.refresh()
+            if self.stopping is not None:
+                self.wind_down()
+                return
+            if not self.running and (self.budget_left() <= 0 or self.failures_exceeded()):
+                return
+            time.sleep(TICK)
+
+    def budget_left(self) -> int:
+        return self.settings.trials - len(sd.active_numbers(self.study))
+
+    def failures_exceeded(self) -> bool:
+        return self.failures >= max(3, self.settings.trials)
+
+    def launch_next(self) -> bool:
+        """Ask for a trial and start it; False when the budget is spent."""
+        from optuna.trial import TrialState
+
+        if self.budget_left() <= 0:
+            return False
+        trial = self.study.ask(fixed_distributions=self.distributions)
+        trial.set_user_attr("driver", self.ident)
+        # Another driver may have asked at the same moment: the budget goes to the lowest
+        # numbers, and a surplus trial is recorded as failed without running.
+        if trial.number not in sd.active_numbers(self.study)[: self.settings.trials]:
+            trial.set_user_attr("error", "not run: another driver took the study's last trial")
+            self.study.tell(trial, state=TrialState.FAIL)
+            return False
+        slot = min(set(range(self.settings.parallel)) - {s for *_, s in self.running.values()})
+        try:
+            config = cfg.apply(self.base, dict(trial.params))
+            cores = self.slot_cores(slot)
+            if "train.torch_threads" not in self.settings.fixed:
+                config = cfg.apply(config, {"train.torch_threads": len(cores)})
+            run = TrialRun.start(trial.number, config, self.trials_dir, cores)
+        except (cfg.ConfigError, rd.RunDirError, OSError) as e:
+            self.fail(trial, f"{type(e).__name__}: {e}")
+            return True
+        trial.set_user_attr("run_dir", str(run.run_dir))
+        self.running[trial.number] = (trial, run, slot)
+        print(f"trial {trial.number} started in {run.run_dir.name}: {trial.params}", flush=True)
+        return True
+
+    def slot_cores(self, slot: int) -> list[int]:
+        per = max(1, len(self.cores) // self.settings.parallel)
+        start = (slot * per) % len(self.cores)
+        return [self.cores[(start + i) % len(self.cores)] for i in range(per)]
+
+    def follow(self, number: int) -> None:
+        trial, run, _slot = self.running[number]
+        single = len(self.settings.directions()) == 1
+        for row in run.poll():
+            score = row.get(self.settings.metric)
+            epoch = row.get("epoch")
+            if not isinstance(score, (int, float)) or not isinstance(epoch, int) or not single:
+                continue
+            trial.report(obj.intermediate(self.settings.objective, float(score), run.seconds),
+                         epoch)
+            if run.stop_reason is None and trial.should_prune():
+                run.stop("pruned")
+        fault = run.fault() if run.stop_reason is None else None
+        if fault:
+            run.stop(f"the engine paused on a fault: {fault}")
+        if time.monotonic() - self._beats.get(number, 0.0) >= sd.HEARTBEAT_INTERVAL:
+            self._beats[number] = time.monotonic()
+            self.study._storage.record_heartbeat(trial._trial_id)
+        if run.exited():
+            del self.running[number]
+            self._beats.pop(number, None)
+            self.finish(trial, run)
+
+    def finish(self, trial, run: TrialRun) -> None:
+        from optuna.trial import TrialState
+
+        trial.set_user_attr("seconds", round(run.seconds, 3))
+        last = run.rows[-1] if run.rows else {}
+        trial.set_user_attr("global_step", last.get("global_step"))
+        score = obj.final_score(run.rows, self.settings.metric)
+        if score is not None:
+            trial.set_user_attr("score", score)
+        state = run.state()
+        if run.stop_reason == "pruned" or (run.stop_reason is None and state == "stopped"):
+            if run.stop_reason is None:
+                trial.set_user_attr("stopped_by", "a client of the trial's engine")
+            self.study.tell(trial, state=TrialState.PRUNED)
+            print(f"trial {trial.number} pruned at epoch {last.get('epoch')}", flush=True)
+        elif run.stop_reason is not None:
+            self.fail(trial, run.stop_reason)
+        elif state != "finished":
+            self.fail(trial, run.error_text())
+        elif score is None:
+            self.fail(trial, f"the run finished without a {self.settings.metric!r} metric in "
+                             f"{rd.METRICS_FILE} (pick one with --metric)")
+        else:
+            values = obj.objective_values(self.settings.objective, score, run.seconds)
+            self.study.tell(trial, values)
+            print(f"trial {trial.number} complete: {values}", flush=True)
+
+    def fail(self, trial, error: str) -> None:
+        from optuna.trial import TrialState
+
+        trial.set_user_attr("error", error)
+        self.study.tell(trial, state=TrialState.FAIL)
+        if not error.startswith("interrupted"):
+            self.failures += 1
+        print(f"trial {trial.number} failed: {error.splitlines()[0] if error else ''}",
+              flush=True)
+
+    def wind_down(self) -> None:
+        """Stop every running trial and record it as FAIL (interrupted): a resume reruns it."""
+        for _trial, run, _slot in self.running.values():
+            run.stop(f"interrupted: {self.stopping}")
+        deadline = time.monotonic() + 60
+        while self.running and time.monotonic() < deadline:
+            for number in list(self.running):
+                trial, run, _slot = self.running[number]
+                if run.exited():
+                    del self.running[number]
+                    self.fail(trial, run.stop_reason or "interrupted")
+            time.sleep(TICK)
+
+    def refresh(self) -> None:
+        """The snapshot clients get, and status.json for those that only read files."""
+        try:
+            snap = snapshot(self.study, self.settings, self.running)
+        except Exception as e:  # a database hiccup must not end the sweep
+            snap = dict(self._snapshot, warning=f"could not read the study: {e}")
+        snap.update(state=self.state, driver_pid=os.getpid(), uptime=time.time() - self.started,
+                    stopping=self.stopping)
+        self._snapshot = snap
+        rd.write_json_atomic(self.dir / st.STATUS_FILE, snap)
+
+
+def stop_engine(run_dir: Path) -> None:
+    """Stop an engine a dead driver left running (no checkpoint: the trial is rerun)."""
+    if not rd.engine_alive(rd.read_status(run_dir)):
+        return
+    try:
+        request(rd.socket_path(run_dir), "stop", {"checkpoint": False}, timeout=3.0)
+    except ControlError:
+        pid = rd.read_status(run_dir).get("pid")
+        if isinstance(pid, int):
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except OSError:
+                pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) != 1:
+        print("usage: python -m puffer_tui.engine.sweep SWEEP_DIR", file=sys.stderr)
+        return 2
+    try:
+        return Driver(Path(argv[0])).run()
+    except st.SweepError as e:
+        print(f"puffer_tui.engine.sweep: {e}", file=sys.stderr, flush=True)
+        return 2

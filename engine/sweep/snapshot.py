@@ -1,0 +1,53 @@
+"""The sweep's state as plain data: what `status` answers and status.json holds.
+
+    {"sweep", "env", "objective", "directions", "target", "counts": {"COMPLETE": 3, ...},
+     "best": [numbers], "trials": [{"number", "state", "params", "values", "score",
+     "seconds", "epoch", "global_step", "run_dir", "driver", "error"}, ...]}
+
+`best` is the best trial (single objective) or the Pareto front (several).
+"""
+
+from __future__ import annotations
+
+import time
+
+
+def snapshot(study, settings, running: dict) -> dict:
+    trials = study.get_trials(deepcopy=False)
+    rows = []
+    for t in trials:
+        attrs = t.user_attrs
+        row = {
+            "number": t.number, "state": t.state.name, "params": dict(t.params),
+            "values": list(t.values) if t.values else None, "score": attrs.get("score"),
+            "seconds": attrs.get("seconds"), "epoch": None,
+            "global_step": attrs.get("global_step"), "run_dir": attrs.get("run_dir"),
+            "driver": attrs.get("driver"), "error": (attrs.get("error") or "").split("\n")[0],
+        }
+        if t.number in running:  # ours and live: the latest epoch, not yet in the database
+            _trial, run, _slot = running[t.number]
+            last = run.rows[-1] if run.rows else {}
+            row.update(epoch=last.get("epoch"), global_step=last.get("global_step"),
+                       score=last.get(settings.metric), seconds=round(time.time() - run.started, 1))
+        elif t.intermediate_values and row["score"] is None:
+            row["score"] = t.intermediate_values[max(t.intermediate_values)]
+        rows.append(row)
+    counts: dict[str, int] = {}
+    for t in trials:
+        counts[t.state.name] = counts.get(t.state.name, 0) + 1
+    return {
+        "sweep": settings.name, "env": settings.env_name, "objective": settings.objective,
+        "metric": settings.metric, "directions": settings.directions(),
+        "target": settings.trials, "counts": counts, "best": best_numbers(study),
+        "trials": rows,
+    }
+
+
+def best_numbers(study) -> list[int]:
+    """The best trial's number, or the Pareto front's numbers; [] before any completes."""
+    try:
+        if len(study.directions) == 1:
+            return [study.best_trial.number]
+        return sorted(t.number for t in study.best_trials)
+    except ValueError:  # no completed trial yet
+        return []

@@ -1,0 +1,169 @@
+"""The Optuna study behind a sweep: storage, sampler, pruner, and trials whose driver died.
+
+Trials are RUNNING in the database while a driver runs them. A driver that dies leaves them
+RUNNING: a driver on the same host finds them by the dead pid recorded on each trial (and
+stops their engines), drivers elsewhere by the storage heartbeat going stale; either way they
+become FAIL (error attribute says why) and are not counted as done.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+from puffer_tui.engine.sweep.settings import SweepError, SweepSettings
+
+HEARTBEAT_INTERVAL = 5  # seconds between a running trial's heartbeats in the storage
+GRACE_PERIOD = 60  # a RUNNING trial silent this long has lost its driver (other hosts)
+DONE_STATES = ("COMPLETE", "PRUNED")
+# settings every driver on one study must share (the search space may differ)
+SHARED = ("env_name", "metric", "direction", "objective")
+
+
+def quiet_optuna() -> None:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+
+def open_storage(url: str):
+    import warnings
+
+    from optuna.exceptions import ExperimentalWarning
+    from optuna.storages import RDBStorage
+
+    warnings.filterwarnings("ignore", category=ExperimentalWarning)  # heartbeat: stable enough
+
+    kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+    try:
+        return RDBStorage(url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_INTERVAL,
+                          grace_period=GRACE_PERIOD)
+    except ImportError as e:
+        raise SweepError(f"storage {redact(url)}: a database driver is missing ({e}); "
+                         f"for PostgreSQL: pip install 'puffer-tui[sweep-postgres]'") from None
+    except Exception as e:
+        raise SweepError(f"storage {redact(url)}: cannot open it ({_first_line(e)})") from None
+
+
+def make_pruner(name: str):
+    import optuna
+
+    if name == "median":
+        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=2)
+    if name == "hyperband":
+        return optuna.pruners.HyperbandPruner(min_resource=2)
+    return optuna.pruners.NopPruner()
+
+
+def open_study(settings: SweepSettings, sweep_dir: Path):
+    """The study (created if new); SweepError if it exists with incompatible settings."""
+    import optuna
+
+    quiet_optuna()
+    storage = open_storage(settings.storage_url(sweep_dir))
+    sampler = optuna.samplers.TPESampler(seed=settings.seed, constant_liar=True,
+                                         n_startup_trials=4)
+    try:
+        study = optuna.create_study(storage=storage, study_name=settings.name, sampler=sampler,
+                                    pruner=make_pruner(settings.pruner), load_if_exists=True,
+                                    directions=settings.directions())
+    except Exception as e:
+        raise SweepError(f"study {settings.name}: {_first_line(e)}") from None
+    theirs = study.user_attrs.get("settings")
+    ours = {k: getattr(settings, k) for k in SHARED}
+    if theirs is None:
+        study.set_user_attr("settings", ours)
+    elif theirs != ours:
+        diff = ", ".join(f"{k} {theirs.get(k)!r} (not {ours[k]!r})" for k in SHARED
+                         if theirs.get(k) != ours[k])
+        raise SweepError(f"study {settings.name} in {redact(settings.storage_url(sweep_dir))} "
+                         f"has {diff}; join it with the same settings or pick another --study")
+    if [d.name.lower() for d in study.directions] != settings.directions():
+        raise SweepError(f"study {settings.name} optimizes {len(study.directions)} objective(s)"
+                         f"; --objective {settings.objective} needs {len(settings.directions())}")
+    return study
+
+
+def driver_id() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{_create_time(os.getpid())}"
+
+
+def driver_alive(ident: str) -> bool:
+    """Whether the driver named by driver_id() still runs; True for other hosts (unknown)."""
+    host, _, rest = ident.partition(":")
+    if host != socket.gethostname():
+        return True
+    pid_text, _, created = rest.partition(":")
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    now = _create_time(pid)
+    return now is not None and (created in ("", "None") or abs(float(created) - now) < 1.0)
+
+
+def fail_orphans(study, stop_engine) -> list[int]:
+    """Mark FAIL the RUNNING trials whose driver is dead (same host) or silent (heartbeat);
+    `stop_engine(run_dir)` stops an engine such a driver left running. Their numbers."""
+    import optuna
+    from optuna.trial import TrialState
+
+    failed = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        ident = trial.user_attrs.get("driver", "")
+        if driver_alive(ident):
+            continue
+        run_dir = trial.user_attrs.get("run_dir")
+        if run_dir:
+            stop_engine(Path(run_dir))
+        study._storage.set_trial_user_attr(
+            trial._trial_id, "error", f"its driver ({ident or 'unknown'}) died while it ran")
+        study.tell(trial.number, state=TrialState.FAIL, skip_if_finished=True)
+        failed.append(trial.number)
+    before = {t.number for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))}
+    optuna.storages.fail_stale_trials(study)  # drivers on other hosts: by heartbeat
+    after = {t.number for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))}
+    return failed + sorted(after - before - set(failed))
+
+
+def counts(study) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for trial in study.get_trials(deepcopy=False):
+        out[trial.state.name] = out.get(trial.state.name, 0) + 1
+    return out
+
+
+def active_numbers(study) -> list[int]:
+    """Trials that count against the budget: done, running or waiting (not failed)."""
+    from optuna.trial import TrialState
+
+    states = (TrialState.COMPLETE, TrialState.PRUNED, TrialState.RUNNING, TrialState.WAITING)
+    return sorted(t.number for t in study.get_trials(deepcopy=False, states=states))
+
+
+def redact(url: str) -> str:
+    """A storage URL without its password, for messages."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return url
+    credentials, _, host = rest.rpartition("@")
+    user = credentials.split(":", 1)[0]
+    return f"{scheme}://{user}:***@{host}" if ":" in credentials else url
+
+
+def _create_time(pid: int) -> float | None:
+    try:
+        import psutil
+
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return round(proc.create_time(), 2)
+    except Exception:
+        return None
+
+
+def _first_line(error: BaseException) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0] if lines else ''}"
