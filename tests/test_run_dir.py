@@ -94,3 +94,85 @@ def test_list_runs_skips_non_runs(tmp_path):
     (tmp_path / "notes").mkdir()
     (tmp_path / "file.txt").write_text("x")
     assert [p.name for p in rd.list_runs(tmp_path)] == [p.name for p in tmp_path.glob("squared-*")]
+
+
+# -- issue 10, item 12: what the run dir reveals, and what killed engines leave behind --------
+
+
+def test_run_dir_is_private_whatever_the_umask(tmp_path):
+    import stat
+
+    old = os.umask(0o022)
+    try:
+        run = rd.create_run_dir("squared", tmp_path)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(run.stat().st_mode) == 0o700
+    assert stat.S_IMODE((run / rd.CHECKPOINT_DIR).stat().st_mode) == 0o700
+
+
+def test_an_older_run_dir_is_made_private_and_its_files_unreadable_to_others(tmp_path):
+    import stat
+
+    run = tmp_path / "squared-20260101-000000"
+    (run / rd.CHECKPOINT_DIR).mkdir(parents=True)
+    os.chmod(run, 0o755)
+    for name in (rd.EVENTS_FILE, rd.METRICS_FILE, rd.ENGINE_OUT_FILE):
+        (run / name).write_text("x")
+        os.chmod(run / name, 0o644)
+    rd.restrict_permissions(run)
+    assert stat.S_IMODE(run.stat().st_mode) == 0o700
+    for name in (rd.EVENTS_FILE, rd.METRICS_FILE, rd.ENGINE_OUT_FILE):
+        assert stat.S_IMODE((run / name).stat().st_mode) == 0o600, name
+
+
+def test_engine_files_are_created_owner_only(tmp_path):
+    import stat
+
+    from puffer_tui.engine.events import EventLog
+    from puffer_tui.engine.metrics import MetricsWriter
+
+    old = os.umask(0o022)
+    try:
+        EventLog(tmp_path).info("hello")
+        writer = MetricsWriter(tmp_path, tensorboard=False)
+        writer.write({"epoch": 1})
+        writer.close()
+        rd.write_json_atomic(tmp_path / rd.STATUS_FILE, {"state": "running"})
+    finally:
+        os.umask(old)
+    for name in (rd.EVENTS_FILE, rd.METRICS_FILE, rd.STATUS_FILE):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600, name
+
+
+def test_forkserver_dirs_of_killed_engines_are_removed_and_live_ones_kept(tmp_path):
+    import socket
+
+    from puffer_tui.engine.vec.lifecycle import STALE_AFTER_S, remove_stale_forkserver_dirs
+
+    def listener(name):
+        directory = tmp_path / name
+        directory.mkdir()
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(directory / "listener-abc123"))
+        sock.listen(1)
+        return directory, sock
+
+    dead, sock = listener("pymp-dead0001")
+    sock.close()  # its process was SIGKILLed: the file stays, nobody listens
+    live, live_sock = listener("pymp-live0001")
+    other = tmp_path / "pymp-other001"  # not a forkserver's: something else in it
+    other.mkdir()
+    (other / "data").write_text("x")
+    young, young_sock = listener("pymp-young001")
+    young_sock.close()
+    old = time.time() - STALE_AFTER_S - 5
+    for directory in (dead, live, other):
+        os.utime(directory, (old, old))
+    try:
+        assert remove_stale_forkserver_dirs(str(tmp_path)) == 1
+        assert not dead.exists()
+        assert live.exists() and other.exists()
+        assert young.exists()  # may be a forkserver starting right now
+    finally:
+        live_sock.close()
