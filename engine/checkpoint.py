@@ -182,13 +182,9 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"checkpoint {path} does not exist")
+    data = open_verified(path)
     try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise CheckpointError(f"checkpoint {path} cannot be read ({e})") from e
-    verify_checksum(path, data)
-    try:
-        state = torch.load(io.BytesIO(data), map_location="cpu", weights_only=True)
+        state = torch.load(data, map_location="cpu", weights_only=True)
     except Exception as e:  # torch raises RuntimeError, EOFError, UnpicklingError, zipfile errors...
         raise CheckpointError(
             f"checkpoint {path} is corrupt or truncated and cannot be loaded "
@@ -199,6 +195,17 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
             f"checkpoint {path} is not a puffer-tui checkpoint (expected a dict with global_step)"
         )
     return state
+
+
+def open_verified(path: str | os.PathLike) -> io.BytesIO:
+    """The bytes of checkpoint `path`, its checksum verified, as a file for torch.load."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise CheckpointError(f"checkpoint {path} cannot be read ({e})") from e
+    verify_checksum(path, data)
+    return io.BytesIO(data)
 
 
 def verify_checksum(path: Path, data: bytes) -> None:

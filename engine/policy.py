@@ -213,10 +213,11 @@ def make_policy(observation_space, action_space, train_config) -> Policy:
 
 def load_policy(checkpoint_path, device: str = "cpu"):
     """(policy with the checkpoint's weights, its Config) from a file of Trainer.state_dict()."""
+    from puffer_tui.engine.checkpoint import open_verified  # refuses damaged files by name
     from puffer_tui.engine.config import Config, ConfigError, from_dict
     from puffer_tui.envs import env_class
 
-    state = torch.load(checkpoint_path, map_location=device, weights_only=True)
+    state = torch.load(open_verified(checkpoint_path), map_location=device, weights_only=True)
     if not isinstance(state, dict) or "policy" not in state or "config" not in state:
         raise ValueError(f"{checkpoint_path}: not a trainer checkpoint (needs 'policy' and 'config')")
     try:

@@ -184,3 +184,25 @@ def test_temp_files_of_killed_writes_are_removed_by_the_next_save(tmp_path):
     ckpt.save_checkpoint(tmp_path, state(30))
     assert not any(path.exists() for path in leftovers)
     assert foreign.exists()
+
+
+def test_load_policy_refuses_a_damaged_checkpoint_too(tmp_path):
+    from puffer_tui.engine.config import load_config
+    from puffer_tui.engine.policy import load_policy, make_policy
+    from puffer_tui.envs import env_class
+
+    config = load_config("squared", {"train.hidden_size": 8})
+    cls = env_class("squared")
+    layout = cls.layout(cls.resolve(dict(config.env)))
+    policy = make_policy(layout.observation_space, layout.action_space, config.train)
+    weights = policy.state_dict()
+    path = ckpt.save_checkpoint(tmp_path, {"global_step": 1, "epoch": 1, "policy": weights,
+                                           "config": config.as_dict()})
+    assert load_policy(path)[1].env_name == "squared"
+    data = bytearray(path.read_bytes())
+    start = data.find(weights["critic.weight"].numpy().tobytes())
+    assert start > 0
+    data[start:start + 16] = bytes(b ^ 0xFF for b in data[start:start + 16])
+    path.write_bytes(bytes(data))
+    with pytest.raises(ckpt.CheckpointError, match=f"{path} is corrupt"):
+        load_policy(path)
