@@ -99,3 +99,13 @@ def test_extending_a_finished_run_trains_on_to_the_new_budget(tmp_path):
     assert more.returncode == 0, more.stdout + more.stderr
     assert "finished: 4,096 steps" in more.stdout
     assert list_checkpoints(run)[-1].name.startswith("step-000000004096")
+
+
+def test_a_damaged_checkpoint_is_named_before_the_config_changes(tmp_path, capsys):
+    run = make_run(tmp_path, checkpoint_step=4096)
+    before = files_of(run)
+    code = main(["train", "--resume", str(run), "--headless", "--train.learning-rate", "0.001"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "step-000000004096-epoch-00000004.pt" in err and "corrupt" in err, err
+    assert files_of(run) == before

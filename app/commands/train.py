@@ -167,6 +167,8 @@ def plan_resume(args, overrides: dict, root):
         raise cfg.ConfigError(
             f"{run_dir.name} already trained {step:,} of its {config.train.total_timesteps:,} "
             f"steps; to train on, raise the budget: `{extend_command(run_dir, step)}`")
+    # a damaged checkpoint is named here, not in an engine traceback after config.toml changed
+    ckpt.load_latest(run_dir, fallback=args.fallback_checkpoint, on_skip=lambda path, e: None)
     return run_dir, changed
 
 
