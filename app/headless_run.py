@@ -108,6 +108,8 @@ def run_headless(run_dir, resume: bool, fallback: bool, console: Console | None 
             handle.wait(30)  # reap it; it exits right after closing the socket
         except Exception:
             pass
+    elif handle.poll() is None:  # the connection ended, the engine did not
+        console.print(attach_hint(run_dir, handle.pid), markup=False, highlight=False)
     return _report_end(console, run_dir, state, display)
 
 
