@@ -2,7 +2,7 @@
 
     puffer_tui.envs.make("squared", num_envs=4096, seed=1, size=11)
     puffer_tui.envs.make_gymnasium("cartpole")           # one instance as a gymnasium.Env
-    puffer_tui.envs.from_gymnasium("CartPole-v1")        # any Gymnasium env, vectorizable
+    puffer_tui.envs.from_gymnasium("CartPole-v1")        # a creator for vec.make: any Gymnasium env
 """
 
 from puffer_tui.envs.gym_emulation import GymnasiumPufferEnv, from_gymnasium
