@@ -103,8 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{prog}: error: {unknown_argument_message(extra[0], flags)}", file=sys.stderr)
         return 2
     if env_settings and not getattr(args, "accepts_extra", False):
-        print(f"{prog}: error: {env_settings[0].partition('=')[0]} is only for `puffer-tui "
-              f"train`", file=sys.stderr)
+        print(f"{prog}: error: {env_settings[0].partition('=')[0]} is not an option of "
+              f"`{prog}` (settings like it go to `puffer-tui train`)", file=sys.stderr)
         return 2
     args.extra = env_settings
     if args.command is None:

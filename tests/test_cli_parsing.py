@@ -59,7 +59,7 @@ def test_misspelled_flags_suggest_the_closest_flag(tmp_path, capsys, typed, mean
 
 def test_env_settings_belong_to_train_only(capsys):
     assert main(["runs", "--env.size", "9"]) == 2
-    assert "--env.size is only for `puffer-tui train`" in capsys.readouterr().err
+    assert "--env.size is not an option of `puffer-tui runs`" in capsys.readouterr().err
 
 
 def test_version(capsys):
