@@ -120,7 +120,11 @@ class CommandQueue:
 
     def pause_for(self, text: str) -> None:
         """Pause because something went wrong (non-finite values, disk full): an error event
-        says what and how to go on; `resume` or `stop` from a client continues."""
+        says what and how to go on; `resume` or `stop` from a client continues. Once a stop
+        is under way there is no one to wait for: the event alone is emitted."""
+        if self.stop_requested:
+            self._event("error", text)
+            return
         self.paused = True
         self.state = "paused"
         self._event("error", text)

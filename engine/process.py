@@ -12,8 +12,8 @@ batch; poisoned weights are never checkpointed and `resume` reloads the last goo
 checkpoint), and a full disk (the unwritten metrics rows and the checkpoint stay pending
 and are written on `resume`, once space is freed).
 
-Exit status: 0 finished or stopped, 1 crashed, 2 bad command line or run directory,
-130 interrupted twice (no final checkpoint).
+Exit status: 0 finished or stopped, 1 crashed, 2 bad command line or run directory (or
+sizes that need more memory than is available), 130 interrupted twice (no final checkpoint).
 """
 
 from __future__ import annotations
@@ -75,14 +75,14 @@ class Engine:
                 "started": self.started, "updated": time.time()})
             return 1
         try:
-            check_memory(self.config)
+            check_memory(self.config)  # refuse before allocating: not an OOM kill later
         except ValueError as e:
             self.error = str(e)
             self.events.error(self.error)
             rd.write_json_atomic(self.run_dir / rd.STATUS_FILE, {
                 "state": "error", "pid": os.getpid(), "error": self.error,
                 "started": self.started, "updated": time.time()})
-            return 1
+            return 2
         _tidy_leftovers(self.run_dir)
         self.telemetry = Telemetry(self)
         self.server = ControlServer(

@@ -271,7 +271,7 @@ def test_oversize_config_is_refused_by_the_engine_too(tmp_path):
     run = make_run(tmp_path, **{"vec.num_envs": 1_000_000, "train.horizon": 1024,
                                 "train.minibatch_size": 8192})
     proc = start_engine(run)
-    assert proc.wait(120) == 1
+    assert proc.wait(120) == 2
     status = rd.read_status(run)
     assert status["state"] == "error" and "GB of memory" in status["error"]
     assert "GB of memory" in events(run)
