@@ -35,13 +35,18 @@ def _f(default, help, low=None, high=None, live=False, choices=None, search=None
 
 @dataclass
 class VecConfig:
-    backend: str = _f("serial", "vectorization backend", choices=("serial", "multiprocessing"))
+    backend: str = _f("serial", "vectorization backend (ray: pip install puffer-tui[ray])",
+                      choices=("serial", "multiprocessing", "ray"))
     num_envs: int = _f(4096, "environments simulated in parallel", 1, 1_000_000)
-    num_workers: int = _f(2, "worker processes (multiprocessing backend)", 1, 1024)
+    num_workers: int = _f(2, "worker processes (multiprocessing) or Ray actors (ray)", 1, 1024)
     batch_size: int = _f(0, "envs per recv() (0: num_envs, i.e. synchronous)", 0, 1_000_000)
     zero_copy: bool = _f(True, "pool waits for contiguous blocks of envs (no copies)")
     worker_timeout: float = _f(15.0, "seconds a worker may take to step or reset before it is "
                                "reported hung, with its stack (multiprocessing)", 0.1, 86400.0)
+    ray_address: str = _f("", "Ray cluster host:port (ray backend; empty: RAY_ADDRESS or a "
+                          "running local Ray, else start one here)")
+    ray_num_cpus: float = _f(1.0, "CPUs each Ray actor asks the cluster for (ray backend)",
+                             0.01, 1024.0)
 
 
 @dataclass
@@ -292,7 +297,7 @@ def _validated(data: dict) -> Config:
 
 def _check_consistency(c: Config) -> None:
     v, t = c.vec, c.train
-    if v.backend == "multiprocessing" and v.num_envs % v.num_workers:
+    if v.backend in ("multiprocessing", "ray") and v.num_envs % v.num_workers:
         raise ConfigError(
             f"vec.num_envs ({v.num_envs}) must be a multiple of vec.num_workers ({v.num_workers})"
         )

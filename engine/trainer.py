@@ -71,7 +71,7 @@ def auto_threads(config: Config) -> int:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:
         cores = os.cpu_count() or 1
-    workers = config.vec.num_workers if config.vec.backend == "multiprocessing" else 0
+    workers = config.vec.num_workers if config.vec.backend in ("multiprocessing", "ray") else 0
     try:
         busy = os.getloadavg()[0]
     except (AttributeError, OSError):
@@ -89,6 +89,8 @@ def make_vecenv(config: Config):
     if v.backend != "serial":
         kwargs.update(num_workers=v.num_workers, batch_size=v.batch_size or v.num_envs,
                       zero_copy=v.zero_copy, timeout=v.worker_timeout)
+    if v.backend == "ray":
+        kwargs.update(address=v.ray_address, num_cpus=v.ray_num_cpus)
     return vec.make(creator(config.env_name, **config.env), **kwargs)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from puffer_tui.engine.vec.serial import Serial
 
-BACKENDS = ("serial", "multiprocessing")
+BACKENDS = ("serial", "multiprocessing", "ray")
 
 
 def make(
@@ -29,6 +29,18 @@ def make(
         from puffer_tui.engine.vec.multiprocessing import Multiprocessing
 
         return Multiprocessing(
+            env_creator,
+            num_envs=num_envs,
+            num_workers=num_workers,
+            batch_size=batch_size,
+            zero_copy=zero_copy,
+            seed=seed,
+            **kwargs,
+        )
+    if backend == "ray":  # Ray is an optional extra: imported only when chosen
+        from puffer_tui.engine.vec.ray import RayVec
+
+        return RayVec(
             env_creator,
             num_envs=num_envs,
             num_workers=num_workers,

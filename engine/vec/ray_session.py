@@ -1,0 +1,64 @@
+"""Connecting to Ray for the `ray` vec backend, and letting go of it again.
+
+`vec.ray_address` names a cluster (`host:port`); empty means the one in RAY_ADDRESS or one
+already running on this machine (as `ray.init(address="auto")` finds it), else a local Ray
+started here. A Ray we started is shut down when the last vec env using it closes; a cluster
+we only joined is left running (only our actors are killed).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+from puffer_tui.engine.vec.sizing import available_cores
+
+INSTALL_HINT = 'the ray vec backend needs Ray: pip install "puffer-tui[ray]"'
+
+# The Ray connection of this process: whether we started the local Ray, how many vecs use it.
+_SESSION = {"started_here": False, "users": 0}
+
+
+def import_ray():
+    """The `ray` module, or ImportError with the one-line install hint."""
+    try:
+        return importlib.import_module("ray")
+    except ImportError:
+        raise ImportError(INSTALL_HINT) from None
+
+
+def acquire(address: str, cpus_needed: float):
+    """Connect (or start a local Ray with at least `cpus_needed` CPUs); returns `ray`."""
+    ray = import_ray()
+    if not ray.is_initialized():
+        common = {"include_dashboard": False, "logging_level": logging.WARNING,
+                  "log_to_driver": False}
+        if address:
+            ray.init(address=address, **common)
+        else:
+            try:
+                ray.init(address="auto", **common)
+            except ConnectionError:  # nothing running: a local Ray of our own
+                cpus = max(available_cores(), int(-(-cpus_needed // 1)))
+                ray.init(num_cpus=cpus, **common)
+                _SESSION["started_here"] = True
+    _SESSION["users"] += 1
+    return ray
+
+
+def release() -> None:
+    """One vec env is done with Ray; shut down a Ray we started once none is left."""
+    _SESSION["users"] = max(0, _SESSION["users"] - 1)
+    if _SESSION["users"] or not _SESSION["started_here"]:
+        return
+    _SESSION["started_here"] = False
+    try:
+        import ray
+
+        ray.shutdown()
+    except Exception:  # at interpreter exit Ray may have shut itself down already
+        pass
+
+
+def cluster_cpus(ray) -> float:
+    return float(ray.cluster_resources().get("CPU", 0.0))
