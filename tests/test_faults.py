@@ -160,9 +160,16 @@ def test_damaged_checkpoint_is_refused_by_name_and_fallback_resumes(tmp_path, cl
     error = rd.read_status(run)["error"]
     assert str(newest) in error and "sha256" in error and "--fallback-checkpoint" in error
     assert newest.exists()  # evidence kept
+    # what engines SIGKILLed mid-save leave behind: a temp file, a checksum without its file
+    directory = run / rd.CHECKPOINT_DIR
+    leftovers = [directory / ".step-000000009999-epoch-00000009.pt.dead01.tmp",
+                 directory / "step-000000009999-epoch-00000009.pt.sha256"]
+    for path in leftovers:
+        path.write_bytes(b"\0" * (1 << 20))
     proc = start_engine(run, "--resume", "--fallback-checkpoint")
     cleanup.append((run, proc))
     assert proc.wait(120) == 0  # it trains the last epoch again and finishes
+    assert not any(path.exists() for path in leftovers)  # removed when the engine started
     log = events(run)
     assert f"{newest} is corrupt" in log and "falling back to the previous checkpoint" in log
     assert "resumed from step-000000002048-epoch-00000002.pt" in log
