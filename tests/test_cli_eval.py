@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from puffer_tui.app.cli import main
 from puffer_tui.engine import config as cfg
 from puffer_tui.engine.checkpoint import save_checkpoint
 from puffer_tui.engine.trainer import Trainer
@@ -35,30 +36,30 @@ def run_dir(tmp_path_factory):
     return run
 
 
-def evaluate(run, *flags):
-    result = subprocess.run([*CLI, "eval", str(run), "--json", *flags], capture_output=True,
-                            text=True, timeout=120)
-    assert result.returncode == 0, result.stderr
-    return json.loads(result.stdout), result.stderr
+def evaluate(capsys, run, *flags):
+    capsys.readouterr()
+    assert main(["eval", str(run), "--json", *flags]) == 0
+    out = capsys.readouterr()
+    return json.loads(out.out), out.err
 
 
 @pytest.mark.parametrize("episodes, num_envs", [(100, 64), (7, 64), (5, 3)])
-def test_reports_exactly_the_episodes_asked_for(run_dir, episodes, num_envs):
-    outcome, _ = evaluate(run_dir, "--episodes", str(episodes), "--num-envs", str(num_envs))
+def test_reports_exactly_the_episodes_asked_for(capsys, run_dir, episodes, num_envs):
+    outcome, _ = evaluate(capsys, run_dir, "--episodes", str(episodes), "--num-envs", str(num_envs))
     assert outcome["episodes"] == episodes
     assert outcome["score"] is not None and 0 <= outcome["score"] <= 1
 
 
-def test_a_seed_reproduces_the_evaluation_sampling_included(run_dir):
-    first, _ = evaluate(run_dir, "--episodes", "40", "--seed", "7")
-    again, _ = evaluate(run_dir, "--episodes", "40", "--seed", "7")
-    other, _ = evaluate(run_dir, "--episodes", "40", "--seed", "8")
+def test_a_seed_reproduces_the_evaluation_sampling_included(capsys, run_dir):
+    first, _ = evaluate(capsys, run_dir, "--episodes", "40", "--seed", "7")
+    again, _ = evaluate(capsys, run_dir, "--episodes", "40", "--seed", "7")
+    other, _ = evaluate(capsys, run_dir, "--episodes", "40", "--seed", "8")
     assert first == again
     assert other != first
 
 
-def test_render_plays_a_few_episodes_by_default_and_says_so(run_dir):
-    outcome, hint = evaluate(run_dir, "--render", "ascii", "--fps", "1000")
+def test_render_plays_a_few_episodes_by_default_and_says_so(capsys, run_dir):
+    outcome, hint = evaluate(capsys, run_dir, "--render", "ascii", "--fps", "1000")
     assert outcome["episodes"] == 3
     assert "playing 3 episodes" in hint and "--episodes N" in hint
 
