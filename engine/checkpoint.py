@@ -96,10 +96,21 @@ def save_checkpoint(run_dir: str | os.PathLike, state: dict, keep: int = DEFAULT
     buffer = io.BytesIO()
     torch.save(state, buffer)
     data = buffer.getbuffer()
-    _write_atomic(checksum_path(path), f"{hashlib.sha256(data).hexdigest()}  {path.name}\n"
-                  .encode("ascii"))
-    _write_atomic(path, data)
-    del data
+    digest = f"{hashlib.sha256(data).hexdigest()}  {path.name}\n".encode("ascii")
+    # Both files are written in full before either is renamed into place, so a full disk
+    # never leaves a checkpoint beside a checksum of other bytes (e.g. when re-saving a step).
+    temps = []
+    try:
+        temps.append(_write_temp(path, data))
+        temps.append(_write_temp(checksum_path(path), digest))
+        os.replace(temps[1], checksum_path(path))
+        os.replace(temps[0], path)
+    except BaseException:
+        for tmp in temps:
+            tmp.unlink(missing_ok=True)
+        raise
+    finally:
+        del data
     _fsync_dir(directory)
     for old in list_checkpoints(run_dir)[:-keep]:
         old.unlink(missing_ok=True)
@@ -145,7 +156,8 @@ def remove_stale_temp_files(directory: Path) -> int:
     return removed
 
 
-def _write_atomic(path: Path, data) -> None:
+def _write_temp(path: Path, data) -> Path:
+    """`data` in a fsynced temp file beside `path` (removed again if writing fails)."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as f:
@@ -154,10 +166,10 @@ def _write_atomic(path: Path, data) -> None:
                 f.write(view[start:start + _CHUNK])
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return Path(tmp)
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -206,3 +206,24 @@ def test_load_policy_refuses_a_damaged_checkpoint_too(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(ckpt.CheckpointError, match=f"{path} is corrupt"):
         load_policy(path)
+
+
+def test_a_full_disk_while_resaving_a_step_leaves_the_old_checkpoint_loadable(tmp_path,
+                                                                             monkeypatch):
+    import errno
+
+    path = ckpt.save_checkpoint(tmp_path, state(10))
+    real_fsync = os.fsync
+
+    def no_space(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ckpt.os, "fsync", no_space)
+    changed = state(10)
+    changed["policy"]["w"] += 1.0
+    with pytest.raises(OSError, match="No space left"):
+        ckpt.save_checkpoint(tmp_path, changed)
+    monkeypatch.setattr(ckpt.os, "fsync", real_fsync)
+    assert torch.equal(ckpt.load_checkpoint(path)["policy"]["w"], torch.full((3,), 10.0))
+    assert sorted(p.name for p in path.parent.iterdir()) == [
+        path.name, path.name + ckpt.CHECKSUM_SUFFIX]
