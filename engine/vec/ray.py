@@ -282,9 +282,10 @@ class RayVec:
         env_state.check_matches(state["envs"], self.driver_env)
         parts = env_state.split(state["envs"], [self.envs_per_worker] * self.num_workers)
         self._wait(lambda: not self._busy(), range(self.num_workers))
-        for w, actor in enumerate(self._actors):
-            self._call(w, actor.set_state.remote(parts[w]))
         env_state.restore_buffers(self.buffers, state["buffers"])
+        for w, actor in enumerate(self._actors):
+            rows = {n: self.buffers[n][self._slice(w)] for n in env_state.SAVED_BUFFERS}
+            self._call(w, actor.set_state.remote(parts[w], rows))
         self._held = []
         self._infos = [[] for _ in range(self.num_workers)]
         self._infos[0] = list(state["infos"])

@@ -60,8 +60,12 @@ class EnvBlock:
     def get_state(self):
         return self.env.get_state()
 
-    def set_state(self, state: dict) -> None:
+    def set_state(self, state: dict, buffers: dict) -> None:
+        """Restore the envs and this block's rows of the saved buffers: envs may read their
+        buffers back (e.g. update observations in place), as they do in shared memory."""
         self.env.set_state(state)
+        for name, rows in buffers.items():
+            np.copyto(self.buffers[name], rows)
 
     def close(self) -> None:
         self.env.close()

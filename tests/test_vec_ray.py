@@ -1,0 +1,313 @@
+"""Ray vec backend on a real local Ray cluster of two nodes.
+
+The module's cluster: a head (`ray start --head`, 2 CPUs) and a second raylet joined to it
+(`ray start --address=...`, 1 CPU) on this machine, on loopback, acting as a second node. It
+is stopped with `ray stop --force` at the end, and every process it had must be gone.
+Skipped when Ray is not installed (pip install "puffer-tui[ray]").
+"""
+
+import functools
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import psutil
+import pytest
+from crashy_env import NORMAL, RAISE, CrashyEnv
+
+import puffer_tui.envs as envs
+from puffer_tui.engine.native import ActionError
+from puffer_tui.engine.vec import WorkerError, make
+
+NOTICED_S = 5.0  # far below the 30 s timeout below: the failure was noticed, not waited out
+# Ray 2.5x+ turns on token authentication by default; a loopback test cluster does without.
+RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ray_cli(*args, env) -> None:
+    ray_bin = os.path.join(os.path.dirname(sys.executable), "ray")
+    done = subprocess.run([ray_bin, *args], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, f"ray {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
+
+
+def _cluster_processes(temp_dir: str) -> set[int]:
+    """Every process of the cluster: those named after its temp dir, and their children
+    (workers, actors, agents)."""
+    pids = set()
+    for proc in psutil.process_iter(["cmdline"]):
+        try:
+            if any(temp_dir in part for part in proc.info["cmdline"] or ()):
+                pids.add(proc.pid)
+                pids.update(child.pid for child in proc.children(recursive=True))
+        except psutil.Error:
+            continue
+    return pids
+
+
+def _alive(pids) -> list[int]:
+    alive = []
+    for pid in pids:
+        try:
+            if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                alive.append(pid)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+def _wait_gone(pids, seconds=10.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while (alive := _alive(pids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return alive
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    ray = pytest.importorskip("ray", reason='Ray is not installed: pip install "puffer-tui[ray]"')
+    import crashy_env
+
+    # Ray's workers cannot import the tests directory: ship the test env by value.
+    ray.cloudpickle.register_pickle_by_value(crashy_env)
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    saved = {k: os.environ.get(k) for k in (*RAY_ENV, "RAY_ADDRESS")}
+    os.environ.update(RAY_ENV)
+    os.environ.pop("RAY_ADDRESS", None)
+    env = dict(os.environ)
+    temp_dir = tempfile.mkdtemp(prefix="rt", dir="/tmp")  # short: Ray's socket paths must fit
+    address = f"127.0.0.1:{_free_port()}"
+    seen: set[int] = set()
+    try:
+        _ray_cli("start", "--head", f"--port={address.split(':')[1]}",
+                 "--node-ip-address=127.0.0.1", "--num-cpus=2", "--include-dashboard=false",
+                 "--object-store-memory=100000000", f"--temp-dir={temp_dir}", env=env)
+        _ray_cli("start", f"--address={address}", "--node-ip-address=127.0.0.1",
+                 "--num-cpus=1", "--object-store-memory=100000000", env=env)
+        yield {"address": address, "temp_dir": temp_dir, "seen": seen}
+        seen.update(_cluster_processes(temp_dir))
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        seen.update(_cluster_processes(temp_dir))
+        subprocess.run([os.path.join(os.path.dirname(sys.executable), "ray"), "stop",
+                        "--force"], env=env, capture_output=True, timeout=120)
+        ray.cloudpickle.unregister_pickle_by_value(crashy_env)
+        ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        left = _wait_gone(seen | _cluster_processes(temp_dir))
+        shutil.rmtree(temp_dir, ignore_errors=True)
+        for pid in left:  # never leave them behind, but fail below
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    assert seen, "found no process of the test cluster (the check would prove nothing)"
+    assert not left, f"processes of the Ray cluster still running after ray stop: {left}"
+
+
+def ray_vec(cluster, creator, num_envs, num_workers, **kwargs):
+    kwargs.setdefault("timeout", 30.0)
+    kwargs.setdefault("num_cpus", 0.5)
+    return make(creator, num_envs=num_envs, backend="ray", num_workers=num_workers,
+                address=cluster["address"], **kwargs)
+
+
+def test_blocks_on_both_nodes_step_exactly_like_serial(cluster):
+    creator = envs.creator("squared", size=5, max_ticks=7)  # truncates often
+    rng = np.random.default_rng(0)
+    serial = make(creator, num_envs=4, backend="serial", seed=7)
+    with ray_vec(cluster, creator, 4, 2, seed=7, num_cpus=1) as vec:
+        assert len(set(vec.actor_nodes)) == 2, "SPREAD should use both nodes"
+        cluster["seen"].update(vec.actor_pids)
+        np.testing.assert_array_equal(vec.reset()[0], serial.reset()[0])
+        truncated = 0
+        for _ in range(40):
+            actions = rng.integers(0, 5, 4).astype(np.int32)
+            got, want = vec.step(actions), serial.step(actions)
+            for g, w in zip(got[:4], want[:4], strict=True):
+                np.testing.assert_array_equal(g, w)
+            rows = want[3] & ~want[2]
+            np.testing.assert_array_equal(vec.final_observations[rows],
+                                          serial.final_observations[rows])
+            truncated += int(rows.sum())
+        assert truncated, "no truncation: the final observations were not checked"
+        assert vec.observation_space.shape == (4, *vec.single_observation_space.shape)
+        assert vec.action_space.sample().shape == (4,)
+    serial.close()
+
+
+def test_sync_returns_all_rows_in_order_with_masks_and_infos(cluster):
+    creator = functools.partial(CrashyEnv, mask_every=3, info_every=2)
+    with ray_vec(cluster, creator, 6, 3, seed=100) as vec:
+        obs, _, _, _, infos, env_ids, masks = (vec.async_reset(), vec.recv())[1]
+        np.testing.assert_array_equal(env_ids, np.arange(6))
+        np.testing.assert_array_equal(obs[:, 0], 100 + np.arange(6))
+        for step in range(1, 5):
+            vec.send(np.full(6, NORMAL, np.int64))
+            obs, rewards, _, _, infos, env_ids, masks = vec.recv()
+            assert (obs[:, 1] == step).all()
+            local = np.arange(6) % 2  # index of each env inside its actor
+            np.testing.assert_array_equal(masks, (step + local) % 3 != 0)
+            if step % 2 == 0:
+                assert sorted(i["env"] for i in infos) == [100, 102, 104]
+            else:
+                assert infos == []
+
+
+@pytest.mark.parametrize("zero_copy", [True, False])
+def test_pool_returns_whole_actors_and_serves_every_actor(cluster, zero_copy):
+    creator = functools.partial(CrashyEnv, step_sleep=0.002)
+    with ray_vec(cluster, creator, 8, 4, batch_size=4, zero_copy=zero_copy) as vec:
+        assert vec.agents_per_batch == 4
+        vec.async_reset()
+        steps = np.zeros(8, int)
+        for _ in range(24):
+            obs, rewards, _, _, _, env_ids, masks = vec.recv()
+            assert len(env_ids) == 4 and len(set(env_ids.tolist())) == 4
+            pairs = env_ids.reshape(2, 2)
+            assert (pairs[:, 0] % 2 == 0).all() and (pairs[:, 1] == pairs[:, 0] + 1).all()
+            if zero_copy:
+                assert env_ids[0] % 4 == 0 and np.shares_memory(obs, vec.observations)
+            np.testing.assert_array_equal(obs[:, 0], env_ids)  # each row is the env it says
+            np.testing.assert_array_equal(obs[:, 1], steps[env_ids])
+            steps[env_ids] += 1
+            vec.send((env_ids % 2).astype(np.int32))
+        assert steps.min() >= 4, f"an actor starved: steps per env {steps}"
+        obs, rewards, *_, env_ids, _ = vec.recv()
+        np.testing.assert_array_equal(rewards, env_ids % 2)  # each got its own action
+        vec.send(np.zeros(4, np.int32))
+        vec.async_reset(50)  # with steps in flight: they land first, then every env resets
+        served = set()
+        for _ in range(2):
+            obs, *_, env_ids, _ = vec.recv()
+            np.testing.assert_array_equal(obs[:, 0], 50 + env_ids)
+            np.testing.assert_array_equal(obs[:, 1], 0)
+            served.update(env_ids.tolist())
+            vec.send(np.zeros(4, np.int32))
+        assert served == set(range(8))
+
+
+def test_frames_bad_actions_and_misuse(cluster):
+    with ray_vec(cluster, CrashyEnv, 4, 2) as vec:
+        with pytest.raises(RuntimeError, match="recv"):
+            vec.send(np.zeros(4, np.int32))
+        vec.reset()
+        with pytest.raises(RuntimeError, match="pending"):
+            vec.recv()
+        np.testing.assert_array_equal(vec.frame(3), np.full((2, 3), 3))
+        with pytest.raises(IndexError, match="out of range"):
+            vec.frame(4)
+        with pytest.raises(ActionError, match="shape"):
+            vec.send(np.zeros(3, np.int32))
+        with pytest.raises(ActionError, match="out of range"):
+            vec.send(np.array([0, 1, 16, 0]))
+        vec.send(np.zeros(4, np.int64))  # int64 is narrowed; the vec survived the refusals
+        assert vec.frame(2)[0, 0] == 2  # a frame between send and recv follows the step
+        assert (vec.recv()[0][:, 1] == 1).all()
+        pids = vec.actor_pids
+    with pytest.raises(RuntimeError, match="closed"):
+        vec.async_reset()
+    assert _wait_gone(pids) == [], "close() must end every actor"
+
+
+def test_saved_state_resumes_exactly_in_another_vec(cluster):
+    creator = envs.creator("squared", size=5, max_ticks=9)
+    rng = np.random.default_rng(3)
+    with ray_vec(cluster, creator, 4, 2, seed=5) as first:
+        first.reset()
+        for _ in range(11):
+            first.step(rng.integers(0, 5, 4).astype(np.int32))
+        first.send(np.ones(4, np.int32))
+        state = first.get_state()
+        assert state is not None
+        actions = [rng.integers(0, 5, 4).astype(np.int32) for _ in range(15)]
+        want = [first.recv()[0].copy()] + [first.step(a)[0].copy() for a in actions]
+    with ray_vec(cluster, creator, 4, 2, seed=99) as second:
+        second.reset()
+        second.set_state(state)
+        got = [second.recv()[0].copy()] + [second.step(a)[0].copy() for a in actions]
+    np.testing.assert_array_equal(np.stack(got), np.stack(want))
+
+
+def test_an_env_that_raises_is_a_worker_error_with_the_remote_traceback(cluster):
+    vec = ray_vec(cluster, CrashyEnv, 4, 2)
+    vec.reset()
+    pids = vec.actor_pids
+    actions = np.full(4, NORMAL, np.int32)
+    actions[3] = RAISE
+    start = time.monotonic()
+    vec.send(actions)
+    with pytest.raises(WorkerError) as info:
+        vec.recv()
+    assert time.monotonic() - start < NOTICED_S
+    assert info.value.worker == 1
+    assert "CrashyError: env 3 exploded on purpose" in str(info.value)
+    assert "explode_on_purpose" in info.value.traceback
+    assert "crashy_env.py" in info.value.traceback
+    assert _wait_gone(pids) == [], "a failure must end every actor"
+    with pytest.raises(RuntimeError, match="closed after an error.*exploded"):
+        vec.recv()
+
+
+def test_a_killed_actor_is_a_worker_error_within_seconds(cluster):
+    vec = ray_vec(cluster, functools.partial(CrashyEnv, step_sleep=0.2), 4, 2)
+    vec.reset()
+    pids = vec.actor_pids
+    vec.send(np.zeros(4, np.int32))  # both actors are stepping when one is killed
+    start = time.monotonic()
+    os.kill(pids[0], signal.SIGKILL)
+    with pytest.raises(WorkerError, match="died") as info:
+        vec.recv()
+    assert time.monotonic() - start < NOTICED_S
+    assert info.value.worker == 0
+    assert _wait_gone(pids) == [], "the surviving actor must be killed too"
+
+
+def build_only_in(pid: int, **kwargs):
+    """A CrashyEnv in process `pid` (the driver's probe); failing to build anywhere else."""
+    return CrashyEnv(fail_on_init=os.getpid() != pid, **kwargs)
+
+
+def test_an_env_that_cannot_be_built_in_its_actor_is_a_worker_error(cluster):
+    creator = functools.partial(build_only_in, os.getpid())
+    with pytest.raises(WorkerError, match="died") as info:
+        ray_vec(cluster, creator, 2, 2)
+    assert "cannot build this env on purpose" in info.value.traceback
+
+
+@pytest.mark.learning
+def test_squared_is_solved_on_the_ray_backend(cluster):
+    from puffer_tui.benchmarks.train_bench import SOLVED, train_until_solved
+    from puffer_tui.engine.config import load_config
+
+    config = load_config("squared", {
+        "train.torch_threads": 1, "vec.backend": "ray", "vec.num_workers": 2,
+        "vec.ray_address": cluster["address"], "vec.ray_num_cpus": 1.0})
+    metric, threshold = SOLVED["squared"]
+    result = train_until_solved(config, metric, threshold, min_episodes=64)
+    print(f"\nsquared on ray: {metric}={result.value} at step {result.global_step:,} "
+          f"({result.sps:,.0f} SPS)")
+    assert result.solved, f"not solved: last {metric} {result.value}"
+
+
+def test_missing_ray_is_a_one_line_install_hint(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if absent
+    with pytest.raises(ImportError, match=r'pip install "puffer-tui\[ray\]"'):
+        make(CrashyEnv, num_envs=2, backend="ray", num_workers=2)
