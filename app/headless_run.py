@@ -92,6 +92,7 @@ def run_headless(run_dir, resume: bool, fallback: bool, console: Console | None 
             console.print(f"{e or 'interrupted'}; " + attach_hint(run_dir, handle.pid),
                           markup=False, highlight=False)
         return 130 if isinstance(e, KeyboardInterrupt) else 1
+    console.print(f"engine pid {handle.pid}; Ctrl-C checkpoints and stops it", highlight=False)
     display = HeadlessDisplay(client, run_dir, console)
     try:
         state = display.run()

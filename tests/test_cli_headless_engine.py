@@ -63,6 +63,7 @@ def test_second_ctrl_c_says_the_final_checkpoint_is_being_saved(tmp_path):
         return any(text in line for line in seen)
 
     try:
+        wait_for(lambda: printed("Ctrl-C checkpoints and stops"), "the display to start")
         wait_for(lambda: rd.list_runs(runs) and rd.run_state(rd.list_runs(runs)[0]) == "running",
                  "the run to start")
         (run,) = rd.list_runs(runs)
