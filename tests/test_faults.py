@@ -205,6 +205,28 @@ def test_disk_full_pauses_keeps_files_whole_and_resumes(tmp_path, cleanup):
     assert len(ckpt.list_checkpoints(run)) >= min(saved + 1, ckpt.DEFAULT_KEEP)
 
 
+def test_a_failing_periodic_checkpoint_does_not_end_the_run(tmp_path, cleanup):
+    flag = tmp_path / "broken-disk"
+    run = make_run(tmp_path / "runs", **{"train.total_timesteps": 10**9,
+                                         "train.checkpoint_interval": 1})
+    proc = start_engine(run, PUFFER_TEST_DISK_FULL=str(flag))
+    cleanup.append((run, proc))
+    client = connect(run, proc)
+    wait_for_event(run, "checkpoint saved: step-000000001024", proc)
+    flag.write_text("eio")  # an I/O error, not a full disk: reported, training goes on
+    log = wait_for_event(run, "periodic checkpoint failed, training goes on", proc)
+    assert "Input/output error" in log
+    rows = len(metric_rows(run))
+    wait_until(lambda: len(metric_rows(run)) >= rows + 2, timeout=60, what="training on")
+    assert client.call("status")["state"] == "running"
+    flag.unlink()
+    checkpoints = log.count("checkpoint saved")
+    wait_until(lambda: events(run).count("checkpoint saved") > checkpoints, timeout=60,
+               what="checkpoints again")
+    assert stop(run, proc, client) == 0
+    assert_nothing_lost(run)
+
+
 @pytest.fixture
 def small_tmpfs(tmp_path):
     mount = tmp_path / "tmpfs"

@@ -6,7 +6,8 @@ reaction is tested on a real process without timing anything:
                                     (an env that has gone bad and stays bad)
   PUFFER_TEST_NAN_LOSS=CALL         the CALL-th minibatch's value loss is NaN (once)
   PUFFER_TEST_DISK_FULL=PATH        while PATH exists, appends to metrics.jsonl write half a
-                                    line and fail, and checkpoint fsyncs fail, with ENOSPC
+                                    line and fail, and checkpoint fsyncs fail, with ENOSPC;
+                                    if PATH holds "eio", only checkpoint fsyncs fail, with EIO
 """
 
 import errno
@@ -65,6 +66,13 @@ if _DISK_FULL:
     from puffer_tui.engine import checkpoint as _checkpoint
     from puffer_tui.engine import metrics as _metrics
 
+    def _eio():
+        try:
+            with open(_DISK_FULL) as f:
+                return f.read().strip() == "eio"
+        except OSError:
+            return False
+
     class _FullDisk:
         """The module's `os`, except that writes fail with ENOSPC while the flag file exists."""
 
@@ -72,14 +80,14 @@ if _DISK_FULL:
             return getattr(os, name)
 
         def write(self, fd, data):
-            if os.path.exists(_DISK_FULL):
+            if os.path.exists(_DISK_FULL) and not _eio():
                 os.write(fd, bytes(data[: max(1, len(data) // 2)]))  # a torn line
                 raise _no_space()
             return os.write(fd, data)
 
         def fsync(self, fd):
             if os.path.exists(_DISK_FULL):
-                raise _no_space()
+                raise OSError(errno.EIO, os.strerror(errno.EIO)) if _eio() else _no_space()
             return os.fsync(fd)
 
     _metrics.os = _FullDisk()
