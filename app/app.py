@@ -331,9 +331,11 @@ class PufferApp(App):
         """A new run from the launcher: write its run dir and config, then launch and watch."""
         from puffer_tui.engine import config as cfg
         from puffer_tui.engine import run_dir as rd
+        from puffer_tui.engine.memory_estimate import check_memory
 
         try:
             config = cfg.load_config(env_name, overrides)
+            check_memory(config)  # sizes that cannot fit: refused before the run dir exists
             run_dir = rd.create_run_dir(env_name, rd.runs_root(self.runs_root))
             cfg.save(config, run_dir / rd.CONFIG_FILE)
         except (cfg.ConfigError, OSError) as e:
