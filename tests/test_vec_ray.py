@@ -307,6 +307,36 @@ def test_squared_is_solved_on_the_ray_backend(cluster):
     assert result.solved, f"not solved: last {metric} {result.value}"
 
 
+def _raylet_of(node_id: str) -> psutil.Process:
+    for proc in psutil.process_iter(["name", "cmdline"]):
+        if proc.info["name"] == "raylet" and f"--node_id={node_id}" in (proc.info["cmdline"] or ()):
+            return proc
+    raise AssertionError(f"no raylet process for node {node_id}")
+
+
+def test_an_actor_lost_with_its_node_is_a_worker_error(cluster):
+    """Kills the second node: run last among the cluster tests."""
+    import ray
+
+    creator = envs.creator("squared", size=5)
+    # 3 actors of 1 CPU fill both nodes (2 + 1 CPUs): one is on the second node
+    vec = ray_vec(cluster, creator, 3, 3, num_cpus=1)
+    head = next(n["NodeID"] for n in ray.nodes() if "node:__internal_head__" in n["Resources"])
+    driver = ray.get_runtime_context().get_node_id()
+    lost = [w for w, node in enumerate(vec.actor_nodes) if node not in (head, driver)]
+    assert lost, f"no actor on the second node: actors {vec.actor_nodes}, head {head}"
+    vec.reset()
+    start = time.monotonic()
+    _raylet_of(vec.actor_nodes[lost[0]]).kill()
+    with pytest.raises(WorkerError, match="died or was lost") as info:
+        while time.monotonic() - start < 60:  # steps may still land while the loss spreads
+            vec.step(np.zeros(3, np.int32))
+    # noticed by Ray (seconds), well before the vec's own 30 s timeout would have fired
+    assert time.monotonic() - start < 15.0
+    assert info.value.worker == lost[0]
+    assert _wait_gone(vec.actor_pids) == []
+
+
 def test_missing_ray_is_a_one_line_install_hint(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if absent
     with pytest.raises(ImportError, match=r'pip install "puffer-tui\[ray\]"'):
