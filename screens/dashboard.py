@@ -32,6 +32,9 @@ PANEL_REFRESH_S = 1.0  # numbers and plots (plots only when a new epoch arrived)
 
 
 class DashboardScreen(Screen):
+    # 80x24 first (the default terminal): narrow side panels leave the plots room; from 100
+    # columns on, the side panels take their full width.
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     DEFAULT_CSS = """
     DashboardScreen { layout: vertical; }
     DashboardScreen #top { height: 3fr; min-height: 10; }
@@ -43,6 +46,10 @@ class DashboardScreen(Screen):
     DashboardScreen CpuPanel { width: 32; }
     DashboardScreen EpisodeStats { width: 1fr; max-width: 56; }
     DashboardScreen EventLog { width: 1fr; }
+    DashboardScreen.-narrow #left { width: 26; }
+    DashboardScreen.-narrow EnvRender { width: 26; }
+    DashboardScreen.-narrow CpuPanel { width: 26; }
+    DashboardScreen.-narrow EpisodeStats { width: 26; }
     """
 
     BINDINGS = [
@@ -79,7 +86,7 @@ class DashboardScreen(Screen):
             yield CpuPanel()
             yield EpisodeStats()
             yield EventLog()
-        yield Footer()
+        yield Footer(compact=True)  # every key's label fits 80 columns
 
     def on_mount(self) -> None:
         self.set_render_env(getattr(self.app, "render_env", 0))

@@ -88,7 +88,8 @@ class HyperparameterScreen(Screen):
     DEFAULT_CSS = """
     HyperparameterScreen #status { height: 1; padding: 0 1; background: $boost; }
     HyperparameterScreen VerticalScroll { padding: 0 1; }
-    HyperparameterScreen .section { text-style: bold; color: $text-accent; margin: 1 0; }
+    HyperparameterScreen .section { text-style: bold; color: $text-accent; margin: 1 0;
+                                    width: 1fr; }
     HyperparameterScreen .readonly { color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 

@@ -47,28 +47,48 @@ def describe_env(name: str) -> dict:
 
 
 def env_option(info: dict) -> Option:
-    text = Text(no_wrap=False)
+    return Option(Text(info["name"], style="bold"), id=info["name"])
+
+
+def env_spaces(info: dict) -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
     text.append(info["name"], "bold")
-    text.append(f"  {info['description']}\n", "")
     text.append(f"  obs {info['observation_space']}  act {info['action_space']}", "dim")
-    return Option(text, id=info["name"])
+    return text
+
+
+def field_text(spec, value: str, error: str | None) -> Text:
+    """The focused field in full (its row may be cut at 80 columns): value, help, bounds."""
+    text = Text()
+    text.append(f"{spec.key} = ", "bold")
+    text.append(value or "''", "bold yellow" if error else "bold")
+    if error:
+        text.append(f"\n{error}", "bold red")
+    else:
+        text.append(f"\n{spec.help} ({spec.bounds_text()}{', live' if spec.live else ''})")
+    return text
 
 
 class LauncherScreen(Screen):
+    # 80x24 first: a 30-column left side (envs, recent runs), the preset on the right with the
+    # focused field shown in full below it; wider terminals give the help column more room.
     DEFAULT_CSS = """
-    LauncherScreen #title { height: 1; padding: 0 1; background: $boost; text-style: bold; }
-    LauncherScreen #left { width: 44; }
-    LauncherScreen #envs { height: 1fr; border: round $primary 50%; }
+    LauncherScreen #title { height: 1; padding: 0 1; background: $boost; text-style: bold;
+                            text-wrap: nowrap; text-overflow: ellipsis; }
+    LauncherScreen #left { width: 30; }
+    LauncherScreen #envs { height: 11; border: round $primary 50%; }
     LauncherScreen #runs { height: 1fr; border: round $primary 50%; }
     LauncherScreen #right { width: 1fr; border: round $primary 50%; padding: 0 1; }
     LauncherScreen #start-row { height: auto; }
-    LauncherScreen #start-row Button { margin-right: 2; }
-    LauncherScreen #start-row Static { width: 1fr; padding-top: 1; }
+    LauncherScreen #start-row Button { margin-right: 1; width: auto; min-width: 9; }
+    LauncherScreen #spaces { width: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
+    LauncherScreen #chosen { height: auto; max-height: 2; color: $text-muted; }
+    LauncherScreen #field { height: 4; border-top: solid $primary 50%; }
     """
 
     BINDINGS = [
         Binding("ctrl+s", "start", "Start training"),
-        Binding("question_mark", "help", "Help", show=False),
+        Binding("question_mark", "help", "Help"),
         Binding("q", "app.quit", "Quit"),
     ]
 
@@ -76,25 +96,30 @@ class LauncherScreen(Screen):
         super().__init__()
         self.runs_root = runs_root
         self.env_name = "squared"
+        self._infos: dict[str, dict] = {}
 
     def compose(self) -> ComposeResult:
-        yield Static("puffer-tui: choose an environment, adjust the preset, press Enter", id="title")
+        yield Static("puffer-tui   Enter on an env: train it   tab: lists and fields   ?: help",
+                     id="title")
         with Horizontal():
             with Vertical(id="left"):
                 yield OptionList(id="envs")
                 yield OptionList(id="runs")
             with Vertical(id="right"):
                 with Horizontal(id="start-row"):
-                    yield Button("Start training", id="start", variant="success")
-                    yield Static("", id="chosen")
+                    yield Button("Start", id="start", variant="success", compact=True)
+                    yield Static("", id="spaces")
+                yield Static("", id="chosen")
                 yield Vertical(id="form-holder")
+                yield Static("", id="field")
         yield Footer()
 
     async def on_mount(self) -> None:
         envs = self.query_one("#envs", OptionList)
         envs.border_title = "environments"
         runs = self.query_one("#runs", OptionList)
-        runs.border_title = "recent runs (Enter: attach or resume)"
+        runs.border_title = "recent runs"
+        runs.border_subtitle = "Enter: attach / resume"
         self.query_one("#right").border_title = "preset and overrides"
         self._load_envs()
         self._load_runs()
@@ -116,6 +141,8 @@ class LauncherScreen(Screen):
         self.app.call_from_thread(self._fill_envs, infos)
 
     def _fill_envs(self, infos: list[dict]) -> None:
+        self._infos = {i["name"]: i for i in infos}
+        self._show_summary()
         envs = self.query_one("#envs", OptionList)
         envs.clear_options()
         envs.add_options([env_option(i) for i in infos])
@@ -138,9 +165,9 @@ class LauncherScreen(Screen):
         for info in infos:
             text = Text(no_wrap=True, overflow="ellipsis")
             text.append(info.name, "bold" if info.state in LIVE_RUN_STATES else "")
-            text.append(f"  {info.state}", "green" if info.state in LIVE_RUN_STATES else "dim")
+            text.append(f"\n  {info.state}", "green" if info.state in LIVE_RUN_STATES else "dim")
             if info.global_step:
-                text.append(f"\n  {info.global_step:,} steps", "dim")
+                text.append(f", {info.global_step:,} steps", "dim")
             runs.add_option(Option(text, id=str(info.path)))
         if infos:
             runs.highlighted = 0  # so Enter acts on a run as soon as the list has the focus
@@ -162,6 +189,7 @@ class LauncherScreen(Screen):
 
     async def _show_env(self, name: str) -> None:
         self.env_name = name
+        self._show_summary()
         try:
             config = load_config(name)
         except ConfigError as e:
@@ -174,7 +202,28 @@ class LauncherScreen(Screen):
         holder = self.query_one("#form-holder")
         await holder.remove_children()
         await holder.mount(OverrideForm(schema(name), preset, env_name=name, id="form"))
-        self.query_one("#chosen", Static).update(Text(f"env: {name}", style="bold"))
+        self.query_one("#field", Static).update(
+            Text("tab to a field: its value, bounds and help show here", style="dim"))
+
+    def _show_summary(self) -> None:
+        info = self._infos.get(self.env_name)
+        self.query_one("#spaces", Static).update(
+            env_spaces(info) if info else Text(self.env_name, style="bold"))
+        self.query_one("#chosen", Static).update(info["description"] if info else "")
+
+    def on_descendant_focus(self, event) -> None:
+        row = next((a for a in event.widget.ancestors_with_self
+                    if isinstance(a, OverrideRow)), None)
+        if row is not None:
+            self._show_field(row)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        row = next((a for a in event.input.ancestors if isinstance(a, OverrideRow)), None)
+        if row is not None and event.input.has_focus:
+            self._show_field(row)
+
+    def _show_field(self, row: OverrideRow) -> None:
+        self.query_one("#field", Static).update(field_text(row.spec, row.text, row.check()))
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         # The one Enter rule (see the help screen): Enter confirms what has the focus. In a
@@ -184,6 +233,7 @@ class LauncherScreen(Screen):
         row = next(a for a in event.input.ancestors if isinstance(a, OverrideRow))
         error = row.check()
         form.show_error(error or "")
+        self._show_field(row)
         if error is None:
             self.focus_next()
 
@@ -198,9 +248,10 @@ class LauncherScreen(Screen):
             load_config(self.env_name, overrides)  # the whole config, cross-field checks too
         except ConfigError as e:
             form.show_error(str(e))
+            self.query_one("#field", Static).update(Text(str(e), style="bold red"))
             self.notify(str(e), severity="error")
             return
-        self.query_one("#chosen", Static).update(Text(f"starting {self.env_name}...", "yellow"))
+        self.query_one("#field", Static).update(Text(f"starting {self.env_name}...", "yellow"))
         self.app.start_run(self.env_name, overrides)
 
     def action_help(self) -> None:

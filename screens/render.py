@@ -23,7 +23,8 @@ class RenderScreen(Screen):
         Binding("escape,r", "app.pop_screen", "Back"),
         Binding("left_square_bracket", "env(-1)", "Prev env"),
         Binding("right_square_bracket", "env(1)", "Next env"),
-        Binding("p", "toggle_pause", "Pause/Resume"),
+        Binding("p", "pause", "Pause"),
+        Binding("p", "resume", "Resume"),
     ]
 
     def __init__(self, store: TelemetryStore, env_index: int):
@@ -36,7 +37,7 @@ class RenderScreen(Screen):
     def compose(self) -> ComposeResult:
         yield RunHeader()
         yield EnvRender()
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         render = self.query_one(EnvRender)
@@ -65,12 +66,17 @@ class RenderScreen(Screen):
         self.query_one(EnvRender).env_index = index
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
-        if action == "toggle_pause":
-            return self.app.can_steer()
+        # p says what it will do (Pause or Resume), and only while there is a run to steer
+        if action in ("pause", "resume"):
+            paused = self.store.state == "paused"
+            return self.app.can_steer() and paused == (action == "resume")
         return True
 
     def action_env(self, delta: int) -> None:
         self.app.select_render_env(delta)
 
-    def action_toggle_pause(self) -> None:
-        self.app.engine_request("resume" if self.store.state == "paused" else "pause")
+    def action_pause(self) -> None:
+        self.app.engine_request("pause")
+
+    def action_resume(self) -> None:
+        self.app.engine_request("resume")

@@ -91,7 +91,8 @@ async def test_moving_through_every_env_and_starting_a_non_default_one(tmp_path)
     run_dir = None
     try:
         async with app.run_test(size=(80, 24)) as pilot:
-            await until(pilot, lambda: "Discrete(5)" in screen_text(app), "the env list")
+            await until(pilot, lambda: app.screen.query_one("#envs").option_count
+                        == len(ENV_NAMES), "the env list")
             for name in ENV_NAMES[1:]:
                 await pilot.press("down")
                 await until(pilot, lambda name=name: app.screen.env_name == name

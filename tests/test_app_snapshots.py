@@ -1,4 +1,4 @@
-"""Text snapshots of the screens with fixed data (tests/app_fakes.py), at two sizes.
+"""Text snapshots of the screens with fixed data (tests/app_fakes.py), at three sizes.
 
 The snapshot is the characters on screen (no colours), which is what a layout regression
 changes. After an intended change, regenerate with:
@@ -16,9 +16,12 @@ import pytest
 from app_fakes import filled_store, system_sample
 
 from puffer_tui.app.app import PufferApp
+from puffer_tui.screens.crash import CrashScreen
 from puffer_tui.screens.dashboard import DashboardScreen
 from puffer_tui.screens.help import HelpScreen
 from puffer_tui.screens.hyperparameters import HyperparameterScreen
+from puffer_tui.screens.launcher import LauncherScreen
+from puffer_tui.screens.render import RenderScreen
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 UPDATE = os.environ.get("PUFFER_TUI_UPDATE_SNAPSHOTS") == "1"
@@ -27,18 +30,30 @@ UPDATE = os.environ.get("PUFFER_TUI_UPDATE_SNAPSHOTS") == "1"
 class FixedDataApp(PufferApp):
     """The real app and screens, fed from a fixed store instead of an engine."""
 
-    def __init__(self, screen: str):
-        super().__init__()
+    def __init__(self, screen: str, runs_root: str | Path | None = None):
+        super().__init__(runs_root=runs_root)
         self.which = screen
         self.store = filled_store()
         self.link_state = None
 
     def show_first_screen(self) -> None:
+        if self.which == "launcher":
+            self.push_screen(LauncherScreen(self.runs_root))
+            return
         self.push_screen(DashboardScreen(self.store))
         if self.which == "hyperparameters":
             self.push_screen(HyperparameterScreen(self.store))
         elif self.which == "help":
             self.push_screen(HelpScreen())
+        elif self.which == "render":
+            self.push_screen(RenderScreen(self.store, 0))
+        elif self.which == "stop":
+            self.confirm_stop()
+        elif self.which == "quit":
+            self.link = FakeLink()  # connected, so q asks detach or stop
+            self.confirm_quit()
+        elif self.which == "crash":
+            self.push_screen(CrashScreen(Path("/tmp/runs/squared-20261122-001400"), TRACEBACK))
 
     def _sample_system(self) -> None:  # psutil numbers differ per machine: use fixed ones
         if isinstance(self.screen, DashboardScreen):
@@ -46,6 +61,20 @@ class FixedDataApp(PufferApp):
 
     def _drain(self) -> None:  # no engine
         pass
+
+
+class FakeLink:
+    def close(self) -> None:
+        pass
+
+
+TRACEBACK = """Traceback (most recent call last):
+  File "/work/main/engine/process.py", line 121, in run
+    row = self.trainer.run_epoch()
+  File "/work/main/engine/trainer.py", line 204, in run_epoch
+    stats = self.learner.update(data, lambda: self.config.train, self.global_step)
+FloatingPointError: the policy's loss is NaN at step 163840 (learning rate 0.9 is far too high)
+"""
 
 
 def screen_text(app: PufferApp) -> str:
@@ -62,21 +91,33 @@ def utc(monkeypatch):
     time.tzset()
 
 
-@pytest.mark.parametrize("screen,size", [
-    ("dashboard", (100, 30)),
-    ("dashboard", (160, 45)),
-    ("hyperparameters", (100, 30)),
-    ("help", (100, 30)),
-])
-async def test_screen_snapshot(screen, size):
-    app = FixedDataApp(screen)
+SCREENS = ("launcher", "dashboard", "hyperparameters", "help", "render", "stop", "quit", "crash")
+# 80x24 is the default terminal: every screen is designed for it first, then grows
+SIZES = ((80, 24), (120, 40), (200, 60))
+
+
+async def render_screen(screen: str, size: tuple[int, int], runs_root: Path) -> str:
+    app = FixedDataApp(screen, runs_root=runs_root)
     async with app.run_test(size=size) as pilot:
-        if screen == "dashboard":
-            app.screen.show_system(system_sample())
+        if screen == "launcher":
+            deadline = time.monotonic() + 30
+            while not (app.screen._infos and app.screen.query("#form")):
+                assert time.monotonic() < deadline, "the launcher never filled its env list"
+                await pilot.pause(0.05)
+        else:
+            app.screen_stack[1].show_system(system_sample())
         # Let the panels' timers run once (fast panels 4 Hz, plots 1 Hz).
         await pilot.pause(1.3)
         await pilot.wait_for_scheduled_animations()
         text = screen_text(app)
+        app.link = None
+    return text
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.parametrize("screen", SCREENS)
+async def test_screen_snapshot(screen, size, tmp_path):
+    text = await render_screen(screen, size, tmp_path)
     path = SNAPSHOTS / f"{screen}_{size[0]}x{size[1]}.txt"
     if UPDATE or not path.exists():
         path.write_text(text)

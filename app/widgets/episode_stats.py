@@ -12,6 +12,15 @@ from puffer_tui.app.widgets.format import metric, spark
 FIRST = ("score", "episode_return", "episode_length")
 # Fields where going up is not "better", so the arrow stays neutral in colour.
 NEUTRAL = {"episode_length"}
+# Short names for the common fields: the panel is titled "episodes" already, and
+# "episode_return" / "episode_length" cut to one width would both read "episode".
+LABELS = {"episode_return": "return", "episode_length": "length"}
+
+
+def label(key: str, width: int) -> str:
+    """A field's name in `width` characters, cut with an ellipsis when it does not fit."""
+    name = LABELS.get(key, key).replace("_", " ")
+    return name if len(name) <= width else name[:max(width - 1, 0)] + "…"
 
 
 class EpisodeStats(Widget):
@@ -41,6 +50,7 @@ class EpisodeStats(Widget):
         keys = [k for k in FIRST if k in self.history]
         keys += sorted(k for k in self.history if k not in FIRST)
         key_w = max(min(16, self.size.width - 13), 6)  # names give way before numbers do
+        key_w = min(key_w, max(len(label(k, 99)) for k in keys))
         spark_w = max(self.size.width - 30, 0)
         lines = []
         for key in keys:
@@ -50,7 +60,7 @@ class EpisodeStats(Widget):
             if key in NEUTRAL and trend:
                 style = "cyan"
             line = Text(no_wrap=True, overflow="ellipsis")
-            line.append(f"{key:<{key_w}.{key_w}}", "dim")
+            line.append(f"{label(key, key_w):<{key_w}}", "dim")
             line.append(f"{metric(values[-1] if values else None):>10} ")
             line.append(arrow, style)
             if spark_w >= 4:

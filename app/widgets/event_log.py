@@ -10,6 +10,8 @@ from textual.widgets import RichLog
 from puffer_tui.app.telemetry_store import Event
 
 LEVEL_STYLES = {"info": "cyan", "warning": "bold yellow", "error": "bold red", "app": "magenta"}
+# three letters: at 80 columns the text, not the level, should get the width
+LEVEL_TAGS = {"info": "inf", "warning": "WRN", "error": "ERR", "app": "app"}
 
 
 class EventLog(RichLog):
@@ -46,14 +48,19 @@ class EventLog(RichLog):
             self._redraw()
         else:
             for event in events[-new:]:
-                self.write(self.line(event))
+                self._write(event)
         self.shown = total_seen
 
     def _redraw(self) -> None:
         self.clear()
         self._drawn_width = self.scrollable_content_region.width
         for event in self.events:
-            self.write(self.line(event))
+            self._write(event)
+
+    def _write(self, event: Event) -> None:
+        # Wrap at the log's own width (RichLog's measure can use a stale terminal width).
+        width = self.scrollable_content_region.width
+        self.write(self.line(event), width=width if self._size_known and width > 0 else None)
 
     def on_resize(self) -> None:
         # Lines were wrapped at the old width when written: wrap them again at the new one.
@@ -64,6 +71,7 @@ class EventLog(RichLog):
     def line(event: Event) -> Text:
         text = Text()
         text.append(time.strftime("%H:%M:%S ", time.localtime(event.time)), "dim")
-        text.append(f"{event.level:<7} ", LEVEL_STYLES.get(event.level, ""))
+        text.append(f"{LEVEL_TAGS.get(event.level, event.level[:3])} ",
+                    LEVEL_STYLES.get(event.level, ""))
         text.append(event.text)
         return text

@@ -23,25 +23,34 @@ def value_text(value) -> str:
 
 
 class OverrideRow(Horizontal):
+    """name (within its section), value, help: one line, cut with an ellipsis when narrow."""
+
     DEFAULT_CSS = """
     OverrideRow { height: 1; }
-    OverrideRow .name { width: 30; text-wrap: nowrap; text-overflow: ellipsis; }
-    OverrideRow Input { width: 16; background: $boost; }
+    OverrideRow .name { text-wrap: nowrap; text-overflow: ellipsis; }
+    OverrideRow Input { width: 12; background: $boost; }
     OverrideRow Input.-invalid { color: $error; text-style: bold; }
     OverrideRow Input.-changed { color: $text-warning; }
-    OverrideRow .about { width: 1fr; padding-left: 1; color: $text-muted; text-wrap: nowrap; }
+    OverrideRow .about { width: 1fr; padding-left: 1; color: $text-muted; text-wrap: nowrap;
+                         text-overflow: ellipsis; }
     """
 
-    def __init__(self, spec: FieldSpec, preset_value):
+    def __init__(self, spec: FieldSpec, preset_value, name_width: int = 24):
         super().__init__()
         self.spec = spec
         self.preset_text = value_text(preset_value)
+        self.name_width = name_width
 
     def compose(self) -> ComposeResult:
-        live = " [live]" if self.spec.live else ""
-        yield Label(f"{self.spec.key}{live}", classes="name")
+        name = Label(self.spec.name, classes="name")  # the section is the heading above
+        name.styles.width = self.name_width
+        yield name
         yield Input(self.preset_text, compact=True)
-        yield Static(f"{self.spec.help} ({self.spec.bounds_text()})", classes="about")
+        yield Static(self.about(), classes="about")
+
+    def about(self) -> str:
+        live = ", live" if self.spec.live else ""
+        return f"{self.spec.help} ({self.spec.bounds_text()}{live})"
 
     @property
     def text(self) -> str:
@@ -61,7 +70,7 @@ class OverrideForm(VerticalScroll):
 
     DEFAULT_CSS = """
     OverrideForm { height: 1fr; }
-    OverrideForm .section { text-style: bold; color: $text-accent; margin-top: 1; }
+    OverrideForm .section { text-style: bold; color: $text-accent; }
     OverrideForm #form-error { color: $error; height: auto; }
     """
 
@@ -72,13 +81,16 @@ class OverrideForm(VerticalScroll):
         self.preset = preset  # "section.name" -> value
 
     def compose(self) -> ComposeResult:
-        yield Static("", id="form-error")
+        error = Static("", id="form-error")
+        error.display = False
+        yield error
+        width = max((len(s.name) for s in self.specs), default=10) + 1
         section = None
         for spec in self.specs:
             if spec.section != section:
                 section = spec.section
-                yield Label(f"[{section}]", classes="section")
-            yield OverrideRow(spec, self.preset.get(spec.key, spec.default))
+                yield Label(Text(f"[{section}]"), classes="section")  # not markup
+            yield OverrideRow(spec, self.preset.get(spec.key, spec.default), width)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         row = next(a for a in event.input.ancestors if isinstance(a, OverrideRow))
@@ -88,7 +100,9 @@ class OverrideForm(VerticalScroll):
         self.show_error(error or "")
 
     def show_error(self, text: str) -> None:
-        self.query_one("#form-error", Static).update(Text(text, style="bold red"))
+        error = self.query_one("#form-error", Static)
+        error.update(Text(text, style="bold red"))
+        error.display = bool(text)
 
     def overrides(self) -> dict[str, str]:
         """Changed fields as text; ConfigError naming the first invalid one."""

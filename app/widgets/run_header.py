@@ -43,20 +43,22 @@ class RunHeader(Widget):
     def render(self) -> Text:
         t = self.telemetry
         state = self.link_state or t.get("state") or "connecting"
-        top = Text(no_wrap=True, overflow="ellipsis")
-        top.append(str(t.get("env") or "?"), "bold")
-        top.append("  ")
-        top.append(str(t.get("run") or ""), "dim")
-        top.append("  ")
-        top.append(f" {state} ", STATE_STYLES.get(state, "bold"))
-        if "global_step" not in t:  # attached, no telemetry yet: no made-up "epoch 0, 0/0"
+        env, run = str(t.get("env") or "?"), str(t.get("run") or "")
+        # (text, style, priority): what does not fit goes first, lowest priority first; the
+        # run name already starts with the env, so the env alone is shown when it is cut.
+        parts = [(run if run.startswith(env) else f"{env}  {run}".strip(), "bold", 5),
+                 (f" {state} ", STATE_STYLES.get(state, "bold"), 9)]
+        waiting = "global_step" not in t  # attached, no telemetry yet: no made-up "epoch 0"
+        if not waiting:
+            parts += [(f"epoch {t.get('epoch', 0)}", "", 8),
+                      (f"ETA {duration(t.get('eta'))}", "", 7),
+                      (f"up {duration(t.get('uptime'))}", "", 3)]
+            if t.get("device"):
+                parts.append((str(t["device"]), "dim", 1))
+        top = _fit(parts, self.size.width - 2, env)
+        if waiting:
             bottom = Text("waiting for the engine's first report", style="dim")
             return Text("\n").join([top, bottom])
-        top.append(f"  epoch {t.get('epoch', 0)}")
-        top.append(f"  up {duration(t.get('uptime'))}")
-        top.append(f"  ETA {duration(t.get('eta'))}")
-        if t.get("device"):
-            top.append(f"  {t['device']}", "dim")
         return Text("\n").join([top, self._progress_line(t, state)])
 
     def _progress_line(self, t: dict, state: str) -> Text:
@@ -75,3 +77,23 @@ class RunHeader(Widget):
         bottom.append(bar(fraction, width), "green" if state != "error" else "red")
         bottom.append(right, "bold")
         return bottom
+
+
+def _fit(parts: list[tuple[str, str, int]], width: int, env: str) -> Text:
+    """Join `parts` two spaces apart, dropping the least important until they fit."""
+    parts = list(parts)
+    while sum(len(p[0]) + 2 for p in parts) - 2 > width:
+        first = parts[0]
+        if first[0] != env and len(parts) <= 3:
+            parts[0] = (env, first[1], first[2])  # the run name gives way to its env
+            continue
+        droppable = [p for p in parts[1:] if p[2] < 9] or parts[1:]
+        if not droppable:
+            break
+        parts.remove(min(droppable, key=lambda p: p[2]))
+    line = Text(no_wrap=True, overflow="ellipsis")
+    for i, (text, style, _) in enumerate(parts):
+        if i:
+            line.append("  ")
+        line.append(text, style)
+    return line
