@@ -30,7 +30,7 @@ def add_parser(sub, name, help_text):
     p.add_argument("env", nargs="?", metavar="ENV", help="environment (or `best` NAME)")
     p.add_argument("name", nargs="?", metavar="NAME", help=argparse_suppress())
     p.add_argument("--trials", type=int, metavar="N", help="trials in the study (all drivers)")
-    p.add_argument("--parallel", type=int, default=1, metavar="K", help="trials at once")
+    p.add_argument("--parallel", type=int, metavar="K", help="trials at once (default 1)")
     p.add_argument("--metric", default="score", help="metrics.jsonl column to optimize")
     p.add_argument("--direction", default="maximize", choices=DIRECTIONS)
     p.add_argument("--objective", default="score", choices=OBJECTIVES,
@@ -151,7 +151,7 @@ def new_sweep(args):
         raise st.SweepError(f"sweep {name} already exists in {sweep_dir.parent}; continue it "
                             f"with `puffer-tui sweep --resume {name}` or pick another --study")
     settings = st.SweepSettings(
-        name=name, env_name=args.env, trials=args.trials, parallel=args.parallel,
+        name=name, env_name=args.env, trials=args.trials, parallel=args.parallel or 1,
         metric=args.metric, direction=args.direction, objective=args.objective,
         pruner=args.pruner or ("none" if args.objective == "pareto" else "median"),
         storage=args.storage or "", base=base.as_dict(), fixed=fixed,
@@ -178,7 +178,7 @@ def check_counts(args, resuming: bool = False) -> None:
         raise ConfigError("--trials N is required (how many trials the study should hold)")
     if args.trials is not None and args.trials < 1:
         raise ConfigError(f"--trials {args.trials}: must be at least 1")
-    if args.parallel < 1:
+    if args.parallel is not None and args.parallel < 1:
         raise ConfigError(f"--parallel {args.parallel}: must be at least 1")
 
 
@@ -198,7 +198,7 @@ def resume_sweep(args):
     changed = False
     if args.trials is not None and args.trials != settings.trials:
         settings.trials, changed = args.trials, True
-    if args.parallel != 1 and args.parallel != settings.parallel:
+    if args.parallel is not None and args.parallel != settings.parallel:
         settings.parallel, changed = args.parallel, True
     if changed:
         st.save_settings(settings, sweep_dir)

@@ -72,6 +72,8 @@ class Driver:
         try:
             self.loop()
             self.state = "stopped" if self.stopping else "finished"
+            if self.failures_exceeded():
+                self.state, code = "error", 1
         except BaseException as e:
             self.state, code = "error", 1
             self.stopping = f"driver crashed: {type(e).__name__}: {e}"
@@ -81,8 +83,6 @@ class Driver:
             self.refresh()
             server.close()
             (self.dir / st.PID_FILE).unlink(missing_ok=True)
-        if self.state == "error" or self.failures_exceeded():
-            return 1
         return code
 
     def hello(self) -> dict:
@@ -113,7 +113,11 @@ class Driver:
             if self.stopping is not None:
                 self.wind_down()
                 return
-            if not self.running and (self.budget_left() <= 0 or self.failures_exceeded()):
+            if not self.running and self.failures_exceeded():
+                self.stopping = (f"gave up after {self.failures} failed trials; their `error` "
+                                 f"attribute says why (sweep status.json, or the study)")
+                return
+            if not self.running and self.budget_left() <= 0:
                 return
             time.sleep(TICK)
 

@@ -34,6 +34,8 @@ def open_storage(url: str):
     from optuna.storages import RDBStorage
 
     warnings.filterwarnings("ignore", category=ExperimentalWarning)  # heartbeat: stable enough
+    # we record heartbeats ourselves (ask-and-tell), which this warning does not know
+    warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
 
     kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
     try:

@@ -1,0 +1,166 @@
+"""The driver's bookkeeping without engines: pruning through the trial's socket, failures with
+their error text, faults that pause a trial, orphaned trials, `sweep best` on a Pareto front."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+from optuna.trial import TrialState
+
+from puffer_tui.app.cli import main
+from puffer_tui.engine import config as cfg
+from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.sweep import settings as st
+from puffer_tui.engine.sweep.driver import Driver
+from puffer_tui.engine.sweep.space import build_space, space_to_json
+from puffer_tui.engine.sweep.study import fail_orphans, open_study
+from puffer_tui.engine.sweep.trial_run import TrialRun
+
+
+def make_sweep(tmp_path, objective="score", **changes) -> Driver:
+    base = cfg.load_config("bandit", {"train.total_timesteps": 20000})
+    space = build_space(base, {}, {}, include_cost=objective != "score")
+    settings = st.SweepSettings(name="u", env_name="bandit", trials=4, objective=objective,
+                                pruner="none" if objective == "pareto" else "median",
+                                base=base.as_dict(), space=space_to_json(space), seed=0,
+                                **changes)
+    directory = tmp_path / "sweeps" / "u"
+    directory.mkdir(parents=True)
+    st.save_settings(settings, directory)
+    driver = Driver(directory)
+    driver.study = open_study(driver.settings, directory)
+    return driver
+
+
+class FakeRun:
+    """A trial's run as the driver sees it, with scripted metrics rows."""
+
+    def __init__(self, run_dir, scores, final_state="finished"):
+        self.run_dir, self.rows, self.seconds = run_dir, [], 12.0
+        self._pending = [{"epoch": i + 1, "global_step": 4096 * (i + 1), "score": s}
+                         for i, s in enumerate(scores)]
+        self.final_state, self.stop_reason, self.stops = final_state, None, 0
+
+    def poll(self):
+        rows, self._pending = self._pending, []
+        self.rows += rows
+        return rows
+
+    def stop(self, reason):
+        self.stops += 1
+        self.stop_reason = self.stop_reason or reason
+        self.final_state = "stopped"
+
+    def exited(self):
+        return not self._pending
+
+    def fault(self):
+        return None
+
+    def state(self):
+        return self.final_state
+
+    def error_text(self):
+        return "Traceback (most recent call last):\n  ...\nRuntimeError: boom"
+
+
+def run_fake(driver, run):
+    trial = driver.study.ask(fixed_distributions=driver.distributions)
+    driver.running[trial.number] = (trial, run, 0)
+    driver.follow(trial.number)
+    return driver.study.trials[trial.number]
+
+
+def test_a_hopeless_trial_is_stopped_through_its_engine_and_recorded_pruned(tmp_path):
+    driver = make_sweep(tmp_path)
+    for _ in range(2):  # the median pruner's startup trials, both scoring 0.9 every epoch
+        assert run_fake(driver, FakeRun(tmp_path, [0.9] * 5)).state == TrialState.COMPLETE
+    run = FakeRun(tmp_path, [0.1] * 5)
+    trial = run_fake(driver, run)
+    assert run.stops == 1 and run.stop_reason == "pruned"
+    assert trial.state == TrialState.PRUNED
+    assert trial.intermediate_values == {e: 0.1 for e in range(1, 6)}
+
+
+def test_a_crashed_trial_fails_with_its_traceback_and_a_bad_config_never_starts(tmp_path):
+    driver = make_sweep(tmp_path)
+    crashed = run_fake(driver, FakeRun(tmp_path, [0.5], final_state="error"))
+    assert crashed.state == TrialState.FAIL
+    assert "RuntimeError: boom" in crashed.user_attrs["error"]
+    driver.distributions = {"train.minibatch_size": _int(100, 101)}  # not whole segments
+    assert driver.launch_next()
+    bad = driver.study.trials[-1]
+    assert bad.state == TrialState.FAIL and "run_dir" not in bad.user_attrs
+    assert "must be a multiple of train.horizon" in bad.user_attrs["error"]
+    assert not (driver.dir / st.TRIALS_DIR).exists()
+
+
+def _int(low, high):
+    import optuna.distributions as od
+
+    return od.IntDistribution(low, high)
+
+
+def test_a_trial_paused_on_a_fault_is_noticed(tmp_path):
+    run_dir = rd.create_run_dir("bandit", tmp_path)
+    rd.write_json_atomic(run_dir / rd.STATUS_FILE, {"state": "paused", "pid": os.getpid()})
+    (run_dir / rd.EVENTS_FILE).write_text(
+        "2026-11-22T13:00:00Z [info] engine 1 starting bandit (new run)\n"
+        "2026-11-22T13:00:05Z [error] training paused at step 4096: the loss is NaN\n")
+    run = TrialRun(0, run_dir, process=None)
+    assert "the loss is NaN" in run.fault()
+    (run_dir / rd.EVENTS_FILE).write_text("2026-11-22T13:00:05Z [info] paused at step 4096\n")
+    assert run.fault() is None  # a person's pause is theirs
+
+
+def test_trials_of_a_dead_driver_fail_and_their_engines_are_stopped(tmp_path):
+    driver = make_sweep(tmp_path)
+    trial = driver.study.ask(fixed_distributions=driver.distributions)
+    trial.set_user_attr("driver", "x:999999999:1.0")  # no such pid here
+    dead_host = driver.study.ask(fixed_distributions=driver.distributions)
+    dead_host.set_user_attr("driver", f"{os.uname().nodename}:{os.getpid()}:0")  # pid reused
+    alive = driver.study.ask(fixed_distributions=driver.distributions)
+    alive.set_user_attr("driver", driver.ident)
+    trial.set_user_attr("run_dir", str(tmp_path / "r"))
+    stopped = []
+    failed = fail_orphans(driver.study, stopped.append)
+    # x is another host: its driver is judged by the heartbeat (fresh), not by the pid
+    assert failed == [dead_host.number]
+    states = {t.number: t.state for t in driver.study.trials}
+    assert states[alive.number] == TrialState.RUNNING
+    assert states[trial.number] == TrialState.RUNNING
+    assert "died" in driver.study.trials[dead_host.number].user_attrs["error"]
+    assert stopped == []  # no run dir recorded for that one
+
+
+def test_sweep_best_prints_a_point_of_the_pareto_front_as_a_preset(tmp_path, capsys):
+    driver = make_sweep(tmp_path, objective="pareto")
+    for values in ([0.9, 30.0], [0.95, 60.0], [0.5, 40.0]):  # the last is dominated
+        trial = driver.study.ask(fixed_distributions=driver.distributions)
+        trial.set_user_attr("seconds", values[1])
+        driver.study.tell(trial, values)
+    driver.refresh()
+    snap = json.loads((driver.dir / st.STATUS_FILE).read_text())
+    assert snap["best"] == [0, 1]
+    assert main(["sweep", "best", str(driver.dir)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("# trial 1 of sweep u (pareto: 0.95, 60;")
+    params = driver.study.trials[1].params
+    assert f"learning_rate = {params['train.learning_rate']!r}" in out
+    assert main(["sweep", "best", str(driver.dir), "--trial", "2"]) == 0
+    assert main(["sweep", "best", str(driver.dir), "--trial", "7"]) == 2
+    assert "trial 7 of u did not complete" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("objective,expected", [("score", [0.8]),
+                                                 ("score-per-hour", [0.8 * 3600 / 7200]),
+                                                 ("pareto", [0.8, 7200.0])])
+def test_objectives(objective, expected):
+    from puffer_tui.engine.sweep.objective import final_score, objective_values
+
+    rows = [{"score": 0.1}, {"score": 0.7}, {"score": float("nan")}, {"score": 0.8},
+            {"score": 0.9}]
+    assert final_score(rows, "score") == pytest.approx(0.8)  # mean of the last 3 finite
+    assert objective_values(objective, 0.8, 7200.0) == pytest.approx(expected)
