@@ -128,13 +128,14 @@ def non_finite_tensors(state: dict, prefix: str = "") -> list[str]:
     infinity; the checks run where the tensors live, without copies."""
     import torch
 
+    from puffer_tui.engine.health import all_finite
+
     found = []
     items = state.items() if isinstance(state, dict) else enumerate(state)
     for key, value in items:
         name = f"{prefix}{key}"
         if isinstance(value, torch.Tensor):
-            if value.is_floating_point() and value.numel() and \
-                    not bool(torch.isfinite(value).all()):
+            if not all_finite(value):
                 found.append(name)
         elif isinstance(value, (dict, list, tuple)):
             found.extend(non_finite_tensors(value, name + "."))

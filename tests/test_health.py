@@ -106,3 +106,13 @@ def test_trainer_stops_at_a_nan_loss_and_its_state_cannot_be_checkpointed(tmp_pa
         with pytest.raises(ckpt.CheckpointError, match="non-finite values in policy"):
             ckpt.save_checkpoint(tmp_path, trainer.state_dict())
     assert ckpt.list_checkpoints(tmp_path) == [good]
+
+
+def test_all_finite_is_exact_when_the_sum_overflows():
+    big = torch.full((4,), 3e38)  # finite values whose float32 sum overflows to inf
+    assert health.all_finite(big)
+    big[2] = float("nan")
+    assert not health.all_finite(big)
+    mixed = torch.tensor([float("inf"), float("-inf")])  # a sum of NaN: still caught
+    assert not health.all_finite(mixed)
+    assert health.all_finite(torch.tensor([1, 2], dtype=torch.int64))
