@@ -83,6 +83,8 @@ class Engine:
                 "state": "error", "pid": os.getpid(), "error": self.error,
                 "started": self.started, "updated": time.time()})
             return 2
+        except Exception as e:  # an estimate that fails must not stop a run that may fit
+            self.events.warning(f"could not estimate the memory this run needs: {e}")
         _tidy_leftovers(self.run_dir)
         self.telemetry = Telemetry(self)
         self.server = ControlServer(
