@@ -348,6 +348,20 @@ def test_a_hung_env_is_reported_with_the_workers_stack(tmp_path):
         wait_until(lambda pid=pid: not _alive(pid), timeout=10, what=f"worker {pid} gone")
 
 
+def test_the_hung_worker_timeout_is_a_config_field_with_a_short_default():
+    from puffer_tui.engine.config import load_config
+    from puffer_tui.engine.trainer import make_vecenv
+
+    assert load_config("squared").vec.worker_timeout == 15.0
+    config = load_config("squared", {"vec.num_envs": 4, "vec.backend": "multiprocessing",
+                                     "vec.num_workers": 2, "vec.worker_timeout": 2.5})
+    vec = make_vecenv(config)
+    try:
+        assert vec.timeout == 2.5
+    finally:
+        vec.close()
+
+
 def _alive(pid: int) -> bool:
     import psutil
 
