@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 import sys
 import time
-from pathlib import Path
 
 SWEEP_FLAG = "--sweep."
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
@@ -234,7 +233,7 @@ def print_best(args) -> int:
     config = cfg.apply(cfg.from_dict(settings.base), dict(trial.params))
     values = ", ".join(f"{v:.6g}" for v in trial.values)
     header = [f"trial {trial.number} of sweep {settings.name} ({settings.objective}: {values}; "
-              f"{trial.user_attrs.get('seconds', 0):.1f} s)",
-              f"train it: puffer-tui train --preset FILE ({Path(trial.user_attrs.get('run_dir', '')).name})"]
+              f"{trial.user_attrs.get('seconds', 0):.1f} s), run {trial.user_attrs.get('run_dir')}",
+              "train with these values: puffer-tui train --preset THIS_FILE"]
     sys.stdout.write(preset_toml(config, header))
     return 0

@@ -75,10 +75,15 @@ def launch_and_watch(sweep_dir: Path, settings, watch: bool = True) -> int:
             live.stop()
     final = _read_status(sweep_dir / st.STATUS_FILE)
     _show(console, None, final, seen)
-    console.print(summary(final, sweep_dir))
+    console.print(summary(final, sweep_dir), soft_wrap=True, highlight=False, markup=False)
+    if process.returncode and process.returncode < 0:
+        console.print(f"the driver was killed (signal {-process.returncode}); its running "
+                      f"trials are lost: continue with `puffer-tui sweep --resume {sweep_dir}`",
+                      soft_wrap=True, highlight=False, markup=False)
+        return 1
     if process.returncode:
         console.print(f"the driver exited with status {process.returncode}; see "
-                      f"{sweep_dir / st.DRIVER_OUT_FILE}")
+                      f"{sweep_dir / st.DRIVER_OUT_FILE}", soft_wrap=True, markup=False)
         return 1
     return 130 if interrupts else 0
 

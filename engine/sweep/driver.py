@@ -87,7 +87,9 @@ class Driver:
 
     def hello(self) -> dict:
         return {"sweep": self.settings.name, "sweep_dir": str(self.dir), "pid": os.getpid(),
-                "env": self.settings.env_name, "settings": dict(vars(self.settings), base=None)}
+                "env": self.settings.env_name,
+                "settings": dict(vars(self.settings), base=None,
+                                 storage=sd.redact(self.settings.storage_url(self.dir)))}
 
     def request_stop(self, why: str) -> None:
         if self.stopping is None:
