@@ -62,11 +62,16 @@ class PufferApp(App):
 
     def show_first_screen(self) -> None:
         if self.run_dir is None:
-            from puffer_tui.screens.launcher import LauncherScreen
-
-            self.push_screen(LauncherScreen(self.runs_root))
+            self.open_launcher()
         else:
             self.open_run(self.run_dir, attach=self.attached)
+
+    def open_launcher(self) -> None:
+        """The launcher, at start or back from a run that has ended (its engine is gone)."""
+        from puffer_tui.screens.launcher import LauncherScreen
+
+        self.run_dir, self.store, self.link_state = None, TelemetryStore(), None
+        self.switch_or_push(LauncherScreen(self.runs_root))
 
     def open_run(self, run_dir: Path, attach: bool, resume: bool = False) -> None:
         """Show the dashboard of `run_dir`; start its engine unless attaching, then connect."""

@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from puffer_tui.app.telemetry_store import TelemetryStore
+from puffer_tui.app.telemetry_store import FINAL_STATES, TelemetryStore
 from puffer_tui.app.widgets.cpu_panel import CpuPanel
 from puffer_tui.app.widgets.env_render import EnvRender
 from puffer_tui.app.widgets.episode_stats import EpisodeStats
@@ -62,6 +62,7 @@ class DashboardScreen(Screen):
         Binding("left_square_bracket", "env(-1)", "Prev env", show=False),
         Binding("right_square_bracket", "env(1)", "Next env", show=False),
         Binding("l", "next_loss", "Next loss", show=False),
+        Binding("b", "launcher", "Launcher"),
         Binding("question_mark", "help", "Help"),
         Binding("q", "quit_run", "Quit"),
     ]
@@ -183,6 +184,8 @@ class DashboardScreen(Screen):
         state = self.store.state
         if action in STEERING and not self.app.can_steer():
             return False  # hidden from the footer: the run is over or not connected yet
+        if action == "launcher":  # back to the launcher once this run is over
+            return self.app.link is None and self.store.state in FINAL_STATES
         if action == "pause":
             return state != "paused"
         if action == "resume":
@@ -209,6 +212,9 @@ class DashboardScreen(Screen):
 
     def action_help(self) -> None:
         self.app.open_help()
+
+    def action_launcher(self) -> None:
+        self.app.open_launcher()
 
     def action_quit_run(self) -> None:
         self.app.confirm_quit()

@@ -21,6 +21,7 @@ HELP = """\
 - `l` plot the next loss curve
 - `ctrl+p` command palette (every action above, by name)
 - `?` this help
+- `b` back to the launcher (once the run has finished or stopped)
 - `q` quit: **detach** (training goes on) or **stop** the run
 
 Pause, checkpoint, stop and the editor need a live engine: once the run has finished or

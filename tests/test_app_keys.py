@@ -110,5 +110,8 @@ async def test_footer_follows_the_state_even_when_the_terminal_reports_no_focus(
         assert "Pause" in footer_text(app)
         app.app_focus = False  # what a terminal's focus-out report sets
         app.store.ingest(telemetry(41, state="paused"))
-        await pilot.pause(1.3)  # one panel refresh
+        for _ in range(50):  # a panel refresh (1 s) and the footer's recompose; bounded
+            await pilot.pause(0.1)
+            if "Resume" in footer_text(app):
+                break
         assert "Resume" in footer_text(app)

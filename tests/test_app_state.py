@@ -137,3 +137,22 @@ async def test_events_wrap_again_at_the_new_width_after_a_resize():
         await pilot.pause(1.3)
         assert len(log.lines) < narrow, (narrow, len(log.lines))
         assert len(log.lines) == len(filled_store().events)  # one line each at 200 columns
+
+
+async def test_b_goes_back_to_the_launcher_only_once_the_run_is_over(tmp_path):
+    from puffer_tui.screens.launcher import LauncherScreen
+
+    app = OfflineApp()
+    app.runs_root = tmp_path
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.2)
+        assert "Launcher" not in footer_line(app)
+        await pilot.press("b")
+        assert isinstance(app.screen, DashboardScreen)
+        app.store.ingest(telemetry(41, state="stopped"))
+        app._link_lost("connection closed")
+        await pilot.pause(1.3)
+        assert "b Launcher" in footer_line(app), footer_line(app)
+        await pilot.press("b")
+        await pilot.pause(0.3)
+        assert isinstance(app.screen, LauncherScreen) and app.run_dir is None
