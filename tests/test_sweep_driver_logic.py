@@ -164,3 +164,18 @@ def test_objectives(objective, expected):
             {"score": 0.9}]
     assert final_score(rows, "score") == pytest.approx(0.8)  # mean of the last 3 finite
     assert objective_values(objective, 0.8, 7200.0) == pytest.approx(expected)
+
+
+def test_a_driver_joining_a_study_with_other_settings_is_refused_before_writing(tmp_path,
+                                                                               capsys):
+    driver = make_sweep(tmp_path)
+    url = driver.settings.storage_url(driver.dir)
+    code = main(["sweep", "bandit", "--trials", "2", "--study", "u", "--storage", url,
+                 "--metric", "episode_return", "--runs-dir", str(tmp_path / "other")])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1
+    assert "has metric 'score' (not 'episode_return')" in err
+    assert not (tmp_path / "other").exists()
+    code = main(["sweep", "bandit", "--trials", "2", "--study", "u",
+                 "--runs-dir", str(tmp_path)])
+    assert code == 2 and "already exists" in capsys.readouterr().err

@@ -148,7 +148,9 @@ def new_sweep(args):
     sweep_dir = st.sweep_dir(name, args.runs_dir)
     if sweep_dir.exists():
         raise st.SweepError(f"sweep {name} already exists in {sweep_dir.parent}; continue it "
-                            f"with `puffer-tui sweep --resume {name}` or pick another --study")
+                            f"with `puffer-tui sweep --resume {name}`, join its study from "
+                            f"another runs dir (--storage sqlite:///{sweep_dir / st.STUDY_FILE}"
+                            f" --runs-dir OTHER), or pick another --study")
     settings = st.SweepSettings(
         name=name, env_name=args.env, trials=args.trials, parallel=args.parallel or 1,
         metric=args.metric, direction=args.direction, objective=args.objective,
