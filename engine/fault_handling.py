@@ -1,0 +1,166 @@
+"""How the engine rides out faults that need a person instead of crashing or training on.
+
+Engine (engine/process.py) mixes this in. Non-finite values (engine/health.py) and a full disk
+pause the run with an error event saying what happened and how to go on; `resume` then
+reloads the last good checkpoint (poisoned weights) or writes what the disk refused (the
+pending metrics rows, the due checkpoint), and pauses again if that still fails. A periodic
+checkpoint failing for any other reason is reported and training goes on, like the
+`checkpoint` command. Poisoned weights are never checkpointed.
+"""
+
+from __future__ import annotations
+
+import traceback
+from pathlib import Path
+
+from puffer_tui.engine import checkpoint as ckpt
+from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.config import Config
+from puffer_tui.engine.health import NonFiniteError, is_disk_full
+from puffer_tui.engine.metrics import MetricsWriter, truncate_after
+
+
+class FaultHandling:
+    """Needs: run_dir, trainer, commands, events, metrics, last_checkpoint, save_checkpoint(),
+    write_status(); sets _poisoned and _checkpoint_due (False at start)."""
+
+    _poisoned = False  # the weights hold NaN/inf: reload the last checkpoint on resume
+    _checkpoint_due = False  # a periodic checkpoint the full disk refused
+
+    def _persist(self, row: dict) -> None:
+        """The epoch's metrics row and periodic checkpoint; a full disk pauses the run."""
+        try:
+            self.metrics.write(row)
+        except OSError as e:
+            if not is_disk_full(e):
+                raise
+            self._pause_for_disk(rd.METRICS_FILE, e)
+        interval = self.config.train.checkpoint_interval
+        if interval and self.trainer.epoch % interval == 0:
+            self._periodic_checkpoint()
+
+    def _periodic_checkpoint(self) -> None:
+        try:
+            self.save_checkpoint()
+            self._checkpoint_due = False
+        except Exception as e:  # like the checkpoint command: a failed save never kills the run
+            if is_disk_full(e):
+                self._checkpoint_due = True
+                self._pause_for_disk("a checkpoint", e)
+            else:
+                self._checkpoint_due = False
+                self.events.error(f"periodic checkpoint failed, training goes on: {e}\n"
+                                  f"{traceback.format_exc()}")
+
+    def _pause_for_disk(self, what: str, error: BaseException) -> None:
+        if self.commands.paused:
+            return  # one pause, one message
+        self.commands.pause_for(
+            f"disk full writing {what}: free space and resume (training is paused at step "
+            f"{self.trainer.global_step}; nothing is lost) [{_first_line(error)}]")
+        self.write_status(force=True)
+
+    def _pause_for_non_finite(self, error: NonFiniteError) -> None:
+        self._poisoned = not error.weights_finite
+        _zero_non_finite_state(self.trainer)
+        last = ckpt.latest_checkpoint(self.run_dir)
+        if not self._poisoned:
+            how = "resume to go on (the weights are unharmed)"
+        elif last is not None:
+            how = f"the weights are not finite: resume reloads the last good checkpoint {last.name}"
+        else:
+            how = "the weights are not finite and there is no checkpoint to go back to: stop the run"
+        self.commands.pause_for(f"training paused at step {self.trainer.global_step}: "
+                                f"{error.source}; {how}")
+        self.write_status(force=True)
+
+    def _recover(self) -> bool:
+        """After a resume: reload good weights, write what the full disk refused. False when
+        that failed again and the run is paused once more."""
+        if self._poisoned:
+            if ckpt.latest_checkpoint(self.run_dir) is None:
+                self.commands.pause_for("the weights are not finite and there is no checkpoint "
+                                        "to go back to: stop the run")
+                return False
+            self._reload_last_good()
+        try:
+            self.metrics.flush_pending()
+        except OSError as e:
+            if not is_disk_full(e):
+                raise
+            self._pause_for_disk(rd.METRICS_FILE, e)
+            return False
+        if self._checkpoint_due:
+            self._periodic_checkpoint()
+            if self._checkpoint_due:
+                return False
+        return True
+
+    def _reload_last_good(self) -> None:
+        path, state = ckpt.load_latest(self.run_dir, fallback=True)
+        self.trainer.load_state_dict(state)
+        self._poisoned = False
+        self.last_checkpoint = (self.trainer.global_step, path)
+        self.metrics.close()
+        dropped = truncate_after(self.run_dir, self.trainer.epoch)
+        self.metrics = MetricsWriter(self.run_dir)
+        self.events.info(f"reloaded {path.name} (step {self.trainer.global_step}, epoch "
+                         f"{self.trainer.epoch}); {dropped} metric rows after it dropped")
+
+    def _final_checkpoint(self) -> Path | None:
+        """Checkpoint at the end; a full disk pauses until space is freed (resume) or the
+        person gives up (stop without a checkpoint). Poisoned weights are never saved."""
+        while True:
+            if self._poisoned:
+                last = ckpt.latest_checkpoint(self.run_dir)
+                self.events.warning("no final checkpoint: the weights are not finite; the last "
+                                    f"good checkpoint is {last.name if last else 'none'}")
+                return None
+            try:
+                return self.save_checkpoint()
+            except Exception as e:
+                if not is_disk_full(e):
+                    raise
+                self.commands.stop_requested = False
+                self.commands.pause_for(
+                    f"disk full writing the final checkpoint: free space and resume, or stop "
+                    f"without a checkpoint [{_first_line(e)}]")
+                self.write_status(force=True)
+                self.commands.at_boundary()  # waits for resume or stop
+                if self.commands.stop_requested and not self.commands.stop_checkpoint:
+                    return None
+
+
+def check_memory(config: Config) -> None:
+    from puffer_tui.engine.memory_estimate import check_memory as check
+
+    check(config)
+
+
+def tidy_leftovers(run_dir: Path) -> None:
+    """What a killed engine left behind: loose permissions of an older run dir, temp files
+    of an interrupted checkpoint, forkserver sockets in the temp directory."""
+    from puffer_tui.engine.vec.lifecycle import remove_stale_forkserver_dirs
+
+    rd.restrict_permissions(run_dir)
+    directory = ckpt.checkpoint_dir(run_dir)
+    if directory.is_dir():
+        ckpt.remove_stale_temp_files(directory)
+    remove_stale_forkserver_dirs()
+
+
+def _zero_non_finite_state(trainer) -> None:
+    """NaN observations leave NaN in the recurrent state of those agents: start them afresh."""
+    state = getattr(trainer, "lstm_state", None)
+    if state is None:
+        return
+    import torch
+
+    for tensor in state:
+        bad = ~torch.isfinite(tensor).all(-1)
+        tensor[bad] = 0.0
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}"
