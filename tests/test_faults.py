@@ -369,28 +369,3 @@ def _alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
-
-
-def test_metrics_torn_tail_is_cut_on_open_and_a_failed_append_leaves_no_half_line(
-        tmp_path, monkeypatch):
-    import errno
-
-    from puffer_tui.engine import metrics
-
-    path = tmp_path / rd.METRICS_FILE
-    path.write_bytes(b'{"epoch":1}\n{"epoch":2,"global_st')  # a kill mid-write
-    writer = metrics.MetricsWriter(tmp_path, tensorboard=False)
-    real_write = os.write
-
-    def full(fd, data):
-        real_write(fd, bytes(data[:5]))
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(metrics.os, "write", full)
-    with pytest.raises(OSError, match="No space left"):
-        writer.write({"epoch": 2})
-    assert path.read_bytes() == b'{"epoch":1}\n'
-    monkeypatch.setattr(metrics.os, "write", real_write)
-    writer.write({"epoch": 3})  # the held-back row goes first
-    writer.close()
-    assert [r["epoch"] for r in metrics.read_metrics(tmp_path)] == [1, 2, 3]

@@ -1,8 +1,12 @@
 """metrics.jsonl rows, and the optional TensorBoard copy (a stand-in SummaryWriter here)."""
 
+import errno
 import json
+import os
 import sys
 import types
+
+import pytest
 
 from puffer_tui.engine import metrics
 from puffer_tui.engine.run_dir import METRICS_FILE
@@ -50,3 +54,24 @@ def test_tensorboard_gets_every_number_under_a_grouped_tag(tmp_path, monkeypatch
 def test_tensorboard_is_used_only_when_installed(monkeypatch):
     monkeypatch.setattr(metrics.importlib.util, "find_spec", lambda name: None)
     assert metrics.tensorboard_available() is False
+
+
+def test_metrics_torn_tail_is_cut_on_open_and_a_failed_append_leaves_no_half_line(
+        tmp_path, monkeypatch):
+    path = tmp_path / METRICS_FILE
+    path.write_bytes(b'{"epoch":1}\n{"epoch":2,"global_st')  # a kill mid-write
+    writer = metrics.MetricsWriter(tmp_path, tensorboard=False)
+    real_write = os.write
+
+    def full(fd, data):
+        real_write(fd, bytes(data[:5]))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(metrics.os, "write", full)
+    with pytest.raises(OSError, match="No space left"):
+        writer.write({"epoch": 2})
+    assert path.read_bytes() == b'{"epoch":1}\n'
+    monkeypatch.setattr(metrics.os, "write", real_write)
+    writer.write({"epoch": 3})  # the held-back row goes first
+    writer.close()
+    assert [r["epoch"] for r in metrics.read_metrics(tmp_path)] == [1, 2, 3]
