@@ -76,7 +76,7 @@ def test_headless_sweep_completes_with_every_trial_an_ordinary_run(root):
     assert again.train.total_timesteps == 20000  # the sweep's fixed flags come along
 
 
-def test_the_driver_socket_serves_hello_status_and_stop_then_resume_finishes(root):
+def test_the_driver_socket_serves_hello_and_status_ctrl_c_stops_and_resume_finishes(root):
     watcher = cli_background("sweep", "bandit", "--trials", "2", "--headless", "--study", "sock",
                              "--runs-dir", str(root), *TINY)
     sweep_dir = root / "sweeps" / "sock"
@@ -89,9 +89,10 @@ def test_the_driver_socket_serves_hello_status_and_stop_then_resume_finishes(roo
     assert status["target"] == 2 and status["trials"][0]["run_dir"]
     refused = request(sock, "pause")
     assert not refused["ok"] and "a sweep driver takes hello, status, stop" in refused["error"]
-    assert request(sock, "stop")["ok"]
+    watcher.send_signal(signal.SIGINT)  # Ctrl-C: the watcher asks the driver to stop
     out, _ = watcher.communicate(timeout=120)
-    assert watcher.returncode == 130 or "stopped early" in out, out
+    assert watcher.returncode == 130 and "stopping the sweep" in out, out
+    assert "stopped early (stopped by a client)" in out, out
     study = load_study(sweep_dir)
     interrupted = [t for t in study.trials if t.state.name == "FAIL"]
     assert interrupted and all(t.user_attrs["error"].startswith("interrupted")

@@ -179,3 +179,33 @@ def test_a_driver_joining_a_study_with_other_settings_is_refused_before_writing(
     code = main(["sweep", "bandit", "--trials", "2", "--study", "u",
                  "--runs-dir", str(tmp_path)])
     assert code == 2 and "already exists" in capsys.readouterr().err
+
+
+def test_the_headless_table_and_summary_show_the_trials_and_the_pareto_front(tmp_path):
+    from rich.console import Console
+
+    from puffer_tui.app.commands.sweep_watch import summary, table
+
+    def row(number, state, score, seconds, values=None):
+        return {"number": number, "state": state, "params": {"train.learning_rate": 0.00123},
+                "values": values, "score": score, "seconds": seconds, "epoch": 3,
+                "global_step": 1, "run_dir": None, "driver": None, "error": ""}
+
+    snap = {"sweep": "p", "objective": "pareto", "directions": ["maximize", "minimize"],
+            "target": 4, "state": "finished", "best": [0, 2],
+            "counts": {"COMPLETE": 3, "RUNNING": 1},
+            "trials": [row(0, "COMPLETE", 0.9, 30.0, [0.9, 30.0]),
+                       row(1, "COMPLETE", 0.5, 40.0, [0.5, 40.0]),
+                       row(2, "COMPLETE", 0.95, 20.0, [0.95, 20.0]),
+                       row(3, "RUNNING", 0.2, 5.0)]}
+    console = Console(record=True, width=120)
+    console.print(table(snap))
+    text = console.export_text()
+    assert "3 complete, 0 pruned, 0 failed, 1 running of 4" in text
+    assert "0*" in text and "2*" in text and "1*" not in text
+    assert "RUNNING" in text and "learning_rate=0.00123" in text
+    lines = summary(snap, tmp_path).splitlines()
+    assert lines[0] == "sweep p finished: 3 complete, 1 running"
+    assert lines[1].startswith("Pareto front")
+    assert "trial   2" in lines[2] and "trial   0" in lines[3]  # fastest first
+    assert f"puffer-tui sweep best {tmp_path}" in lines[4]

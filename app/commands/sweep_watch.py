@@ -52,12 +52,12 @@ def launch_and_watch(sweep_dir: Path, settings, watch: bool = True) -> int:
     try:
         while process.poll() is None:
             try:
-                snap = request(sock, "status", timeout=5.0)
-            except ControlError:
-                snap = None
-            if snap:
-                _show(console, live, snap, seen)
-            try:
+                try:
+                    snap = request(sock, "status", timeout=5.0)
+                except ControlError:
+                    snap = None
+                if snap:
+                    _show(console, live, snap, seen)
                 time.sleep(POLL)
             except KeyboardInterrupt:
                 interrupts += 1
@@ -74,7 +74,10 @@ def launch_and_watch(sweep_dir: Path, settings, watch: bool = True) -> int:
         if live is not None:
             live.stop()
     final = _read_status(sweep_dir / st.STATUS_FILE)
-    _show(console, None, final, seen)
+    if live is not None and final:
+        console.print(table(final))  # the last state of the live table stays on screen
+    else:
+        _show(console, None, final, seen)
     console.print(summary(final, sweep_dir), soft_wrap=True, highlight=False, markup=False)
     if process.returncode and process.returncode < 0:
         console.print(f"the driver was killed (signal {-process.returncode}); its running "
@@ -124,7 +127,10 @@ def _params(params: dict) -> str:
 
 
 def table(snap: dict):
+    """The heading line and the trial table (running trials, the best, the latest 12)."""
+    from rich.console import Group
     from rich.table import Table
+    from rich.text import Text
 
     best = set(snap.get("best", []))
     counts = snap.get("counts", {})
@@ -132,7 +138,7 @@ def table(snap: dict):
              f"{counts.get('COMPLETE', 0)} complete, {counts.get('PRUNED', 0)} pruned, "
              f"{counts.get('FAIL', 0)} failed, {counts.get('RUNNING', 0)} running "
              f"of {snap.get('target')}")
-    t = Table(title=title, expand=False, padding=(0, 1))
+    t = Table(expand=False, padding=(0, 1))
     for col in ("#", "state", "score", "secs", "epoch", "params"):
         t.add_column(col, no_wrap=col != "params")
     rows = snap.get("trials", [])
@@ -144,7 +150,7 @@ def table(snap: dict):
                   "-" if r.get("score") is None else f"{r['score']:.4g}",
                   "-" if r.get("seconds") is None else f"{r['seconds']:.0f}",
                   "-" if r.get("epoch") is None else str(r["epoch"]), _params(r["params"]))
-    return t
+    return Group(Text(title), t)
 
 
 def summary(snap: dict, sweep_dir: Path) -> str:
