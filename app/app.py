@@ -191,7 +191,7 @@ class PufferApp(App):
         self._withdraw_live_questions()
         self._refresh_footers()
         if ended:
-            self.notify(f"the run is {state}; q quits", timeout=10)
+            self.notify(f"the run is {state}: b opens the launcher, q quits", timeout=10)
         elif not self._crash_shown and self.run_dir is not None:
             self._show_crash(reason)
 

@@ -113,6 +113,8 @@ class TelemetryStore:
             epoch = row.get("epoch")
             if not isinstance(epoch, int) or epoch <= (self._last_epoch or 0):
                 continue
+            if isinstance(row.get("sps"), (int, float)) and math.isfinite(row["sps"]):
+                self.sps.append(float(row["sps"]))  # one sample per epoch: the shape, roughly
             self._epoch_row(epoch, row.get("global_step", 0),
                             {k: row[k] for k in LOSS_KEYS if k in row},
                             {k: v for k, v in row.items() if k not in ROW_KEYS

@@ -116,6 +116,7 @@ def test_history_from_the_run_files_fills_curves_stats_and_events(tmp_path):
     store.add_event("info", first["text"], first["time"])  # also pushed live
     store.load_history(read_metric_rows(tmp_path), read_events(tmp_path))
     assert list(store.steps) == [4096 * e for e in range(1, 6)]
+    assert list(store.sps) == [1e5] * 5
     assert list(store.losses["policy_loss"]) == [-0.1 * e for e in range(1, 6)]
     assert list(store.stats["score"]) == [e / 10 for e in range(1, 6)]
     assert "timing_env" not in store.stats and "sps" not in store.stats
