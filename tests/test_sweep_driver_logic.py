@@ -19,10 +19,10 @@ from puffer_tui.engine.sweep.study import fail_orphans, open_study
 from puffer_tui.engine.sweep.trial_run import TrialRun
 
 
-def make_sweep(tmp_path, objective="score", **changes) -> Driver:
+def make_sweep(tmp_path, objective="score", trials=4, **changes) -> Driver:
     base = cfg.load_config("bandit", {"train.total_timesteps": 20000})
     space = build_space(base, {}, {}, include_cost=objective != "score")
-    settings = st.SweepSettings(name="u", env_name="bandit", trials=4, objective=objective,
+    settings = st.SweepSettings(name="u", env_name="bandit", trials=trials, objective=objective,
                                 pruner="none" if objective == "pareto" else "median",
                                 base=base.as_dict(), space=space_to_json(space), seed=0,
                                 **changes)
@@ -115,8 +115,9 @@ def test_a_trial_paused_on_a_fault_is_noticed(tmp_path):
     assert run.fault() is None  # a person's pause is theirs
 
 
-def test_trials_of_a_dead_driver_fail_and_their_engines_are_stopped(tmp_path):
+def test_trials_of_a_dead_driver_fail_and_their_engines_are_stopped(tmp_path, monkeypatch):
     driver = make_sweep(tmp_path)
+    unsigned = driver.study.ask(fixed_distributions=driver.distributions)  # no driver yet
     trial = driver.study.ask(fixed_distributions=driver.distributions)
     trial.set_user_attr("driver", "x:999999999:1.0")  # no such pid here
     dead_host = driver.study.ask(fixed_distributions=driver.distributions)
@@ -133,6 +134,11 @@ def test_trials_of_a_dead_driver_fail_and_their_engines_are_stopped(tmp_path):
     assert states[trial.number] == TrialState.RUNNING
     assert "died" in driver.study.trials[dead_host.number].user_attrs["error"]
     assert stopped == []  # no run dir recorded for that one
+    assert driver.study.trials[unsigned.number].state == TrialState.RUNNING  # maybe signing
+    monkeypatch.setattr("puffer_tui.engine.sweep.study.UNSIGNED_GRACE", -1)
+    trial.set_user_attr("driver", "")  # now unsigned too, and both are past the grace period
+    assert fail_orphans(driver.study, stopped.append) == [unsigned.number, trial.number]
+    assert stopped == [tmp_path / "r"]
 
 
 def test_sweep_best_prints_a_point_of_the_pareto_front_as_a_preset(tmp_path, capsys):
@@ -209,3 +215,18 @@ def test_the_headless_table_and_summary_show_the_trials_and_the_pareto_front(tmp
     assert lines[1].startswith("Pareto front")
     assert "trial   2" in lines[2] and "trial   0" in lines[3]  # fastest first
     assert f"puffer-tui sweep best {tmp_path}" in lines[4]
+
+
+def test_a_trial_orphaned_before_it_was_signed_is_failed_and_replaced(tmp_path, monkeypatch):
+    """A driver killed between asking for a trial and signing it leaves a RUNNING trial with
+    no driver: the next driver must not count it as done, nor end the sweep one trial short."""
+    driver = make_sweep(tmp_path, trials=1)
+    orphan = driver.study.ask(fixed_distributions=driver.distributions)  # never signed
+    monkeypatch.setattr("puffer_tui.engine.sweep.study.UNSIGNED_GRACE", 0.5)
+    monkeypatch.setattr(TrialRun, "launch",
+                        staticmethod(lambda number, run_dir, cores=None:
+                                     FakeRun(run_dir, [0.9] * 3)))
+    driver.loop()
+    states = {t.number: t.state for t in driver.study.trials}
+    assert states == {orphan.number: TrialState.FAIL, orphan.number + 1: TrialState.COMPLETE}
+    assert "died" in driver.study.trials[orphan.number].user_attrs["error"]

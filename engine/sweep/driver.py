@@ -120,7 +120,11 @@ class Driver:
                                  f"attribute says why (sweep status.json, or the study)")
                 return
             if not self.running and self.budget_left() <= 0:
-                return
+                if not sd.unsigned_running(self.study):
+                    return
+                # a trial nobody has signed yet: a live driver's (soon signed) or a dead
+                # one's (failed after UNSIGNED_GRACE, which frees its place in the budget)
+                sd.fail_orphans(self.study, stop_engine)
             time.sleep(TICK)
 
     def budget_left(self) -> int:
@@ -136,6 +140,7 @@ class Driver:
         if self.budget_left() <= 0:
             return False
         trial = self.study.ask(fixed_distributions=self.distributions)
+        self.beat(trial)  # first: from now on a silent trial is a lost one, on any host
         trial.set_user_attr("driver", self.ident)
         # Another driver may have asked at the same moment: the budget goes to the lowest
         # numbers, and a surplus trial is recorded as failed without running.
@@ -149,11 +154,13 @@ class Driver:
             cores = self.slot_cores(slot)
             if "train.torch_threads" not in self.settings.fixed:
                 config = cfg.apply(config, {"train.torch_threads": len(cores)})
-            run = TrialRun.start(trial.number, config, self.trials_dir, cores)
+            run_dir = TrialRun.prepare(trial.number, config, self.trials_dir)
+            # recorded before the engine starts, so a resume can always find and stop it
+            trial.set_user_attr("run_dir", str(run_dir))
+            run = TrialRun.launch(trial.number, run_dir, cores)
         except (cfg.ConfigError, rd.RunDirError, OSError) as e:
             self.fail(trial, f"{type(e).__name__}: {e}")
             return True
-        trial.set_user_attr("run_dir", str(run.run_dir))
         self.running[trial.number] = (trial, run, slot)
         print(f"trial {trial.number} started in {run.run_dir.name}: {trial.params}", flush=True)
         return True
@@ -179,12 +186,15 @@ class Driver:
         if fault:
             run.stop(f"the engine paused on a fault: {fault}")
         if time.monotonic() - self._beats.get(number, 0.0) >= sd.HEARTBEAT_INTERVAL:
-            self._beats[number] = time.monotonic()
-            self.study._storage.record_heartbeat(trial._trial_id)
+            self.beat(trial)
         if run.exited():
             del self.running[number]
             self._beats.pop(number, None)
             self.finish(trial, run)
+
+    def beat(self, trial) -> None:
+        self._beats[trial.number] = time.monotonic()
+        self.study._storage.record_heartbeat(trial._trial_id)
 
     def finish(self, trial, run: TrialRun) -> None:
         from optuna.trial import TrialState

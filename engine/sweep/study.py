@@ -8,6 +8,7 @@ become FAIL (error attribute says why) and are not counted as done.
 
 from __future__ import annotations
 
+import datetime
 import os
 import socket
 from pathlib import Path
@@ -16,6 +17,9 @@ from puffer_tui.engine.sweep.settings import SweepError, SweepSettings
 
 HEARTBEAT_INTERVAL = 5  # seconds between a running trial's heartbeats in the storage
 GRACE_PERIOD = 60  # a RUNNING trial silent this long has lost its driver (other hosts)
+# A driver signs a trial (its heartbeat, then its id) right after asking for it: one still
+# unsigned after this long was asked for by a driver that died in between.
+UNSIGNED_GRACE = 10.0
 DONE_STATES = ("COMPLETE", "PRUNED")
 # settings every driver on one study must share (the search space may differ)
 SHARED = ("env_name", "metric", "direction", "objective")
@@ -112,9 +116,13 @@ def fail_orphans(study, stop_engine) -> list[int]:
     from optuna.trial import TrialState
 
     failed = []
+    now = datetime.datetime.now()
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         ident = trial.user_attrs.get("driver", "")
-        if driver_alive(ident):
+        # no driver recorded: one died between asking and signing it (or is signing it now)
+        unsigned = not ident and trial.datetime_start is not None and \
+            (now - trial.datetime_start).total_seconds() > UNSIGNED_GRACE
+        if not unsigned and (not ident or driver_alive(ident)):
             continue
         run_dir = trial.user_attrs.get("run_dir")
         if run_dir:
@@ -127,6 +135,14 @@ def fail_orphans(study, stop_engine) -> list[int]:
     optuna.storages.fail_stale_trials(study)  # drivers on other hosts: by heartbeat
     after = {t.number for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))}
     return failed + sorted(after - before - set(failed))
+
+
+def unsigned_running(study) -> bool:
+    """Whether a RUNNING trial has no driver yet (being signed, or orphaned at birth)."""
+    from optuna.trial import TrialState
+
+    return any(not t.user_attrs.get("driver")
+               for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
 
 
 def counts(study) -> dict[str, int]:

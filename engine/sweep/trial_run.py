@@ -35,11 +35,15 @@ class TrialRun:
         self._stop_sent: float | None = None
         self._offset = 0
 
-    @classmethod
-    def start(cls, number: int, config: cfg.Config, trials_dir: Path,
-              cores: list[int] | None = None) -> TrialRun:
+    @staticmethod
+    def prepare(number: int, config: cfg.Config, trials_dir: Path) -> Path:
+        """The trial's run directory with its config.toml (as `puffer-tui train` leaves it)."""
         run_dir = rd.create_run_dir(f"{config.env_name}-t{number:04d}", trials_dir)
         cfg.save(config, run_dir / rd.CONFIG_FILE)
+        return run_dir
+
+    @classmethod
+    def launch(cls, number: int, run_dir: Path, cores: list[int] | None = None) -> TrialRun:
         with (run_dir / rd.ENGINE_OUT_FILE).open("ab") as out:
             process = subprocess.Popen(
                 [sys.executable, "-m", "puffer_tui.engine", str(run_dir)],
