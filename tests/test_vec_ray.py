@@ -341,3 +341,12 @@ def test_missing_ray_is_a_one_line_install_hint(monkeypatch):
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now fails as if absent
     with pytest.raises(ImportError, match=r'pip install "puffer-tui\[ray\]"'):
         make(CrashyEnv, num_envs=2, backend="ray", num_workers=2)
+
+
+def test_an_unreachable_address_is_refused_at_once():
+    pytest.importorskip("ray", reason='Ray is not installed: pip install "puffer-tui[ray]"')
+    with pytest.raises(ValueError, match="cannot reach the Ray cluster.*ray start --head"):
+        make(CrashyEnv, num_envs=2, backend="ray", num_workers=2,
+             address=f"127.0.0.1:{_free_port()}")
+    with pytest.raises(ValueError, match="not host:port"):
+        make(CrashyEnv, num_envs=2, backend="ray", num_workers=2, address="nowhere")

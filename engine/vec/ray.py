@@ -17,7 +17,6 @@ puffer_tui must be importable on every node. Not thread-safe: call it from one t
 
 from __future__ import annotations
 
-import re
 import time
 import weakref
 
@@ -29,39 +28,11 @@ from puffer_tui.engine.vec.actions import ActionChecker
 from puffer_tui.engine.vec.batched_spaces import batched
 from puffer_tui.engine.vec.errors import WorkerError
 from puffer_tui.engine.vec.ray_actor import RESULT_BUFFERS, EnvBlock
+from puffer_tui.engine.vec.ray_lifecycle import shutdown_actors, worker_error
 from puffer_tui.engine.vec.sizing import plan_workers
 
 DEFAULT_TIMEOUT_S = 15.0  # no step or reset should take this long; then the actor is hung/lost
 START_TIMEOUT_S = 120.0  # placing actors may mean starting worker processes on a busy cluster
-CLOSE_GRACE_S = 1.0  # actors get this long to close their envs before they are killed
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Ray colours its error texts for terminals
-
-
-def _shutdown(actors: list, driver_env) -> None:
-    """Close and kill every actor, then let go of Ray; safe from any state (weakref.finalize)."""
-    try:
-        import ray
-
-        if actors and ray.is_initialized():
-            closing = []
-            for actor in actors:
-                try:
-                    closing.append(actor.close.remote())
-                except Exception:
-                    pass
-            if closing:
-                ray.wait(closing, num_returns=len(closing), timeout=CLOSE_GRACE_S)
-            for actor in actors:
-                try:
-                    ray.kill(actor, no_restart=True)
-                except Exception:
-                    pass
-    except Exception:
-        pass
-    finally:
-        actors.clear()
-        driver_env.close()
-        ray_session.release()
 
 
 class RayVec:
@@ -108,7 +79,9 @@ class RayVec:
                                             self.actions.dtype)
         self._actors: list = []
         self._ray = ray
-        self._finalizer = weakref.finalize(self, _shutdown, self._actors, probe)
+        self._connected = [False]  # whether this vec holds a share of the Ray connection
+        self._finalizer = weakref.finalize(self, shutdown_actors, self._actors, probe,
+                                           self._connected)
         self._refs: list = [None] * self.num_workers  # each actor's outstanding step/reset
         self._ready: list[int] = []  # landed, not yet returned, in order of arrival
         self._held: list[int] = []  # the batch last returned by recv(), awaiting send()
@@ -118,6 +91,7 @@ class RayVec:
         self._make_batches()
         try:
             ray_session.acquire(address, self.num_workers * num_cpus)
+            self._connected[0] = True
             self._start_actors(ray, env_creator, env_kwargs, num_cpus)
         except BaseException:
             self.close()
@@ -321,7 +295,9 @@ class RayVec:
         """Land results until `satisfied()`; an error, a death or the timeout is WorkerError."""
         ray = self._ray
         deadline = time.monotonic() + self.timeout
-        if self.workers_per_batch < self.num_workers:
+        if self.workers_per_batch == self.num_workers and not satisfied():
+            self._get_all(self._owners(workers), deadline)  # synchronous: one call for all
+        elif self.workers_per_batch < self.num_workers:
             # A pool: land every actor that has finished, so the choice is among all of them.
             owner = self._owners(workers)
             if len(owner) > 1:
@@ -340,6 +316,24 @@ class RayVec:
             if rest:  # others that finished meanwhile land too
                 done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
             self._land_refs(done, owner, deadline)
+
+    def _get_all(self, owner: dict, deadline: float) -> None:
+        """Land every outstanding call at once (ray.get returns early if one fails)."""
+        ray, refs = self._ray, list(owner)
+        try:
+            results = ray.get(refs, timeout=max(0.0, deadline - time.monotonic()))
+        except ray.exceptions.GetTimeoutError:
+            stuck = ray.wait(refs, num_returns=len(refs), timeout=0)[1]
+            raise self._fail(WorkerError(
+                owner[stuck[0]] if stuck else owner[refs[0]], f"no answer within "
+                f"{self.timeout:g} s (is the env hung, or its node lost?); the vec env was "
+                "closed")) from None
+        except ray.exceptions.RayError as exc:
+            for ref in ray.wait(refs, num_returns=len(refs), timeout=0)[0]:
+                self._get(owner[ref], ref, deadline)  # raises for the actor that failed
+            raise self._fail(worker_error(ray, owner[refs[0]], exc)) from None
+        for ref, result in zip(refs, results, strict=True):
+            self._land(owner[ref], result)
 
     def _owners(self, workers) -> dict:
         """{outstanding call: actor} of `workers`."""
@@ -363,21 +357,7 @@ class RayVec:
                 w, f"no answer within {self.timeout:g} s (is the env hung, or its node "
                 "lost?); the vec env was closed")) from None
         except ray.exceptions.RayError as exc:
-            raise self._fail(self._worker_error(w, exc)) from None
-
-    def _worker_error(self, w: int, exc) -> WorkerError:
-        errors = self._ray.exceptions
-        text = _ANSI.sub("", str(exc)).strip()
-        if isinstance(exc, errors.RayTaskError):
-            cause = getattr(exc, "cause", None)
-            message = f"{type(cause).__name__}: {cause}" if cause is not None else \
-                text.splitlines()[0]
-            return WorkerError(w, message, _ANSI.sub("", getattr(exc, "traceback_str", "")) or text)
-        if isinstance(exc, errors.RayActorError):
-            return WorkerError(w, f"Ray actor died or was lost ({type(exc).__name__}): "
-                               f"{text.splitlines()[0] if text else ''}", text)
-        return WorkerError(w, f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}",
-                           text)
+            raise self._fail(worker_error(self._ray, w, exc)) from None
 
     def _fail(self, error: WorkerError) -> WorkerError:
         """Close everything (no actor outlives a failure) and hand back the error to raise."""

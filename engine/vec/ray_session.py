@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 import logging
+import socket
 
 from puffer_tui.engine.vec.sizing import available_cores
 
 INSTALL_HINT = 'the ray vec backend needs Ray: pip install "puffer-tui[ray]"'
+REACH_TIMEOUT_S = 5.0  # Ray itself retries an unreachable address for minutes
 
 # The Ray connection of this process: whether we started the local Ray, how many vecs use it.
 _SESSION = {"started_here": False, "users": 0}
@@ -30,6 +32,8 @@ def import_ray():
 def acquire(address: str, cpus_needed: float):
     """Connect (or start a local Ray with at least `cpus_needed` CPUs); returns `ray`."""
     ray = import_ray()
+    if address:
+        check_reachable(address)
     if not ray.is_initialized():
         common = {"include_dashboard": False, "logging_level": logging.WARNING,
                   "log_to_driver": False}
@@ -62,3 +66,18 @@ def release() -> None:
 
 def cluster_cpus(ray) -> float:
     return float(ray.cluster_resources().get("CPU", 0.0))
+
+
+def check_reachable(address: str) -> None:
+    """Refuse at once an address nothing listens on (ValueError naming it and the fix)."""
+    target = address.split("://", 1)[-1]
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(f"vec.ray_address {address!r} is not host:port (e.g. 10.0.0.5:6379)")
+    try:
+        socket.create_connection((host, int(port)), timeout=REACH_TIMEOUT_S).close()
+    except OSError as exc:
+        raise ValueError(
+            f"cannot reach the Ray cluster at vec.ray_address {address!r} ({exc}): start one "
+            f"there with `ray start --head --port={port}`, or leave vec.ray_address empty to "
+            "start Ray on this machine") from None
