@@ -12,8 +12,8 @@ from pathlib import Path
 from puffer_tui.engine import run_dir as rd
 from puffer_tui.engine.sweep import settings as st
 
-# bandit learns in a few epochs; 5 epochs of 4096 steps, a narrow policy, no checkpoints
-TINY = ["--train.total-timesteps", "20000", "--vec.num-envs", "64",
+# bandit learns in a few epochs; 3 epochs of 4096 steps, a narrow policy, no checkpoints
+TINY = ["--train.total-timesteps", "12288", "--vec.num-envs", "64",
         "--train.minibatch-size", "1024", "--train.checkpoint-interval", "0",
         "--sweep.train.hidden-size", "16,64,log"]
 # two drivers on one machine each believe they own every core: one torch thread per trial

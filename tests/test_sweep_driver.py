@@ -73,11 +73,12 @@ def test_headless_sweep_completes_with_every_trial_an_ordinary_run(root):
     for key, value in best.params.items():
         section, name = key.split(".")
         assert getattr(getattr(again, section), name) == value
-    assert again.train.total_timesteps == 20000  # the sweep's fixed flags come along
+    assert again.train.total_timesteps == 12288  # the sweep's fixed flags come along
 
 
 def test_the_driver_socket_serves_hello_and_status_ctrl_c_stops_and_resume_finishes(root):
-    watcher = cli_background("sweep", "bandit", "--trials", "2", "--headless", "--study", "sock",
+    watcher = cli_background("sweep", "bandit", "--trials", "2", "--parallel", "2",
+                             "--headless", "--study", "sock",
                              "--runs-dir", str(root), *TINY)
     sweep_dir = root / "sweeps" / "sock"
     sock = sweep_dir / st.SOCKET_FILE

@@ -37,11 +37,12 @@ def make_sweep(tmp_path, objective="score", trials=4, **changes) -> Driver:
 class FakeRun:
     """A trial's run as the driver sees it, with scripted metrics rows."""
 
-    def __init__(self, run_dir, scores, final_state="finished"):
+    def __init__(self, run_dir, scores, final_state="finished", stop_in_time=True):
         self.run_dir, self.rows, self.seconds = run_dir, [], 12.0
         self._pending = [{"epoch": i + 1, "global_step": 4096 * (i + 1), "score": s}
                          for i, s in enumerate(scores)]
         self.final_state, self.stop_reason, self.stops = final_state, None, 0
+        self.stop_in_time = stop_in_time
 
     def poll(self):
         rows, self._pending = self._pending, []
@@ -51,7 +52,8 @@ class FakeRun:
     def stop(self, reason):
         self.stops += 1
         self.stop_reason = self.stop_reason or reason
-        self.final_state = "stopped"
+        if self.stop_in_time:
+            self.final_state = "stopped"
 
     def exited(self):
         return not self._pending
@@ -82,6 +84,10 @@ def test_a_hopeless_trial_is_stopped_through_its_engine_and_recorded_pruned(tmp_
     assert run.stops == 1 and run.stop_reason == "pruned"
     assert trial.state == TrialState.PRUNED
     assert trial.intermediate_values == {e: 0.1 for e in range(1, 6)}
+    late = FakeRun(tmp_path, [0.1] * 5, stop_in_time=False)  # it finished before the stop
+    trial = run_fake(driver, late)
+    assert late.stops == 1 and trial.state == TrialState.COMPLETE
+    assert trial.value == pytest.approx(0.1)
 
 
 def test_a_crashed_trial_fails_with_its_traceback_and_a_bad_config_never_starts(tmp_path):

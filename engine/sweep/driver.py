@@ -199,6 +199,7 @@ class Driver:
     def finish(self, trial, run: TrialRun) -> None:
         from optuna.trial import TrialState
 
+        run.poll()  # the rows written just before the engine exited
         trial.set_user_attr("seconds", round(run.seconds, 3))
         last = run.rows[-1] if run.rows else {}
         trial.set_user_attr("global_step", last.get("global_step"))
@@ -206,7 +207,11 @@ class Driver:
         if score is not None:
             trial.set_user_attr("score", score)
         state = run.state()
-        if run.stop_reason == "pruned" or (run.stop_reason is None and state == "stopped"):
+        if state == "finished" and score is not None:  # a stop that came too late changes nothing
+            values = obj.objective_values(self.settings.objective, score, run.seconds)
+            self.study.tell(trial, values)
+            print(f"trial {trial.number} complete: {values}", flush=True)
+        elif run.stop_reason == "pruned" or (run.stop_reason is None and state == "stopped"):
             if run.stop_reason is None:
                 trial.set_user_attr("stopped_by", "a client of the trial's engine")
             self.study.tell(trial, state=TrialState.PRUNED)
@@ -215,13 +220,9 @@ class Driver:
             self.fail(trial, run.stop_reason)
         elif state != "finished":
             self.fail(trial, run.error_text())
-        elif score is None:
+        else:
             self.fail(trial, f"the run finished without a {self.settings.metric!r} metric in "
                              f"{rd.METRICS_FILE} (pick one with --metric)")
-        else:
-            values = obj.objective_values(self.settings.objective, score, run.seconds)
-            self.study.tell(trial, values)
-            print(f"trial {trial.number} complete: {values}", flush=True)
 
     def fail(self, trial, error: str) -> None:
         from optuna.trial import TrialState
