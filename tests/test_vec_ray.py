@@ -227,23 +227,39 @@ def test_frames_bad_actions_and_misuse(cluster):
     assert _wait_gone(pids) == [], "close() must end every actor"
 
 
-def test_saved_state_resumes_exactly_in_another_vec(cluster):
-    creator = envs.creator("squared", size=5, max_ticks=9)
-    rng = np.random.default_rng(3)
-    with ray_vec(cluster, creator, 4, 2, seed=5) as first:
-        first.reset()
-        for _ in range(11):
-            first.step(rng.integers(0, 5, 4).astype(np.int32))
-        first.send(np.ones(4, np.int32))
-        state = first.get_state()
+def _steps(vec, actions):
+    out = []
+    for a in actions:
+        obs, rewards, terminals, truncations, _, _, masks = vec.recv()
+        out.append([np.array(x) for x in (obs, rewards, terminals, truncations, masks,
+                                          vec.final_observations)])
+        vec.send(a)
+    return out
+
+
+@pytest.mark.parametrize("env, settings", [
+    ("squared", {"max_ticks": 9}), ("cartpole", {"max_steps": 9}), ("snake", {"max_steps": 12}),
+])
+def test_saved_state_continues_every_env_exactly_in_another_vec(cluster, env, settings):
+    creator = envs.creator(env, **settings)
+    with ray_vec(cluster, creator, 4, 2, seed=3) as a, ray_vec(cluster, creator, 4, 2,
+                                                               seed=11) as b:
+        space = a.single_action_space
+        sizes = space.nvec if hasattr(space, "nvec") else np.array(space.n)
+        rng = np.random.default_rng(0)
+        actions = [(rng.random((a.num_agents, *np.shape(sizes))) * sizes).astype(np.int32)
+                   for _ in range(50)]
+        a.async_reset(3)
+        _steps(a, actions[:20])
+        state = a.get_state()
         assert state is not None
-        actions = [rng.integers(0, 5, 4).astype(np.int32) for _ in range(15)]
-        want = [first.recv()[0].copy()] + [first.step(a)[0].copy() for a in actions]
-    with ray_vec(cluster, creator, 4, 2, seed=99) as second:
-        second.reset()
-        second.set_state(state)
-        got = [second.recv()[0].copy()] + [second.step(a)[0].copy() for a in actions]
-    np.testing.assert_array_equal(np.stack(got), np.stack(want))
+        b.async_reset(11)
+        b.set_state(state)
+        expected, got = _steps(a, actions[20:]), _steps(b, actions[20:])
+    for t, (x, y) in enumerate(zip(expected, got, strict=True)):
+        for name, u, v in zip(("obs", "rewards", "terminals", "truncations", "masks", "final"),
+                              x, y, strict=True):
+            np.testing.assert_array_equal(u, v, err_msg=f"{name} at step {t}")
 
 
 def test_an_env_that_raises_is_a_worker_error_with_the_remote_traceback(cluster):
