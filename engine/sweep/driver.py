@@ -242,9 +242,9 @@ class Driver:
         while self.running and time.monotonic() < deadline:
             for number in list(self.running):
                 trial, run, _slot = self.running[number]
-                if run.exited():
+                if run.exited():  # one that finished meanwhile still counts (finish says)
                     del self.running[number]
-                    self.fail(trial, run.stop_reason or "interrupted")
+                    self.finish(trial, run)
             time.sleep(TICK)
 
     def refresh(self) -> None:
