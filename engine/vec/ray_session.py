@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import importlib
 import logging
+import signal
 import socket
+import threading
+from contextlib import contextmanager
 
 from puffer_tui.engine.vec.sizing import available_cores
 
@@ -37,17 +40,34 @@ def acquire(address: str, cpus_needed: float):
     if not ray.is_initialized():
         common = {"include_dashboard": False, "logging_level": logging.WARNING,
                   "log_to_driver": False}
-        if address:
-            ray.init(address=address, **common)
-        else:
-            try:
-                ray.init(address="auto", **common)
-            except ConnectionError:  # nothing running: a local Ray of our own
-                cpus = max(available_cores(), int(-(-cpus_needed // 1)))
-                ray.init(num_cpus=cpus, **common)
-                _SESSION["started_here"] = True
+        with _own_signal_handlers():
+            if address:
+                ray.init(address=address, **common)
+            else:
+                try:
+                    ray.init(address="auto", **common)
+                except ConnectionError:  # nothing running: a local Ray of our own
+                    cpus = max(available_cores(), int(-(-cpus_needed // 1)))
+                    ray.init(num_cpus=cpus, **common)
+                    _SESSION["started_here"] = True
     _SESSION["users"] += 1
     return ray
+
+
+@contextmanager
+def _own_signal_handlers():
+    """Keep the caller's SIGINT/SIGTERM handlers: ray.init replaces SIGTERM's with a
+    sys.exit, which would kill the engine mid-epoch instead of checkpointing and stopping."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            if handler is not None:
+                signal.signal(sig, handler)
 
 
 def release() -> None:
