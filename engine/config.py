@@ -336,8 +336,26 @@ def load_config(env_name: str, overrides: dict[str, Any] | None = None, preset: 
             if section not in SECTIONS:
                 raise ConfigError(f"{env_name} preset: unknown section [{section}]")
             data[section].update(values)
-    config = _validated(data)
-    return apply(config, overrides or {})
+    config = apply(_validated(data), overrides or {})
+    _check_backend_installed(config.vec.backend)
+    return config
+
+
+def _check_backend_installed(backend: str) -> None:
+    """Refuse, before a run is created, a backend whose optional package is missing (only for
+    new configs: a saved one still loads, e.g. to evaluate its checkpoints)."""
+    if backend != "ray":
+        return
+    import importlib.util
+    import sys
+
+    try:
+        missing = sys.modules.get("ray", 0) is None or importlib.util.find_spec("ray") is None
+    except ValueError:
+        missing = True
+    if missing:
+        raise ConfigError('vec.backend = ray needs Ray, which is not installed: '
+                          'pip install "puffer-tui[ray]"')
 
 
 # -- TOML ---------------------------------------------------------------------------------------

@@ -366,3 +366,14 @@ def test_an_unreachable_address_is_refused_at_once():
              address=f"127.0.0.1:{_free_port()}")
     with pytest.raises(ValueError, match="not host:port"):
         make(CrashyEnv, num_envs=2, backend="ray", num_workers=2, address="nowhere")
+
+
+def test_a_new_config_with_the_ray_backend_needs_ray_installed(monkeypatch):
+    from puffer_tui.engine.config import ConfigError, from_dict, load_config
+
+    saved = load_config("squared", {"vec.backend": "serial"}).as_dict()
+    saved["vec"]["backend"] = "ray"
+    monkeypatch.setitem(sys.modules, "ray", None)
+    with pytest.raises(ConfigError, match=r'needs Ray.*pip install "puffer-tui\[ray\]"'):
+        load_config("squared", {"vec.backend": "ray"})
+    assert from_dict(saved).vec.backend == "ray"  # a saved run's config still loads
