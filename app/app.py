@@ -280,6 +280,9 @@ class PufferApp(App):
     # -- dialogs and screens ---------------------------------------------------------------
 
     def confirm_stop(self) -> None:
+        if not self.can_steer() or any(isinstance(s, ChoiceDialog) for s in self.screen_stack):
+            return  # nothing to stop, or the question is already on screen
+
         def stop(choice: str | None) -> None:
             if choice == "stop":
                 self.engine_request("stop", {"checkpoint": True})

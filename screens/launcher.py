@@ -21,6 +21,7 @@ from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
 from puffer_tui.engine.config import ConfigError, load_config, schema
 
 LIVE_RUN_STATES = ("starting", "running", "paused", "stopping")
+FORM_DELAY_S = 0.15  # the preset form follows the env cursor once it rests this long
 
 
 def space_text(space) -> str:
@@ -97,6 +98,7 @@ class LauncherScreen(Screen):
         self.runs_root = runs_root
         self.env_name = "squared"
         self._infos: dict[str, dict] = {}
+        self._form_timer = None
 
     def compose(self) -> ComposeResult:
         yield Static("puffer-tui   Enter on an env: train it   tab: lists and fields   ?: help",
@@ -173,13 +175,24 @@ class LauncherScreen(Screen):
             runs.highlighted = 0  # so Enter acts on a run as soon as the list has the focus
         self._run_states = {str(i.path): i.state for i in infos}
 
-    async def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+    def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         if event.option_list.id == "envs" and event.option.id != self.env_name:
-            await self._show_env(event.option.id)
+            # The spaces show at once; the form (dozens of widgets) is built once the cursor
+            # rests, so holding Down through the list does not build every env's form.
+            self.env_name = event.option.id
+            self._show_summary()
+            if self._form_timer is not None:
+                self._form_timer.stop()
+            self._form_timer = self.set_timer(FORM_DELAY_S, self._sync_form)
 
-    def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
+    async def _sync_form(self) -> None:
+        forms = self.query(OverrideForm)
+        if not forms or forms.first().env_name != self.env_name:
+            await self._show_env(self.env_name)
+
+    async def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "envs":
-            self.action_start()
+            await self.action_start()
         elif event.option_list.id == "runs" and event.option.id != "none":
             path = Path(event.option.id)
             if getattr(self, "_run_states", {}).get(event.option.id) in LIVE_RUN_STATES:
@@ -237,11 +250,12 @@ class LauncherScreen(Screen):
         if error is None:
             self.focus_next()
 
-    def on_button_pressed(self, event: Button.Pressed) -> None:
+    async def on_button_pressed(self, event: Button.Pressed) -> None:
         if event.button.id == "start":
-            self.action_start()
+            await self.action_start()
 
-    def action_start(self) -> None:
+    async def action_start(self) -> None:
+        await self._sync_form()  # Enter right after Down: the form of the env now chosen
         form = self.query_one("#form", OverrideForm)
         try:
             overrides = form.overrides()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# End to end in a real terminal (a 120x40 tmux pane): the launcher; train with the dashboard,
-# pause, change the learning rate (a bad value first), resume, detach, attach, kill the app and
-# attach again, stop.
+# End to end in a real terminal, an 80x24 tmux pane (the default terminal size): the launcher
+# through every env (Down to it, Enter on its preset, the dashboard shows it training, stop,
+# b back to the launcher); then one run with the editor (a bad value first), the palette,
+# pause/resume, resizes to 200x60 and back, detach, attach, a killed app and attach again, stop.
 # Usage: tests/e2e/tmux_dashboard.sh   (PUFFER_TUI_CMD overrides the command, default puffer-tui)
 set -euo pipefail
 
@@ -48,10 +49,37 @@ wait_for() {
         fi
         sleep 0.2
     done
-    echo "ok: $text"
+    echo "ok (${SECONDS}s): $text"
+}
+
+# appears TEXT SECONDS: whether TEXT comes on screen within SECONDS (no failure if not)
+appears() {
+    local start=$SECONDS
+    while ! screen | grep -qF -- "$1"; do (( SECONDS - start > $2 )) && return 1; sleep 0.2; done
+}
+
+# wait_header REGEX [SECONDS]: until the first line (the run header) matches REGEX
+wait_header() {
+    local regex=$1 limit=${2:-60} start=$SECONDS
+    while ! screen | head -1 | grep -qE -- "$regex"; do
+        if (( SECONDS - start > limit )); then
+            echo "FAIL: the header did not match '$regex' within ${limit}s; the screen was:" >&2
+            screen >&2
+            exit 1
+        fi
+        sleep 0.2
+    done
+    echo "ok (${SECONDS}s): header $regex"
 }
 
 key() { tmux send-keys -t "$SESSION" "$@"; sleep 0.3; }
+absent() {  # absent TEXT: fail if TEXT is on screen now
+    if screen | grep -qF -- "$1"; then
+        echo "FAIL: '$1' should not be on screen; the screen was:" >&2; screen >&2; exit 1
+    fi
+    echo "ok: no $1"
+}
+widest() { screen | wc -L; }  # display columns of the widest line
 
 # run_cmd COMMAND: on a cleared screen, so an exit marker left by the previous command cannot
 # be mistaken for this one's
@@ -69,44 +97,91 @@ type_text() {  # one character at a time, as a person types
     for (( i = 0; i < ${#text}; i++ )); do tmux send-keys -t "$SESSION" -l "${text:i:1}"; sleep 0.05; done
 }
 
-tmux new-session -d -s "$SESSION" -x 120 -y 40
+ENVS=$(python3 -c 'from puffer_tui.envs import ENV_NAMES; print(" ".join(ENV_NAMES))' 2>/dev/null \
+       || $CMD envs | awk 'NR > 1 && $1 ~ /^[a-z]+$/ { print $1 }' | tr '\n' ' ')
+[ -n "$ENVS" ] || { echo "FAIL: could not list the envs" >&2; exit 2; }
 
-# The bare command opens the launcher: envs with their spaces, the preset, recent runs.
+tmux new-session -d -s "$SESSION" -x 80 -y 24
+
+# The bare command opens the launcher. Every env: Down to it, Enter on its preset, see its
+# dashboard training, stop it, and go back to the launcher with b.
 run_cmd "PUFFER_TUI_RUNS=$RUNS $CMD"
-wait_for "obs Box(121,) uint8  act Discrete(5)" 60
-wait_for "env.num_targets"
-wait_for "no runs yet"
+wait_for "no runs yet" 60
+index=0
+for env in $ENVS; do
+    wait_for "Enter on an env: train it"
+    wait_for "squared  obs"          # the launcher opens on the default env
+    for (( i = 0; i < index; i++ )); do key Down; done
+    wait_for "$env  obs"
+    key Enter
+    wait_header "$env-2.* (running|finished) " 90   # the new run of this env, training
+    wait_for "now "                  # telemetry from training (steps / second)
+    key s
+    if appears "Stop training?" 5; then key s; fi   # no question if it finished just now
+    wait_header " (stopped|finished) " 60
+    wait_for "b Launcher"
+    absent "c Checkpoint"            # nothing to steer once the run is over
+    key b
+    index=$((index + 1))
+done
+wait_for "Enter on an env: train it"
 key q
 wait_for "E2E-EXIT-0"
 
 run_cmd "$CMD train squared --runs-dir $RUNS $TINY"
-
 wait_for " running " 90
 wait_for "env 0/64"
-wait_for "time per epoch"
 wait_for "p Pause"
 
-key p
-wait_for " paused "
-wait_for "p Resume"
-
+# The editor opens on its first live field (train.update_epochs): a bad value, then a good one.
 key h
 wait_for "Live: change while training"
-key Tab   # train.update_epochs
-key Tab   # train.learning_rate (its text is selected on focus: typing replaces it)
-type_text "5"
+type_text "99"
 key Enter
-wait_for "refused: train.learning_rate = 5.0 is out of bounds"
-key BSpace
-type_text "0.01"
+wait_for "refused: train.update_epochs = 99 is out of"
+key BSpace BSpace
+type_text "2"
 key Enter
-wait_for "engine: train.learning_rate = 0.01"
+wait_for "engine: train.update_epochs = 2"
 key Escape
-wait_for "train.learning_rate = 0.01 (from"   # the event log (one line at 120 columns)
+wait_for "p Pause"
 
+# The palette offers the one of Pause / Resume that applies, and Help.
+key C-p
+wait_for "Search for commands"
+type_text "pause"
+wait_for "Pause training"
+key Escape
+wait_for "p Pause"
+key p
+wait_for " paused "
+wait_for "now 0 (paused)"
+wait_for "p Resume"
+key C-p
+wait_for "Search for commands"
+type_text "resume"
+wait_for "Resume training"
+absent "Pause training"
+key Escape
+key C-p
+type_text "help"
+wait_for "The keys and what each one does"
+key Escape
 key p
 wait_for " running "
 wait_for "p Pause"
+
+# Resizes: the layout follows, out to 200x60 and back to 80x24.
+tmux resize-window -t "$SESSION" -x 200 -y 60
+wait_for "time per epoch"
+sleep 1.5
+[ "$(widest)" -gt 150 ] || { echo "FAIL: the screen did not grow to 200 columns" >&2; screen >&2; exit 1; }
+echo "ok: 200x60"
+tmux resize-window -t "$SESSION" -x 80 -y 24
+sleep 1.5
+wait_for "q Quit"
+[ "$(widest)" -le 80 ] || { echo "FAIL: the screen did not shrink to 80 columns" >&2; screen >&2; exit 1; }
+echo "ok: back to 80x24"
 
 key q
 wait_for "Detach (keep training)"
@@ -116,7 +191,7 @@ wait_for "E2E-EXIT-0"
 
 run_cmd "$CMD attach --runs-dir $RUNS"
 wait_for " running " 60
-wait_for "connected to engine"
+wait_for "connected"   # the event log (wrapped at 80 columns)
 
 # Kill the app outright (no detach): training must go on, and attach must pick it up again.
 shell_pid=$(tmux display -p -t "$SESSION" "#{pane_pid}")
@@ -127,13 +202,15 @@ tmux respawn-pane -k -t "$SESSION"   # a fresh shell: the killed app could not r
 sleep 0.5
 run_cmd "$CMD attach --runs-dir $RUNS"
 wait_for " running " 60
-wait_for "connected to engine"
+wait_for "connected"   # the event log (wrapped at 80 columns)
 echo "ok: the engine outlived a killed app"
 
 key s
 wait_for "Stop the run"
 key s
 wait_for " stopped " 120
+wait_for "b Launcher"
+absent "p Pause"
 key q
 wait_for "E2E-EXIT-0"
 echo "PASS: tmux end-to-end"
