@@ -142,15 +142,15 @@ def test_a_sigkilled_driver_resumes_without_running_any_trial_twice(root):
 
 
 def test_two_drivers_on_one_sqlite_study_share_the_work(root):
-    first = cli_background("sweep", "bandit", "--trials", "4", "--headless", "--study", "two",
+    first = cli_background("sweep", "bandit", "--trials", "3", "--headless", "--study", "two",
                            "--runs-dir", str(root / "a"), *TINY, *ONE_THREAD)
     db = root / "a" / "sweeps" / "two" / st.STUDY_FILE
     wait_until((db.parent / st.SOCKET_FILE).exists, what="the first driver")
-    second = cli("sweep", "bandit", "--trials", "4", "--headless", "--study", "two",
+    second = cli("sweep", "bandit", "--trials", "3", "--headless", "--study", "two",
                  "--storage", f"sqlite:///{db}", "--runs-dir", str(root / "b"),
                  *TINY, *ONE_THREAD)
     out, _ = first.communicate(timeout=240)
     assert first.returncode == 0, out
     assert second.returncode == 0, second.stdout + second.stderr
-    assert_shared(load_study(root / "a" / "sweeps" / "two"), 4)
+    assert_shared(load_study(root / "a" / "sweeps" / "two"), 3)
     assert no_live_engine(root)

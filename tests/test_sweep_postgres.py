@@ -87,12 +87,12 @@ def postgres_url():
 
 def test_two_drivers_on_one_postgresql_study_share_the_work(postgres_url, tmp_path):
     try:
-        first = cli_background("sweep", "bandit", "--trials", "4", "--headless", "--study",
+        first = cli_background("sweep", "bandit", "--trials", "3", "--headless", "--study",
                                "pg", "--storage", postgres_url, "--runs-dir",
                                str(tmp_path / "a"), *TINY, *ONE_THREAD)
         wait_until((tmp_path / "a" / "sweeps" / "pg" / st.SOCKET_FILE).exists,
                    what="the first driver")
-        second = cli("sweep", "bandit", "--trials", "4", "--headless", "--study", "pg",
+        second = cli("sweep", "bandit", "--trials", "3", "--headless", "--study", "pg",
                      "--storage", postgres_url, "--runs-dir", str(tmp_path / "b"),
                      *TINY, *ONE_THREAD)
         out, _ = first.communicate(timeout=240)
@@ -101,6 +101,6 @@ def test_two_drivers_on_one_postgresql_study_share_the_work(postgres_url, tmp_pa
         import optuna
 
         study = optuna.load_study(study_name="pg", storage=open_storage(postgres_url))
-        assert_shared(study, 4)
+        assert_shared(study, 3)
     finally:
         kill_everything(tmp_path)
