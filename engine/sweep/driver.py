@@ -23,7 +23,7 @@ from puffer_tui.engine.sweep import objective as obj
 from puffer_tui.engine.sweep import settings as st
 from puffer_tui.engine.sweep import study as sd
 from puffer_tui.engine.sweep.control import ControlError, request
-from puffer_tui.engine.sweep.server import SweepServer
+from puffer_tui.engine.sweep.server import SweepServer, socket_answers
 from puffer_tui.engine.sweep.snapshot import snapshot
 from puffer_tui.engine.sweep.space import distributions, space_from_json
 from puffer_tui.engine.sweep.trial_run import TrialRun
@@ -56,6 +56,8 @@ class Driver:
     # -- the process ------------------------------------------------------------------------
 
     def run(self) -> int:
+        if socket_answers(self.dir / st.SOCKET_FILE):
+            raise st.SweepError(f"another driver already runs {self.dir} (its socket answers)")
         self.study = sd.open_study(self.settings, self.dir)
         failed = sd.fail_orphans(self.study, stop_engine)
         if failed:
