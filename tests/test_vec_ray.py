@@ -1,8 +1,9 @@
 """Ray vec backend on a real local Ray cluster of two nodes.
 
 The module's cluster: a head (`ray start --head`, 2 CPUs) and a second raylet joined to it
-(`ray start --address=...`, 1 CPU) on this machine, on loopback, acting as a second node. It
-is stopped with `ray stop --force` at the end, and every process it had must be gone.
+(`ray start --address=...`, 1 CPU) on this machine, on loopback, acting as a second node. At
+the end no actor may be left on it; then its processes (and only its: `ray stop` would end
+every Ray on the machine) are stopped, and every process it had must be gone.
 Skipped when Ray is not installed (pip install "puffer-tui[ray]").
 """
 
@@ -75,6 +76,33 @@ def _wait_gone(pids, seconds=10.0) -> list[int]:
     return alive
 
 
+def _stop_cluster(pids, grace: float = 5.0) -> None:
+    """What `ray stop --force` does, for this cluster's processes only (`ray stop` ends every
+    Ray process of the user on the machine, a training run's included): SIGTERM, then
+    SIGKILL what is left after `grace` seconds."""
+    for sig in ((signal.SIGTERM, signal.SIGKILL) if grace else (signal.SIGKILL,)):
+        for pid in _alive(pids):
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        if not _wait_gone(pids, seconds=grace or 2.0):
+            return
+
+
+def _actors_among(pids) -> list[str]:
+    """Live processes titled as one of our actors (Ray names actor processes ray::CLASS)."""
+    found = []
+    for pid in _alive(pids):
+        try:
+            title = " ".join(psutil.Process(pid).cmdline())
+        except psutil.Error:
+            continue
+        if title.startswith("ray::EnvBlock"):
+            found.append(f"{pid} {title}")
+    return found
+
+
 @pytest.fixture(scope="module")
 def cluster():
     ray = pytest.importorskip("ray", reason='Ray is not installed: pip install "puffer-tui[ray]"')
@@ -99,11 +127,16 @@ def cluster():
         yield {"address": address, "temp_dir": temp_dir, "seen": seen}
         seen.update(_cluster_processes(temp_dir))
     finally:
+        # Every vec was closed, and this process is still connected (its actors would die with
+        # it): none of their actors may remain.
+        seen.update(_cluster_processes(temp_dir))
+        deadline = time.monotonic() + 5.0
+        while (actors := _actors_among(seen)) and time.monotonic() < deadline:
+            time.sleep(0.1)
         if ray.is_initialized():
             ray.shutdown()
         seen.update(_cluster_processes(temp_dir))
-        subprocess.run([os.path.join(os.path.dirname(sys.executable), "ray"), "stop",
-                        "--force"], env=env, capture_output=True, timeout=120)
+        _stop_cluster(seen)
         ray.cloudpickle.unregister_pickle_by_value(crashy_env)
         ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
         for key, value in saved.items():
@@ -111,15 +144,12 @@ def cluster():
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
-        left = _wait_gone(seen | _cluster_processes(temp_dir))
+        left = _alive(seen | _cluster_processes(temp_dir))
+        _stop_cluster(left, grace=0.0)
         shutil.rmtree(temp_dir, ignore_errors=True)
-        for pid in left:  # never leave them behind, but fail below
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
     assert seen, "found no process of the test cluster (the check would prove nothing)"
-    assert not left, f"processes of the Ray cluster still running after ray stop: {left}"
+    assert not actors, f"actors left running on the cluster after close(): {actors}"
+    assert not left, f"processes of the Ray cluster still running after it was stopped: {left}"
 
 
 def ray_vec(cluster, creator, num_envs, num_workers, **kwargs):
