@@ -5,6 +5,7 @@ progress above 100%. Fixed data (tests/app_fakes.py), no engine needed."""
 from __future__ import annotations
 
 import json
+import time
 
 from app_fakes import FIXED_TIME, HELLO, filled_store, telemetry
 from test_app_keys import OfflineApp
@@ -20,6 +21,15 @@ from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.dashboard import DashboardScreen
 
 
+async def eventually(pilot, condition, what: str, timeout: float = 15.0) -> None:
+    """Wait for the panels' 1 s refresh (and the footer's recompose) without a fixed sleep,
+    so a loaded machine is slower, not red; the deadline only bounds a hang."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        await pilot.pause(0.1)
+
+
 def footer_line(app) -> str:
     return screen_text(app).rstrip("\n").splitlines()[-1]
 
@@ -28,8 +38,9 @@ async def test_paused_run_shows_no_speed_in_the_sps_panel():
     app = FixedDataApp("dashboard")
     async with app.run_test(size=(100, 30)) as pilot:
         app.store.ingest(telemetry(41, state="paused") | {"sps": 0.0})
-        await pilot.pause(1.3)
-        text = app.screen.query_one(SpsHistory).render().plain
+        panel = app.screen.query_one(SpsHistory)
+        await eventually(pilot, lambda: panel.state == "paused", "a panel refresh")
+        text = panel.render().plain
         assert "now 0 (paused)" in text, text
 
 
@@ -40,7 +51,7 @@ async def test_a_finished_run_offers_no_steering_keys():
         assert "Pause" in footer_line(app) and "Stop" in footer_line(app)
         app.store.ingest(telemetry(41, state="finished"))
         app._link_lost("connection closed")  # the engine exits after its last telemetry
-        await pilot.pause(1.3)
+        await eventually(pilot, lambda: "Pause" not in footer_line(app), "the footer")
         footer = footer_line(app)
         for label in ("Pause", "Resume", "Checkpoint", "Stop", "Hyperparams"):
             assert label not in footer, footer
@@ -83,8 +94,9 @@ async def test_progress_past_the_target_reads_at_most_100_percent():
     app = FixedDataApp("dashboard")
     async with app.run_test(size=(100, 30)) as pilot:
         app.store.ingest(telemetry(41) | {"global_step": 4_063_232, "total_timesteps": 4_000_000})
-        await pilot.pause(1.3)
-        header = app.screen.query_one(RunHeader).render().plain
+        header_widget = app.screen.query_one(RunHeader)
+        await eventually(pilot, lambda: header_widget.telemetry.get("epoch") == 41, "a refresh")
+        header = header_widget.render().plain
         assert "100.0%" in header and "101" not in header, header
         assert "4.06M/4M" not in header and "step 4M+63.2k" in header, header
 
@@ -131,13 +143,12 @@ def test_history_from_the_run_files_fills_curves_stats_and_events(tmp_path):
 async def test_events_wrap_again_at_the_new_width_after_a_resize():
     app = FixedDataApp("dashboard")
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(1.3)
         log = app.screen.query_one(EventLog)
-        narrow = len(log.lines)
+        await eventually(pilot, lambda: len(log.lines) > len(filled_store().events), "events")
         await pilot.resize_terminal(200, 60)
-        await pilot.pause(1.3)
-        assert len(log.lines) < narrow, (narrow, len(log.lines))
-        assert len(log.lines) == len(filled_store().events)  # one line each at 200 columns
+        # one line each at 200 columns (each wraps over two or more at 80)
+        await eventually(pilot, lambda: len(log.lines) == len(filled_store().events),
+                         "the events wrapped again at 200 columns")
 
 
 async def test_b_goes_back_to_the_launcher_only_once_the_run_is_over(tmp_path):
@@ -152,8 +163,7 @@ async def test_b_goes_back_to_the_launcher_only_once_the_run_is_over(tmp_path):
         assert isinstance(app.screen, DashboardScreen)
         app.store.ingest(telemetry(41, state="stopped"))
         app._link_lost("connection closed")
-        await pilot.pause(1.3)
-        assert "b Launcher" in footer_line(app), footer_line(app)
+        await eventually(pilot, lambda: "b Launcher" in footer_line(app), "b in the footer")
         await pilot.press("b")
         await pilot.pause(0.3)
         assert isinstance(app.screen, LauncherScreen) and app.run_dir is None
