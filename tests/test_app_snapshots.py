@@ -105,8 +105,14 @@ async def render_screen(screen: str, size: tuple[int, int], runs_root: Path) -> 
                 assert time.monotonic() < deadline, "the launcher never filled its env list"
                 await pilot.pause(0.05)
         else:
-            app.screen_stack[1].show_system(system_sample())
-        # Let the panels' timers run once (fast panels 4 Hz, plots 1 Hz).
+            dashboard = app.screen_stack[1]
+            dashboard.show_system(system_sample())
+            deadline = time.monotonic() + 30  # bounds a hang; a loaded machine only waits longer
+            while not (dashboard._shown_version == app.store.version
+                       and dashboard._plotted_epochs == len(app.store.steps)):
+                assert time.monotonic() < deadline, "the dashboard never drew the fixed data"
+                await pilot.pause(0.05)
+        # Let the panels' timers run once more (fast panels 4 Hz, plots 1 Hz).
         await pilot.pause(1.3)
         await pilot.wait_for_scheduled_animations()
         text = screen_text(app)
