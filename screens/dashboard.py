@@ -184,8 +184,9 @@ class DashboardScreen(Screen):
         state = self.store.state
         if action in STEERING and not self.app.can_steer():
             return False  # hidden from the footer: the run is over or not connected yet
-        if action == "launcher":  # back to the launcher once this run is over
-            return self.app.link is None and self.store.state in FINAL_STATES
+        if action == "launcher":  # back to the launcher once this run is over (or lost)
+            return self.app.link is None and (self.store.state in FINAL_STATES
+                                              or self.app.link_state == "disconnected")
         if action == "pause":
             return state != "paused"
         if action == "resume":
