@@ -158,6 +158,11 @@ class HyperparameterScreen(Screen):
             self._verdict(row, f"refused: {e}", "bold red")
             self.query_one("#status", Static).update(Text(f"not sent: {e}", style="red"))
             return
+        if not self.app.can_steer():  # the run ended (or the link is gone) under the editor
+            text = f"not sent: the run is {self.app.link_state or self.store.state}"
+            self._verdict(row, text, "bold red")
+            self.query_one("#status", Static).update(Text(text, style="red"))
+            return
         self._verdict(row, "sending...", "yellow")
 
         def replied(reply: dict) -> None:

@@ -95,3 +95,18 @@ async def test_enter_in_a_preset_field_confirms_it_and_moves_on_without_starting
         await pilot.pause(0.2)
         assert app.focused is field
         assert "out of bounds" in str(app.screen.query_one("#form-error").render())
+
+
+async def test_editor_sends_nothing_once_the_run_has_ended():
+    from app_fakes import telemetry
+
+    app = OfflineApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("h")
+        await pilot.pause(0.2)
+        app.store.ingest(telemetry(41, state="finished"))
+        app._link_lost("connection closed")
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert app.sent == []
+        assert "not sent: the run is finished" in screen_text(app)
