@@ -339,11 +339,11 @@ class PufferApp(App):
         """A new run from the launcher: write its run dir and config, then launch and watch."""
         from puffer_tui.engine import config as cfg
         from puffer_tui.engine import run_dir as rd
-        from puffer_tui.engine.memory_estimate import check_memory
+        from puffer_tui.engine.preflight import check_start
 
         try:
             config = cfg.load_config(env_name, overrides)
-            check_memory(config)  # sizes that cannot fit: refused before the run dir exists
+            check_start(config)  # no CUDA, sizes that cannot fit: refused before the run dir
             run_dir = rd.create_run_dir(env_name, rd.runs_root(self.runs_root))
             cfg.save(config, run_dir / rd.CONFIG_FILE)
         except (cfg.ConfigError, OSError) as e:
@@ -352,7 +352,18 @@ class PufferApp(App):
         self.open_run(run_dir, attach=False)
 
     def resume_run(self, run_dir: Path) -> None:
-        """Start a new engine on `run_dir` from its latest checkpoint."""
+        """Start a new engine on `run_dir` from its latest checkpoint, after the same checks
+        as `puffer-tui train --resume` (no checkpoint, finished, damaged, still training...)."""
+        from puffer_tui.app.commands.train import plan_resume
+        from puffer_tui.engine.checkpoint import CheckpointError
+        from puffer_tui.engine.config import ConfigError
+        from puffer_tui.engine.run_dir import RunDirError
+
+        try:
+            plan_resume(run_dir, {}, run_dir.parent)
+        except (ConfigError, CheckpointError, RunDirError, OSError) as e:
+            self.notify(f"cannot resume {run_dir.name}: {e}", severity="error", timeout=10)
+            return
         self.open_run(run_dir, attach=False, resume=True)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:

@@ -130,3 +130,32 @@ def test_the_app_exits_non_zero_when_it_crashes(monkeypatch):
     monkeypatch.setattr(app_module.PufferApp, "run",
                         lambda self, **kw: real_run(self, headless=True, **kw))
     assert app_module.run_app() == 1
+
+
+async def test_launcher_refuses_an_impossible_start_or_resume_before_writing_anything(tmp_path):
+    """The launcher asks what `puffer-tui train` asks: a CUDA device torch cannot see, or a
+    recent run with no checkpoint, is refused in one line; no run dir, no engine."""
+    import torch
+
+    if torch.cuda.is_available():
+        import pytest
+
+        pytest.skip("this machine has CUDA: the device check would pass")
+    empty = rd.create_run_dir("squared", tmp_path, now=time.time() - 60)
+    cfg.save(cfg.load_config("squared"), empty / rd.CONFIG_FILE)
+    rd.write_json_atomic(empty / rd.STATUS_FILE, {"state": "error", "global_step": 0})
+    app = LauncherApp(tmp_path)
+    opened = []
+    app.open_run = lambda *a, **kw: opened.append(a)  # an engine start would land here
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.screen.query(OverrideForm), "the preset form")
+        set_field(app, "train.device", "cuda")
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: "sees no CUDA device" in " ".join(
+            str(n.message) for n in app._notifications), "the device refusal")
+        assert sorted(p.name for p in tmp_path.iterdir()) == [empty.name]
+        app.resume_run(empty)
+        await pilot.pause(0.1)
+        assert any("has no checkpoint to resume from" in str(n.message)
+                   for n in app._notifications)
+        assert opened == [] and isinstance(app.screen, LauncherScreen)

@@ -113,7 +113,7 @@ def run(args) -> int:
 
 def new_sweep(args):
     """(sweep dir, settings, True): everything checked before the directory is created."""
-    from puffer_tui.app.commands.train import check_device, check_flags
+    from puffer_tui.app.commands.train import check_flags
     from puffer_tui.engine import config as cfg
     from puffer_tui.engine.sweep import settings as st
     from puffer_tui.engine.sweep.preset import preset_overrides, read_preset
@@ -134,10 +134,9 @@ def new_sweep(args):
     preset = read_preset(args.preset) if args.preset else {}
     fixed = {**preset_overrides(preset, args.env, args.preset), **overrides}
     base = cfg.load_config(args.env, fixed)
-    check_device(base)
-    from puffer_tui.engine.memory_estimate import check_memory
+    from puffer_tui.engine.preflight import check_start
 
-    check_memory(base)
+    check_start(base)
     sweep_section = {**st_flatten(load_preset(args.env).get("sweep", {})),
                      **st_flatten(preset.get("sweep", {}))}
     space = build_space(base, sweep_section, ranges, include_cost=args.objective != "score",

@@ -113,34 +113,23 @@ def check_flags(overrides: dict, env_name: str) -> None:
             raise cfg.ConfigError(f"{spec.flag} {value}: {e}") from None
 
 
-def check_device(config) -> None:
-    """A CUDA run on a machine whose torch sees no GPU fails here, before a run dir exists."""
-    from puffer_tui.engine.config import ConfigError
-
-    if config.train.device != "cuda":
-        return
-    import torch
-
-    if not torch.cuda.is_available():
-        build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
-        raise ConfigError(f"--train.device cuda: torch {torch.__version__} ({build}) sees no "
-                          f"CUDA device here; use --train.device auto or cpu")
-
-
-def plan_resume(args, overrides: dict, root):
-    """(run_dir, config to write or None): every reason to refuse the resume is found here,
-    before anything is written or started."""
+def plan_resume(resume, overrides: dict, root, env: str | None = None,
+                fallback_checkpoint: bool = False):
+    """(run_dir, config to write or None): every reason to refuse the resume of `resume` (a
+    run dir or name) is found here, before anything is written or started. The app's launcher
+    asks the same questions."""
     from pathlib import Path
 
     from puffer_tui.app.engine_launcher import engine_running
     from puffer_tui.engine import checkpoint as ckpt
     from puffer_tui.engine import config as cfg
     from puffer_tui.engine import run_dir as rd
+    from puffer_tui.engine.preflight import check_device
 
-    run_dir = rd.find_run(args.resume, root)
+    run_dir = rd.find_run(resume, root)
     config = cfg.load(Path(run_dir) / rd.CONFIG_FILE)
-    if args.env and args.env != config.env_name:
-        raise cfg.ConfigError(f"{run_dir.name} trains {config.env_name}, not {args.env}")
+    if env and env != config.env_name:
+        raise cfg.ConfigError(f"{run_dir.name} trains {config.env_name}, not {env}")
     changed = None
     if overrides:
         check_flags(overrides, config.env_name)
@@ -168,7 +157,7 @@ def plan_resume(args, overrides: dict, root):
             f"{run_dir.name} already trained {step:,} of its {config.train.total_timesteps:,} "
             f"steps; to train on, raise the budget: `{extend_command(run_dir, step)}`")
     # a damaged checkpoint is named here, not in an engine traceback after config.toml changed
-    ckpt.load_latest(run_dir, fallback=args.fallback_checkpoint, on_skip=lambda path, e: None)
+    ckpt.load_latest(run_dir, fallback=fallback_checkpoint, on_skip=lambda path, e: None)
     return run_dir, changed
 
 
@@ -223,7 +212,8 @@ def prepare_run(args):
         preset = read_preset(args.preset)
         args.env = args.env or preset.get("env_name")
     if args.resume:
-        run_dir, changed = plan_resume(args, overrides, root)
+        run_dir, changed = plan_resume(args.resume, overrides, root, args.env,
+                                       args.fallback_checkpoint)
         if changed is not None:
             cfg.save(changed, run_dir / rd.CONFIG_FILE)
         return run_dir, True
@@ -239,10 +229,9 @@ def prepare_run(args):
 
         overrides = {**preset_overrides(preset, args.env, args.preset), **overrides}
     config = cfg.load_config(args.env, overrides)
-    check_device(config)
-    from puffer_tui.engine.memory_estimate import check_memory
+    from puffer_tui.engine.preflight import check_start
 
-    check_memory(config)  # sizes that cannot fit: refused before the run dir exists
+    check_start(config)
     run_dir = rd.create_run_dir(config.env_name, root)
     cfg.save(config, run_dir / rd.CONFIG_FILE)
     return run_dir, False
