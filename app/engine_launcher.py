@@ -13,7 +13,6 @@ has exited, so it is reaped (if the launcher exits first, init reaps it).
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -47,7 +46,7 @@ def engine_running(run_dir: str | os.PathLike) -> bool:
     """Whether an engine is alive on this run: its status says so and its process exists, or
     its socket answers (an engine that has not written its status yet)."""
     path = rd.socket_path(run_dir)
-    return rd.run_state(run_dir) in rd.LIVE_STATES or (path.exists() and _connectable(path))
+    return rd.run_state(run_dir) in rd.LIVE_STATES or (path.exists() and rd.socket_answers(path))
 
 
 def launch_engine(
@@ -109,7 +108,7 @@ def wait_for_socket(handle: EngineHandle, timeout: float, on_wait=None) -> None:
             raise EngineStartError(f"the engine exited with status {code} before it was ready:\n"
                                    f"{tail(handle.run_dir / rd.ENGINE_OUT_FILE)}")
         ours = rd.read_status(handle.run_dir).get("pid") == handle.pid
-        if ours and path.exists() and _connectable(path):
+        if ours and path.exists() and rd.socket_answers(path):
             return
         if time.monotonic() > deadline:
             raise EngineStartError(f"the engine did not open {path} within {timeout:g} s:\n"
@@ -118,21 +117,6 @@ def wait_for_socket(handle: EngineHandle, timeout: float, on_wait=None) -> None:
             on_wait(handle, time.monotonic() - start)
             next_report += 1.0
         time.sleep(0.05)
-
-
-def _connectable(path: Path) -> bool:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(1.0)
-    address, fd = rd.unix_address(path)
-    try:
-        sock.connect(address)
-        return True
-    except OSError:
-        return False
-    finally:
-        sock.close()
-        if fd is not None:
-            os.close(fd)
 
 
 def tail(path: Path, lines: int = 40) -> str:

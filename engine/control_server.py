@@ -33,7 +33,7 @@ from puffer_tui.engine.protocol import (
     oversized_reply,
     parse_request,
 )
-from puffer_tui.engine.run_dir import unix_address
+from puffer_tui.engine.run_dir import socket_answers, unix_address
 
 __all__ = ["PROTOCOL_VERSION", "ControlServer", "ServerError"]
 
@@ -118,7 +118,7 @@ class ControlServer:
 
     def _bind(self) -> socket.socket:
         if self.path.exists():
-            if _socket_answers(self.path):
+            if socket_answers(self.path):
                 raise ServerError(f"another engine is already serving {self.path}")
         # Bind under a temporary name, restrict it to the owner, then rename it into place, so
         # the socket is never reachable with looser permissions.
@@ -354,18 +354,3 @@ class ControlServer:
         wanted = frozenset(c.render_env for c in self._clients if c.render_env is not None)
         if wanted != self.commands.render_envs:
             self.commands.want_frames(wanted)
-
-
-def _socket_answers(path: Path) -> bool:
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    probe.settimeout(1.0)
-    address, fd = unix_address(path)
-    try:
-        probe.connect(address)
-        return True
-    except OSError:
-        return False
-    finally:
-        probe.close()
-        if fd is not None:
-            os.close(fd)

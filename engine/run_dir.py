@@ -251,3 +251,22 @@ def unix_address(path: str | os.PathLike) -> tuple[str, int | None]:
         return str(path), None
     fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
     return f"/proc/self/fd/{fd}/{path.name}", fd
+
+
+def socket_answers(path: str | os.PathLike) -> bool:
+    """Whether something accepts connections on the AF_UNIX socket at `path` (a live engine
+    or sweep driver), as opposed to a stale socket file left by a killed process."""
+    import socket
+
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    probe.settimeout(1.0)
+    address, fd = unix_address(path)
+    try:
+        probe.connect(address)
+        return True
+    except OSError:
+        return False
+    finally:
+        probe.close()
+        if fd is not None:
+            os.close(fd)

@@ -184,8 +184,8 @@ def check_counts(args, resuming: bool = False) -> None:
 
 def resume_sweep(args):
     from puffer_tui.engine.config import ConfigError
+    from puffer_tui.engine.run_dir import socket_answers
     from puffer_tui.engine.sweep import settings as st
-    from puffer_tui.engine.sweep.server import socket_answers
 
     if args.env:
         raise ConfigError(f"--resume continues a sweep as it was set up; drop {args.env!r}")

@@ -181,6 +181,6 @@ def _read_status(path: Path) -> dict:
 
 
 def _answers(path: Path) -> bool:
-    from puffer_tui.engine.sweep.server import socket_answers
+    from puffer_tui.engine.run_dir import socket_answers
 
     return path.exists() and socket_answers(path)

@@ -19,11 +19,12 @@ from pathlib import Path
 
 from puffer_tui.engine import config as cfg
 from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.run_dir import socket_answers
 from puffer_tui.engine.sweep import objective as obj
 from puffer_tui.engine.sweep import settings as st
 from puffer_tui.engine.sweep import study as sd
 from puffer_tui.engine.sweep.control import ControlError, request
-from puffer_tui.engine.sweep.server import SweepServer, socket_answers
+from puffer_tui.engine.sweep.server import SweepServer
 from puffer_tui.engine.sweep.snapshot import snapshot
 from puffer_tui.engine.sweep.space import distributions, space_from_json
 from puffer_tui.engine.sweep.trial_run import TrialRun

@@ -9,7 +9,6 @@ database or waits on the loop. One thread per client; the socket is 0600 like th
 from __future__ import annotations
 
 import os
-import socket
 import socketserver
 import threading
 from collections.abc import Callable
@@ -106,18 +105,3 @@ class SweepServer:
             return {"id": request_id, "ok": True, **self.status()}
         self.stop_sweep()
         return {"id": request_id, "ok": True, "state": "stopping"}
-
-
-def socket_answers(path: Path) -> bool:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(1.0)
-    address, fd = unix_address(path)
-    try:
-        sock.connect(address)
-        return True
-    except OSError:
-        return False
-    finally:
-        sock.close()
-        if fd is not None:
-            os.close(fd)
