@@ -25,12 +25,11 @@ import weakref
 import numpy as np
 
 from puffer_tui.engine.vec import channel, env_state
-from puffer_tui.engine.vec.actions import ActionChecker
-from puffer_tui.engine.vec.batched_spaces import batched
 from puffer_tui.engine.vec.crash_log import CrashLog
 from puffer_tui.engine.vec.errors import WorkerError
 from puffer_tui.engine.vec.lifecycle import describe_death, shutdown_workers
 from puffer_tui.engine.vec.main_module import creator_needs_main, main_module_hidden
+from puffer_tui.engine.vec.pool_base import WorkerPool
 from puffer_tui.engine.vec.shared_memory import SharedLayout, SharedMemoryFile
 from puffer_tui.engine.vec.sizing import available_cores, plan_workers
 from puffer_tui.engine.vec.worker import worker_main
@@ -71,7 +70,7 @@ def _check_picklable(env_creator, env_kwargs) -> None:
         ) from exc
 
 
-class Multiprocessing:
+class Multiprocessing(WorkerPool):
     """`num_envs` envs in `num_workers` processes; recv() returns `batch_size` envs' rows.
 
     Same API and attributes as Serial, plus `worker_pids`, `envs_per_worker` and
@@ -86,56 +85,31 @@ class Multiprocessing:
                  env_kwargs: dict | None = None, timeout: float = DEFAULT_TIMEOUT_S,
                  spin_us: float | None = None, start_method: str = START_METHOD):
         plan = plan_workers(num_envs, num_workers, batch_size, zero_copy)
-        if timeout <= 0:
-            raise ValueError(f"timeout must be > 0 seconds, got {timeout}")
-        self.num_envs, self.num_workers = num_envs, plan.num_workers
-        self.envs_per_worker, self.workers_per_batch = plan.envs_per_worker, plan.workers_per_batch
-        self.batch_size, self.zero_copy = plan.batch_size, bool(zero_copy)
+        self._take_plan(plan, num_envs, zero_copy, seed, timeout)
         if spin_us is None:
             spin_us = SPIN_US_WITH_SPARE_CORE if available_cores() > plan.num_workers else 0.0
-        self.seed, self.timeout, self._spin_s = int(seed), float(timeout), spin_us / 1e6
-        self._closed, self._error = False, None
+        self._spin_s = spin_us / 1e6
         env_kwargs = dict(env_kwargs or {})
         _check_picklable(env_creator, env_kwargs)
-        # A one-env copy in this process tells us the spaces, and serves as driver_env.
-        probe = env_creator(num_envs=1, seed=self.seed, **env_kwargs)
-        self.driver_env = probe
-        self.single_observation_space = probe.single_observation_space
-        self.single_action_space = probe.single_action_space
-        self.agents_per_env = probe.agents_per_env
-        self.num_agents = num_envs * self.agents_per_env
-        self._rows = self.envs_per_worker * self.agents_per_env  # agent rows per worker
-        self.agents_per_batch = self.workers_per_batch * self._rows
-
+        probe = self._probe(env_creator, env_kwargs)
         self._procs, self._socks, self._logs = [], [], []
         # Ends the workers and the driver env on close(), garbage collection or exit.
         self._finalizer = weakref.finalize(
             self, shutdown_workers, self._procs, self._socks, self._logs, probe
         )
         self._busy = [False] * self.num_workers  # a step/reset answer is outstanding
-        self._ready: list[int] = []  # finished, not yet returned, in order of arrival
-        self._held: list[int] = []  # the batch last returned by recv(), awaiting send()
-        self._infos: list[list] = [[] for _ in range(self.num_workers)]
         self._frames: dict[int, object] = {}
         self._states: dict[int, object] = {}  # answers to get_state / set_state
-        self._held_rows = None  # rows of the held block (zero-copy), None when gathered
-        self._sent = [0] * self.num_workers
-        self._tick = 0
         memory = None
         try:
             layout = SharedLayout(self.single_observation_space, self.single_action_space,
                                   self.num_agents)
             memory = SharedMemoryFile(layout.nbytes)
-            self.buffers = layout.views(memory.attach(keep_fd=True))
-            for name, array in self.buffers.items():
-                setattr(self, name, array)
+            self._use_buffers(layout.views(memory.attach(keep_fd=True)))
             self.masks[:] = True
-            self._check_actions = ActionChecker(self.single_action_space, self.agents_per_batch,
-                                                self.actions.dtype)
-            self._make_batches()
             self._start_workers(env_creator, env_kwargs, memory, layout, start_method)
             memory.close_fd()  # the workers hold their own descriptors now
-            self._wait(lambda: not any(self._busy), range(self.num_workers))
+            self._wait_idle()
             self._ready.clear()
         except BaseException:
             if memory is not None:
@@ -166,152 +140,32 @@ class Multiprocessing:
         self._fd_worker = {s.fileno(): w for w, s in enumerate(self._socks)}
         self._fd_worker.update({p.sentinel: w for w, p in enumerate(self._procs)})
 
-    def _worker_seed(self, w: int) -> int:
-        # Per-env seeds: worker w seeds its envs from seed + (index of its first env), so a
-        # run is reproducible and envs that seed `seed + i` match Serial exactly.
-        return self.seed + w * self.envs_per_worker
-
-    def _make_batches(self):
-        """Fixed blocks of workers (zero-copy and sync): views of shared memory, no copies."""
-        k = self.workers_per_batch
-        self._blocks = []
-        for start in range(0, self.num_workers, k):
-            rows = slice(start * self._rows, (start + k) * self._rows)
-            self._blocks.append((list(range(start, start + k)), rows, (
-                self.observations[rows], self.rewards[rows], self.terminals[rows],
-                self.truncations[rows], np.arange(rows.start, rows.stop, dtype=np.int64),
-                self.masks[rows],
-            )))
-        self._gather = None
-        if not self.zero_copy and k < self.num_workers:
-            n = self.agents_per_batch
-            self._gather = tuple(np.empty((n, *a.shape[1:]), a.dtype) for a in (
-                self.observations, self.rewards, self.terminals, self.truncations,
-                np.empty(0, np.int64), self.masks))
-
     @property
     def worker_pids(self) -> list[int]:
         return [p.pid for p in self._procs]
 
-    @property
-    def observation_space(self):
-        """Gymnasium-style: the observations of one batch (`agents_per_batch` rows)."""
-        return batched(self.single_observation_space, self.agents_per_batch)
+    def _outstanding(self) -> bool:
+        return any(self._busy)
 
-    @property
-    def action_space(self):
-        """Gymnasium-style: the actions of one batch; `.sample()` is a valid send()."""
-        return batched(self.single_action_space, self.agents_per_batch)
+    def _start_reset(self, w: int) -> None:
+        message = ("reset", self._worker_seed(w))
+        self._command(w, lambda s: channel.send_object(s, message))
 
-    # -- the async API ---------------------------------------------------------------------------
-
-    def async_reset(self, seed: int | None = None) -> None:
-        self._check_open()
-        if seed is not None:
-            self.seed = int(seed)
-        self._wait(lambda: not any(self._busy), range(self.num_workers))  # let steps land
-        self._ready, self._held = [], []
-        for w in range(self.num_workers):
-            self._infos[w] = []
-            message = ("reset", self._worker_seed(w))
-            self._command(w, lambda s, m=message: channel.send_object(s, m))
-
-    def send(self, actions) -> None:
-        self._check_open()
-        if not self._held:
-            raise RuntimeError("send() needs a batch: call recv() (after async_reset()) first")
-        actions = self._check_actions(actions)
-        held, self._held = self._held, []
+    def _start_steps(self, held, actions) -> None:
+        """Write the held workers' actions into shared memory, then wake each of them."""
         if self._held_rows is not None:
             target = self.actions[self._held_rows]
             if actions is not target:
                 np.copyto(target, actions, casting="unsafe")
         else:
             for i, w in enumerate(held):
-                dst = self.actions[w * self._rows:(w + 1) * self._rows]
+                dst = self.actions[self._slice(w)]
                 np.copyto(dst, actions[i * self._rows:(i + 1) * self._rows], casting="unsafe")
         for w in held:
-            try:
-                self._socks[w].send(channel.STEP)
-            except OSError:
-                raise self._fail(self._death(w)) from None
-            self._busy[w] = True
-            self._tick += 1
-            self._sent[w] = self._tick
+            self._command(w, lambda s: s.send(channel.STEP))
 
-    def recv(self):
-        self._check_open()
-        if self._held or not (self._ready or any(self._busy)):
-            raise RuntimeError("recv() needs a pending async_reset() or send()")
-        if self._gather is None:
-            block = self._wait_for_block()
-            workers, self._held_rows, arrays = block
-        else:
-            self._wait(lambda: len(self._ready) >= self.workers_per_batch,
-                       range(self.num_workers))
-            # Of the finished workers, those sent longest ago: several usually finish between
-            # two recv() calls, and taking the lowest index would starve the others.
-            oldest = sorted(self._ready, key=self._sent.__getitem__)
-            workers = sorted(oldest[:self.workers_per_batch])
-            self._held_rows, arrays = None, self._gather_rows(workers)
-        ready = set(workers)
-        self._ready = [w for w in self._ready if w not in ready]
-        self._held = list(workers)
-        infos = []
-        for w in workers:
-            if self._infos[w]:
-                infos.extend(self._infos[w])
-                self._infos[w] = []
-        obs, rewards, terminals, truncations, env_ids, masks = arrays
-        return obs, rewards, terminals, truncations, infos, env_ids, masks
-
-    def _wait_for_block(self):
-        if len(self._blocks) == 1:
-            self._wait(lambda: not any(self._busy), range(self.num_workers))
-            return self._blocks[0]
-        chosen = []
-
-        def some_block_done():
-            done = [b for b in self._blocks if not any(self._busy[w] for w in b[0])
-                    and all(w in self._ready for w in b[0])]
-            if done:  # the block sent longest ago first, so none starves
-                chosen.append(min(done, key=lambda b: self._sent[b[0][0]]))
-            return bool(done)
-
-        self._wait(some_block_done, range(self.num_workers))
-        return chosen[-1]
-
-    def _gather_rows(self, workers):
-        out = self._gather
-        for i, w in enumerate(workers):
-            src, dst = slice(w * self._rows, (w + 1) * self._rows), slice(
-                i * self._rows, (i + 1) * self._rows)
-            for j, array in enumerate((self.observations, self.rewards, self.terminals,
-                                       self.truncations)):
-                out[j][dst] = array[src]
-            out[5][dst] = self.masks[src]
-        env_ids = np.concatenate([np.arange(w * self._rows, (w + 1) * self._rows)
-                                  for w in workers])
-        return (*out[:4], env_ids, out[5])
-
-    # -- the sync API ----------------------------------------------------------------------------
-
-    def reset(self, seed: int | None = None):
-        self.async_reset(seed)
-        obs, _, _, _, infos, _, _ = self.recv()
-        return obs, infos
-
-    def step(self, actions):
-        self.send(actions)
-        obs, rewards, terminals, truncations, infos, _, _ = self.recv()
-        return obs, rewards, terminals, truncations, infos
-
-    def frame(self, env_index: int = 0):
-        """The tile grid of env `env_index`, asked of the worker that owns it between steps."""
-        self._check_open()
-        if not 0 <= env_index < self.num_envs:
-            raise IndexError(f"env_index {env_index} out of range [0, {self.num_envs})")
-        w, local = divmod(env_index, self.envs_per_worker)
+    def _frame(self, w: int, local: int):
+        """Asked of worker w between steps."""
         self._frames.pop(w, None)
         self._command(w, lambda s: channel.send_object(s, ("frame", local)), step=False)
         self._wait(lambda: w in self._frames, [w])
@@ -319,32 +173,12 @@ class Multiprocessing:
 
     # -- saved state ----------------------------------------------------------------------------
 
-    def get_state(self) -> dict | None:
-        """The envs' state and the pending step results (engine/vec/env_state.py), or None when
-        the envs cannot save theirs. Waits for every worker's step to land first. Exact for
-        the synchronous case (batch_size == num_envs); in a pool the order in which workers
-        come back is timing, so a restored pool resumes from the same states in another order."""
-        self._check_open()
-        if self._held:
-            raise RuntimeError("get_state() while a batch is held: send() its actions first")
-        self._wait(lambda: not any(self._busy), range(self.num_workers))
-        parts = self._ask_all(lambda w: ("get_state",))
-        infos = [info for w in self._ready for info in self._infos[w]]
-        return env_state.capture(self.buffers, env_state.join(parts), infos,
-                                 bool(self._ready))
+    def _env_states(self) -> list:
+        return self._ask_all(lambda w: ("get_state",))
 
-    def set_state(self, state: dict) -> None:
-        """Continue from get_state() of a vec env of the same env, settings and num_envs."""
-        self._check_open()
-        env_state.check_matches(state["envs"], self.driver_env)
-        parts = env_state.split(state["envs"], [self.envs_per_worker] * self.num_workers)
-        self._wait(lambda: not any(self._busy), range(self.num_workers))
+    def _restore(self, parts: list, buffers: dict) -> None:
         self._ask_all(lambda w: ("set_state", parts[w]))
-        env_state.restore_buffers(self.buffers, state["buffers"])
-        self._held = []
-        self._infos = [[] for _ in range(self.num_workers)]
-        self._infos[0] = list(state["infos"])
-        self._ready = list(range(self.num_workers)) if state["pending"] else []
+        env_state.restore_buffers(self.buffers, buffers)
 
     def _ask_all(self, message) -> list:
         """Send each idle worker message(w) and collect their ("state", value) answers."""
@@ -365,8 +199,7 @@ class Multiprocessing:
             raise self._fail(self._death(w)) from None
         if step:
             self._busy[w] = True
-            self._tick += 1
-            self._sent[w] = self._tick
+            self._mark_sent(w)
 
     def _wait(self, satisfied, workers) -> None:
         """Read answers until `satisfied()`; a death, an error or the timeout raises WorkerError."""
@@ -424,26 +257,3 @@ class Multiprocessing:
         proc = self._procs[w]
         proc.join(1.0)
         return WorkerError(w, describe_death(proc), self._logs[w].read())
-
-    def _fail(self, error: WorkerError) -> WorkerError:
-        """Close everything (no worker outlives a failure) and hand back the error to raise."""
-        self._error = error
-        self.close()
-        return error
-
-    def _check_open(self) -> None:
-        if self._closed:
-            if self._error is not None:
-                raise RuntimeError(f"the vec env was closed after an error: {self._error}")
-            raise RuntimeError("the vec env is closed")
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._finalizer()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

@@ -6,10 +6,10 @@ import numpy as np
 
 from puffer_tui.engine.native.buffers import allocate_buffers
 from puffer_tui.engine.vec import env_state
-from puffer_tui.engine.vec.batched_spaces import batched
+from puffer_tui.engine.vec.vec_api import VecAPI
 
 
-class Serial:
+class Serial(VecAPI):
     """One PufferEnv holding all `num_envs` envs; send() steps it, recv() returns the buffers."""
 
     def __init__(self, env_creator, num_envs: int = 1, seed: int = 0, env_kwargs=None):
@@ -50,16 +50,6 @@ class Serial:
     def driver_env(self):
         return self.env
 
-    @property
-    def observation_space(self):
-        """Gymnasium-style: the observations of one batch (`agents_per_batch` rows)."""
-        return batched(self.single_observation_space, self.agents_per_batch)
-
-    @property
-    def action_space(self):
-        """Gymnasium-style: the actions of one batch; `.sample()` is a valid send()."""
-        return batched(self.single_action_space, self.agents_per_batch)
-
     def async_reset(self, seed: int | None = None) -> None:
         self._check_open()
         if seed is not None:
@@ -92,16 +82,6 @@ class Serial:
             infos, self.env_ids, self.masks,
         )
 
-    def reset(self, seed: int | None = None):
-        self.async_reset(seed)
-        obs, _, _, _, infos, _, _ = self.recv()
-        return obs, infos
-
-    def step(self, actions):
-        self.send(actions)
-        obs, rewards, terminals, truncations, infos, _, _ = self.recv()
-        return obs, rewards, terminals, truncations, infos
-
     def frame(self, env_index: int = 0):
         return self.env.frame(env_index)
 
@@ -124,17 +104,5 @@ class Serial:
         self._infos = list(state["infos"])
         self._pending, self._held = bool(state["pending"]), False
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise RuntimeError("the vec env is closed")
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self.env.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def _release(self) -> None:
+        self.env.close()
