@@ -7,9 +7,9 @@
 A checkpoint is whatever `Trainer.state_dict()` returns, saved with `torch.save`; it must load
 with `torch.load(weights_only=True)` (tensors, numbers, strings, lists, dicts: no pickled
 objects). Files are named `step-<global_step>-epoch-<epoch>.pt`, zero-padded so that name
-order is age order. A write goes to a temp file in the same directory, is fsynced, then
-renamed over the final name, so a crash mid-write never leaves a truncated checkpoint; temp
-files a killed writer left behind are removed by the next save.
+order is age order. Writes follow engine/atomic_write.py (a fsynced temp file renamed over
+the final name), so a crash mid-write never leaves a truncated checkpoint; temp files a
+killed writer left behind are removed by the next save.
 
 Beside each checkpoint, `<name>.pt.sha256` (the `sha256sum` format) holds its digest, written
 before the checkpoint is renamed into place; a load verifies it, so flipped bytes are refused
@@ -24,15 +24,14 @@ import io
 import logging
 import os
 import re
-import tempfile
 from pathlib import Path
 
+from puffer_tui.engine.atomic_write import StagedFiles
 from puffer_tui.engine.run_dir import CHECKPOINT_DIR
 
 DEFAULT_KEEP = 3
 _NAME = re.compile(r"^step-(\d+)-epoch-(\d+)\.pt$")
 CHECKSUM_SUFFIX = ".sha256"
-_CHUNK = 1 << 20
 
 log = logging.getLogger(__name__)
 
@@ -98,20 +97,15 @@ def save_checkpoint(run_dir: str | os.PathLike, state: dict, keep: int = DEFAULT
     data = buffer.getbuffer()
     digest = f"{hashlib.sha256(data).hexdigest()}  {path.name}\n".encode("ascii")
     # Both files are written in full before either is renamed into place, so a full disk
-    # never leaves a checkpoint beside a checksum of other bytes (e.g. when re-saving a step).
-    temps = []
+    # never leaves a checkpoint beside a checksum of other bytes (e.g. when re-saving a step);
+    # the checksum is renamed first, so a checkpoint never appears without it.
     try:
-        temps.append(_write_temp(path, data))
-        temps.append(_write_temp(checksum_path(path), digest))
-        os.replace(temps[1], checksum_path(path))
-        os.replace(temps[0], path)
-    except BaseException:
-        for tmp in temps:
-            tmp.unlink(missing_ok=True)
-        raise
+        with StagedFiles() as files:
+            files.stage(checksum_path(path), digest)
+            files.stage(path, data)
+            files.commit()
     finally:
         del data
-    _fsync_dir(directory)
     for old in list_checkpoints(run_dir)[:-keep]:
         old.unlink(missing_ok=True)
         checksum_path(old).unlink(missing_ok=True)
@@ -155,36 +149,6 @@ def remove_stale_temp_files(directory: Path) -> int:
             path.unlink(missing_ok=True)
             removed += 1
     return removed
-
-
-def _write_temp(path: Path, data) -> Path:
-    """`data` in a fsynced temp file beside `path` (removed again if writing fails)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            view = memoryview(data)
-            for start in range(0, len(view), _CHUNK):
-                f.write(view[start:start + _CHUNK])
-            f.flush()
-            os.fsync(f.fileno())
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return Path(tmp)
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Make the rename itself durable; some filesystems refuse fsync on a directory.
-    try:
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def load_checkpoint(path: str | os.PathLike) -> dict:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
-import tempfile
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from puffer_tui.engine.atomic_write import write_atomic
 
 SECTIONS = ("env", "vec", "train")
 
@@ -393,18 +394,8 @@ def from_toml(text: str, source: str = "config") -> Config:
 
 
 def save(config: Config, path: str | os.PathLike) -> None:
-    """Write the config as TOML atomically (temp file + rename)."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(to_toml(config))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write the config as TOML, whole or not at all (see engine/atomic_write.py)."""
+    write_atomic(path, to_toml(config))
 
 
 def load(path: str | os.PathLike) -> Config:

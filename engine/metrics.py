@@ -15,9 +15,9 @@ import importlib.util
 import json
 import math
 import os
-import tempfile
 from pathlib import Path
 
+from puffer_tui.engine.atomic_write import write_atomic
 from puffer_tui.engine.run_dir import METRICS_FILE
 
 TENSORBOARD_DIR = "tensorboard"
@@ -174,13 +174,5 @@ def truncate_after(run_dir: str | os.PathLike, epoch: int) -> int:
         torn = sum(1 for _ in f) - len(rows)
     if len(kept) == len(rows) and not torn:
         return 0
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            for row in kept:
-                f.write(json.dumps(row, separators=(",", ":")) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, "".join(json.dumps(row, separators=(",", ":")) + "\n" for row in kept))
     return len(rows) - len(kept)

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from puffer_tui.engine.atomic_write import write_atomic
 
 RUNS_ENV_VAR = "PUFFER_TUI_RUNS"
 DEFAULT_RUNS_ROOT = "runs"
@@ -129,15 +130,8 @@ def socket_path(run_dir: str | os.PathLike) -> Path:
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    """Write JSON to `path` via a temp file + rename, so readers never see half a file."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as f:  # mkstemp: mode 0600
-            json.dump(data, f)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    """Write JSON to `path` whole or not at all, so readers never see half a file."""
+    write_atomic(path, json.dumps(data))
 
 
 def read_status(run_dir: str | os.PathLike) -> dict:

@@ -63,6 +63,7 @@ if _NAN_LOSS:
     _learner.ppo_loss = _nan_once
 
 if _DISK_FULL:
+    from puffer_tui.engine import atomic_write as _atomic_write
     from puffer_tui.engine import checkpoint as _checkpoint
     from puffer_tui.engine import metrics as _metrics
 
@@ -86,9 +87,15 @@ if _DISK_FULL:
             return os.write(fd, data)
 
         def fsync(self, fd):
-            if os.path.exists(_DISK_FULL):
+            if os.path.exists(_DISK_FULL) and _in_checkpoints(fd):
                 raise OSError(errno.EIO, os.strerror(errno.EIO)) if _eio() else _no_space()
             return os.fsync(fd)
 
+    def _in_checkpoints(fd):
+        """Whether `fd` is a file (or the folder) of a run's checkpoints."""
+        target = os.readlink(f"/proc/self/fd/{fd}")
+        return os.path.basename(os.path.dirname(target)) == _checkpoint.CHECKPOINT_DIR or \
+            os.path.basename(target) == _checkpoint.CHECKPOINT_DIR
+
     _metrics.os = _FullDisk()
-    _checkpoint.os = _FullDisk()
+    _atomic_write.os = _FullDisk()  # checkpoints are written through it
