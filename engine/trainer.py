@@ -45,6 +45,7 @@ from puffer_tui.engine.policy import make_policy
 from puffer_tui.engine.rollout import RolloutBuffer
 from puffer_tui.engine.schedule import START, learning_rate, resumed_anchor
 from puffer_tui.engine.timing import Timing
+from puffer_tui.engine.vec.sizing import available_cores
 
 # When a live field's new value takes effect.
 _APPLIES = {"update_epochs": "from the next update"}
@@ -67,10 +68,7 @@ def auto_threads(config: Config) -> int:
     (1-minute load average). Oversubscribing is far worse than idling a core: each parallel
     op then waits for a descheduled thread (measured on a busy 2-core box: 2 threads train
     3-5x slower than 1)."""
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:
-        cores = os.cpu_count() or 1
+    cores = available_cores()
     workers = config.vec.num_workers if config.vec.backend in ("multiprocessing", "ray") else 0
     try:
         busy = os.getloadavg()[0]

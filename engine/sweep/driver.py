@@ -28,6 +28,7 @@ from puffer_tui.engine.sweep.server import SweepServer
 from puffer_tui.engine.sweep.snapshot import snapshot
 from puffer_tui.engine.sweep.space import distributions, space_from_json
 from puffer_tui.engine.sweep.trial_run import TrialRun
+from puffer_tui.engine.vec.sizing import usable_cores
 
 TICK = 0.2  # seconds between looks at the running trials
 SNAPSHOT_EVERY = 1.0
@@ -51,8 +52,7 @@ class Driver:
         self.study = None
         self._snapshot: dict = {}
         self._beats: dict[int, float] = {}
-        cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-        self.cores = cores or list(range(os.cpu_count() or 1))
+        self.cores = usable_cores()  # divided between the trials running at once
 
     # -- the process ------------------------------------------------------------------------
 

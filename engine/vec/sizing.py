@@ -18,11 +18,16 @@ class WorkerPlan:
         return self.workers_per_batch * self.envs_per_worker
 
 
+def usable_cores() -> list[int]:
+    """The ids of the CPU cores this process may run on, sorted (its affinity where the OS
+    says; else every core): the one place the engine asks the OS about cores."""
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    return cores or list(range(os.cpu_count() or 1))
+
+
 def available_cores() -> int:
-    """CPU cores this process may run on (affinity-aware where the OS says)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
+    """How many CPU cores this process may run on (see `usable_cores`)."""
+    return len(usable_cores())
 
 
 def _divisors(n: int) -> list[int]:
