@@ -1,11 +1,13 @@
-"""The window renderer: tile frames (uint8 H x W grids) drawn with an env's palette in a raylib
-window, through the PyPI `raylib` package (`pyray`), so no C env links raylib itself.
+"""The window renderer: tile frames drawn with an env's palette in a raylib window, through
+the PyPI `raylib` package (`pyray`), so no C env links raylib itself.
+
+It draws what the dashboard's env panel draws (app/widgets/env_render.py): `Frame`s decoded
+from the protocol's `frame` messages and the palette decoded from its wire form; the frames
+come from the engine (`eval --render window` plays them from engine/evaluate.py).
 
 Each frame becomes an RGBA image through a colour lookup table (one flat colour per tile,
 taken from the palette's rich colour), is uploaded to a W x H texture, and is drawn scaled
 up to `cell` pixels per tile, so the cost per frame does not grow with Python calls per tile.
-
-    python -m puffer_tui.app.render_window snake --screenshot snake.png   # random actions
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import numpy as np
 from rich.color import Color, ColorType
 from rich.errors import StyleSyntaxError
 from rich.style import Style
+
+from puffer_tui.app.telemetry_store import Frame
 
 BACKGROUND = (12, 12, 18)
 FOREGROUND = (220, 220, 220)  # for palette entries without a colour, or "default"
@@ -70,14 +74,17 @@ def cell_size(frame_shape: tuple[int, int], max_window=MAX_WINDOW) -> int:
     return max(1, min(MAX_CELL, max_window[0] // cols, max_window[1] // rows))
 
 
-def _check_frame(frame) -> np.ndarray:
-    frame = np.asarray(frame)
-    if frame.ndim != 2 or frame.dtype != np.uint8 or 0 in frame.shape:
+def _tiles(frame: Frame) -> np.ndarray:
+    """The frame's tile ids as an H x W uint8 grid (a view of its bytes)."""
+    if not isinstance(frame, Frame):
+        raise ValueError(f"frames must be Frame objects (app/telemetry_store.py), got "
+                         f"{type(frame).__name__}")
+    if frame.height < 1 or frame.width < 1 or len(frame.tiles) != frame.height * frame.width:
         raise ValueError(
-            f"frames must be non-empty 2-D uint8 tile grids, got shape {frame.shape} "
-            f"dtype {frame.dtype}"
+            f"frames must hold height x width tile ids, got {frame.height} x {frame.width} "
+            f"with {len(frame.tiles)} tiles"
         )
-    return frame
+    return np.frombuffer(frame.tiles, np.uint8).reshape(frame.height, frame.width)
 
 
 def _has_display() -> bool:
@@ -118,7 +125,7 @@ def _save_screen(rl, path: Path) -> None:
 
 
 def run_window(
-    next_frame: Callable[[], np.ndarray | None],
+    next_frame: Callable[[], Frame | None],
     palette: dict[int, tuple[str, str]],
     title: str = "puffer-tui",
     fps: int = 30,
@@ -139,14 +146,14 @@ def run_window(
     frame = next_frame()
     if frame is None:
         return 0
-    frame = _check_frame(frame)
+    first = _tiles(frame)
     if not _has_display():
         raise WindowUnavailableError(f"no display (DISPLAY is not set): {NO_DISPLAY_HINT}")
     import pyray as rl  # imported late: it prints a banner and needs nothing until now
 
     rl.set_trace_log_level(rl.LOG_WARNING)
-    cell = cell_size(frame.shape)
-    rl.init_window(frame.shape[1] * cell, frame.shape[0] * cell, title)
+    cell = cell_size(first.shape)
+    rl.init_window(first.shape[1] * cell, first.shape[0] * cell, title)
     if not rl.is_window_ready():
         raise WindowUnavailableError(
             f"could not open a window on display {os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')!r}: "
@@ -157,12 +164,12 @@ def run_window(
     try:
         rl.set_target_fps(fps)
         while frame is not None and not rl.window_should_close():
-            frame = _check_frame(frame)
-            if canvas is None or canvas.shape != frame.shape:
+            tiles = _tiles(frame)
+            if canvas is None or canvas.shape != tiles.shape:
                 if canvas is not None:
                     canvas.close()
-                canvas = _Canvas(rl, frame.shape, cell_size(frame.shape))
-            rgba = table[frame]
+                canvas = _Canvas(rl, tiles.shape, cell_size(tiles.shape))
+            rgba = table[tiles]
             canvas.draw(rgba)
             drawn += 1
             if screenshot is not None and drawn >= screenshot_after:
@@ -175,54 +182,3 @@ def run_window(
             canvas.close()
         rl.close_window()
     return drawn
-
-
-def env_frames(env, env_index: int = 0, frames: int | None = None, seed: int = 0):
-    """`next_frame` for run_window: steps `env` with random actions and returns its frame."""
-    rng = np.random.default_rng(seed)
-    space = env.action_space
-    space.seed(int(rng.integers(2**31)))
-    env.reset(seed=seed)
-    count = 0
-
-    def next_frame():
-        nonlocal count
-        if frames is not None and count >= frames:
-            return None
-        if count:
-            env.step(space.sample().astype(env.actions.dtype))
-        count += 1
-        return env.frame(env_index)
-
-    return next_frame
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    from puffer_tui.envs import make
-
-    p = argparse.ArgumentParser(description="show an env with random actions in a window")
-    p.add_argument("env", help="env name")
-    p.add_argument("--fps", type=int, default=30)
-    p.add_argument("--frames", type=int, default=None, help="stop after this many frames")
-    p.add_argument("--screenshot", type=Path, help="save a PNG after --screenshot-after frames")
-    p.add_argument("--screenshot-after", type=int, default=10)
-    p.add_argument("--seed", type=int, default=0)
-    args = p.parse_args(argv)
-    env = make(args.env, num_envs=1, seed=args.seed)
-    if env.frame_shape is None:
-        raise SystemExit(f"{args.env} has no frame to render")
-    try:
-        run_window(env_frames(env, frames=args.frames, seed=args.seed), env.palette,
-                   title=f"puffer-tui: {args.env}", fps=args.fps, screenshot=args.screenshot,
-                   screenshot_after=args.screenshot_after)
-    except WindowUnavailableError as error:
-        raise SystemExit(str(error)) from None
-    finally:
-        env.close()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -110,3 +110,24 @@ def check_set(args: dict, env_name: str) -> dict:
         return {"key": spec.key, "value": spec.coerce(value)}
     except ConfigError as e:
         raise RequestError(str(e)) from None
+
+
+# -- frames and palettes: what every renderer draws (the dashboard, the eval window) ----------
+
+def frame_message(env: int, tiles) -> dict:
+    """A `frame` push: env `env`'s H x W uint8 tile grid, row-major, base64 on the wire."""
+    import base64
+
+    height, width = tiles.shape
+    return {"type": "frame", "env": int(env), "height": int(height), "width": int(width),
+            "tiles": base64.b64encode(tiles.tobytes()).decode("ascii")}
+
+
+def palette_to_wire(palette: dict) -> dict:
+    """An env's palette {tile id: (glyph, colour)} as JSON: {"id": [glyph, colour]}."""
+    return {str(k): [glyph, colour] for k, (glyph, colour) in palette.items()}
+
+
+def palette_from_wire(raw: dict | None) -> dict[int, tuple[str, str]]:
+    """palette_to_wire undone: what renderers look tiles up in."""
+    return {int(k): tuple(v) for k, v in (raw or {}).items()}

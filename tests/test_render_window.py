@@ -22,6 +22,7 @@ from puffer_tui.app.render_window import (
     run_window,
     tile_rgb,
 )
+from puffer_tui.app.telemetry_store import Frame
 from puffer_tui.envs.cpr import CPR
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,32 +55,38 @@ def test_cell_size_fits_the_window_and_stays_in_bounds():
     assert cell_size((20, 40), max_window=(400, 400)) == 10
 
 
+def blank_frame(height: int = 4, width: int = 4) -> Frame:
+    return Frame(0, height, width, bytes(height * width))
+
+
 def test_without_a_display_the_error_suggests_ascii_or_xvfb(monkeypatch):
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
-    frame = np.zeros((4, 4), np.uint8)
+    frame = blank_frame()
     with pytest.raises(WindowUnavailableError, match="--render ascii.*xvfb-run"):
         run_window(lambda: frame, CPR.palette)
 
 
 def test_bad_arguments_and_frames_are_refused():
-    frame = np.zeros((4, 4), np.uint8)
+    frame = blank_frame()
     with pytest.raises(ValueError, match="fps"):
         run_window(lambda: frame, CPR.palette, fps=-1)
     with pytest.raises(ValueError, match="screenshot_after"):
         run_window(lambda: frame, CPR.palette, screenshot_after=0)
-    with pytest.raises(ValueError, match="2-D uint8"):
-        run_window(lambda: np.zeros((4, 4), np.float32), CPR.palette)
+    with pytest.raises(ValueError, match="height x width tile ids, got 4 x 4 with 15"):
+        run_window(lambda: Frame(0, 4, 4, bytes(15)), CPR.palette)
+    with pytest.raises(ValueError, match="Frame objects"):
+        run_window(lambda: np.zeros((4, 4), np.uint8), CPR.palette)
     assert run_window(lambda: None, CPR.palette) == 0, "no frame, no window"
 
 
 def test_an_unreachable_display_is_a_clear_error_not_a_crash():
     script = textwrap.dedent(
         """
-        import numpy as np
         from puffer_tui.app.render_window import WindowUnavailableError, run_window
+        from puffer_tui.app.telemetry_store import Frame
         try:
-            run_window(lambda: np.zeros((3, 3), np.uint8), {0: ("x", "red")})
+            run_window(lambda: Frame(0, 3, 3, bytes(9)), {0: ("x", "red")})
         except WindowUnavailableError as error:
             print("ERROR:", error)
         """
@@ -107,20 +114,28 @@ def read_png(path: Path) -> np.ndarray:
         rl.unload_image(image)
 
 
+# The window is fed as the eval command feeds it: protocol frame messages and the wire
+# palette, decoded by the terminal renderer's functions; the env plays random actions.
 WINDOW_SCRIPT = """
 import sys
 import numpy as np
-from puffer_tui.app.render_window import env_frames, run_window
+from puffer_tui.app.render_window import run_window
+from puffer_tui.app.widgets.env_render import frame_from_message
+from puffer_tui.engine.protocol import frame_message, palette_from_wire, palette_to_wire
 from puffer_tui.envs import make
 
 env = make("cpr", num_envs=1, seed=3, width=24, height=18, num_agents=6)
-frames = env_frames(env, seed=3)
+env.reset(seed=3)
+space = env.action_space
+space.seed(3)
 shown = []
 def next_frame():
-    shown.append(frames())
-    return shown[-1]
-drawn = run_window(next_frame, env.palette, title="test", fps=0, screenshot=sys.argv[1],
-                   screenshot_after=12)
+    if shown:
+        env.step(space.sample().astype(env.actions.dtype))
+    shown.append(env.frame(0).copy())
+    return frame_from_message(frame_message(0, shown[-1]))
+drawn = run_window(next_frame, palette_from_wire(palette_to_wire(env.palette)), title="test",
+                   fps=0, screenshot=sys.argv[1], screenshot_after=12)
 np.save(sys.argv[2], shown[-1])
 print("drawn", drawn)
 """

@@ -45,22 +45,10 @@ def _fail(message: str) -> int:
     return 2
 
 
-def resolve_target(target: str, runs_dir: str | None) -> Path:
-    """The checkpoint file meant by a file path, a run directory, or a run name."""
-    from puffer_tui.engine.checkpoint import CheckpointError, resolve_checkpoint
-    from puffer_tui.engine.run_dir import find_run
-
-    path = Path(target)
-    if path.exists():
-        return resolve_checkpoint(path)
-    try:
-        return resolve_checkpoint(find_run(target, runs_dir))
-    except ValueError as e:
-        raise CheckpointError(str(e)) from None
-
-
 def run(args) -> int:
-    from puffer_tui.engine.checkpoint import CheckpointError, load_checkpoint
+    # The one app module that calls into the evaluator (see the import contract in
+    # pyproject.toml): the policy plays in engine/evaluate.py; this file parses, renders, prints.
+    from puffer_tui.engine.evaluate import EvaluationError, load_evaluator
 
     episodes = args.episodes or (RENDER_EPISODES if args.render else EPISODES)
     if episodes < 1:
@@ -73,48 +61,41 @@ def run(args) -> int:
         return _fail("--screenshot needs --render window")
     if args.screenshot_after < 1:
         return _fail(f"--screenshot-after must be >= 1, got {args.screenshot_after}")
-    try:
-        path = resolve_target(args.target, args.runs_dir)
-        load_checkpoint(path)  # a clear error naming the file if it is corrupt
-        from puffer_tui.engine.policy import load_policy
-
-        policy, config = load_policy(path)
-    except (CheckpointError, ValueError) as e:
-        return _fail(str(e))
-    from puffer_tui.app.eval_player import Player
-
     num_envs = args.num_envs or (1 if args.render else 64)
+    try:
+        evaluator = load_evaluator(args.target, args.runs_dir, num_envs, args.seed,
+                                   args.deterministic, episodes)
+    except EvaluationError as e:
+        return _fail(str(e))
     if args.render and args.episodes is None:
         print(f"playing {episodes} episodes at {args.fps:g} fps (change with --episodes N and "
               f"--fps F; Ctrl-C stops with the score so far)", file=sys.stderr, flush=True)
-    player = Player(policy, config, num_envs, args.seed, args.deterministic, episodes)
     interrupted = False
     try:
         if args.render == "window":
             from puffer_tui.app.render_window import WindowUnavailableError
 
             try:
-                play_in_window(player, args.fps, args.screenshot, args.screenshot_after)
+                play_in_window(evaluator, args.fps, args.screenshot, args.screenshot_after)
             except (WindowUnavailableError, ValueError) as e:
                 return _fail(str(e))
         else:
             from rich.console import Console
 
             # with --json, stdout carries only the JSON
-            play(player, args.render, args.fps, Console(stderr=True) if args.json else None)
+            play(evaluator, args.render, args.fps, Console(stderr=True) if args.json else None)
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        result = player.result()
-        player.close()
-    result["checkpoint"] = str(path)
+        result = evaluator.result()
+        evaluator.close()
     result["interrupted"] = interrupted
     if args.json:
         import json
 
         print(json.dumps(result, indent=2))
     else:
-        print(summary(result, path, episodes))
+        print(summary(result, Path(result["checkpoint"]), episodes))
         if args.screenshot is not None and not interrupted:
             print(f"screenshot saved to {args.screenshot}")
     return 130 if interrupted else 0
@@ -130,39 +111,41 @@ def summary(result: dict, path: Path, target: int) -> str:
             f"return {shown('episode_return', '.3f')}, length {shown('episode_length', '.1f')}")
 
 
-def play(player, render: str | None = None, fps: float = 10.0, console=None) -> None:
-    """Step until the target episodes end, animating env 0 in the terminal with --render
+def play(evaluator, render: str | None = None, fps: float = 10.0, console=None) -> None:
+    """Play until the target episodes end, animating env 0 in the terminal with --render
     ascii (on `console`)."""
-    shown = _Renderer(player.shown_env, fps, player.target, console) if render == "ascii" \
-        else None
+    from puffer_tui.engine.protocol import palette_from_wire
+
+    shown = _Renderer(palette_from_wire(evaluator.palette), fps, evaluator.target, console) \
+        if render == "ascii" else None
     try:
-        while not player.finished:
-            player.step()
+        for message in evaluator.frames(render=shown is not None):
             if shown is not None:
-                shown.show(player.episodes, player.done_returns)
+                shown.show(message, evaluator.episodes, evaluator.done_returns)
     finally:
         if shown is not None:
             shown.close()
 
 
-def play_in_window(player, fps: float, screenshot: Path | None, screenshot_after: int) -> None:
-    """Step one frame per window frame; the window closes when the target episodes end, or
-    after the screenshot."""
+def play_in_window(evaluator, fps: float, screenshot: Path | None,
+                   screenshot_after: int) -> None:
+    """One frame per window frame; the window closes when the target episodes end, or after
+    the screenshot."""
     from puffer_tui.app.render_window import run_window
+    from puffer_tui.app.widgets.env_render import frame_from_message
+    from puffer_tui.engine.protocol import palette_from_wire
 
-    env = player.shown_env
-    if env.frame_shape is None:
-        raise ValueError(f"{player.config.env_name} has no frame to render")
+    if not evaluator.has_frames:
+        raise ValueError(f"{evaluator.env_name} has no frame to render")
+    frames = evaluator.frames()
 
     def next_frame():
-        if player.finished:
-            return None
-        frame = env.frame(0)
-        player.step()
-        return frame
+        message = next(frames, None)
+        return None if message is None else frame_from_message(message)
 
-    run_window(next_frame, env.palette, title=f"puffer-tui eval: {player.config.env_name}",
-               fps=max(1, round(fps)), screenshot=screenshot, screenshot_after=screenshot_after)
+    run_window(next_frame, palette_from_wire(evaluator.palette),
+               title=f"puffer-tui eval: {evaluator.env_name}", fps=max(1, round(fps)),
+               screenshot=screenshot, screenshot_after=screenshot_after)
 
 
 class _Renderer:
@@ -170,11 +153,11 @@ class _Renderer:
     terminal; written to a file or pipe as one line per finished episode, then the last
     frame, so a log shows progress as it happens and the summary starts on its own line."""
 
-    def __init__(self, env, fps: float, target: int, console=None):
+    def __init__(self, palette: dict, fps: float, target: int, console=None):
         from rich.console import Console
         from rich.live import Live
 
-        self.env, self.target = env, target
+        self.palette, self.target = palette, target
         self.console = console or Console()
         self.interval = 1.0 / fps
         self.next_frame = time.monotonic()
@@ -186,30 +169,24 @@ class _Renderer:
                              transient=False)
             self.live.start()
 
-    def _grid(self):
-        from rich.text import Text
+    def _grid(self, message: dict | None):
+        """The frame one glyph per tile, as the dashboard's env panel draws it."""
+        from puffer_tui.app.widgets.env_render import frame_from_message, frame_text
 
-        tiles = self.env.frame(0)
-        if tiles is None:
+        frame = None if message is None else frame_from_message(message)
+        if frame is None:
             return None
-        grid = Text()
-        palette = self.env.palette
-        for row in tiles:
-            for tile in row:
-                glyph, colour = palette.get(int(tile), ("?", "red"))
-                grid.append(glyph, style=colour)
-            grid.append("\n")
-        return grid
+        return frame_text(frame, self.palette, frame.width, frame.height)
 
     def _status(self, episodes: int, returns: list) -> str:
         last = f"{returns[-1]:.2f}" if returns else "-"
         return f"episode {episodes}/{self.target}  last return {last}"
 
-    def show(self, episodes: int, returns: list) -> None:
+    def show(self, message: dict | None, episodes: int, returns: list) -> None:
         from rich.console import Group
         from rich.text import Text
 
-        self.grid = self._grid()
+        self.grid = self._grid(message)
         if self.live is not None and self.grid is not None:
             self.live.update(Group(self.grid, Text(self._status(episodes, returns))))
         elif self.live is None:
@@ -227,5 +204,5 @@ class _Renderer:
             self.live.stop()
         elif self.grid is not None:
             self.console.print("last frame:")
-            self.console.print(self.grid, end="")
+            self.console.print(self.grid)
         self.console.print()  # the summary begins on a line of its own

@@ -1,6 +1,13 @@
-"""One environment drawn live from the engine's tile frames, in the env's palette."""
+"""One environment drawn live from the engine's tile frames, in the env's palette.
+
+Every renderer (this panel, `eval --render ascii`, the raylib window) draws the same inputs:
+a `Frame` decoded from the protocol's `frame` message and a palette decoded from its wire form
+(engine/protocol.py), so none of them touches an env.
+"""
 
 from __future__ import annotations
+
+import base64
 
 from rich.segment import Segment
 from rich.style import Style
@@ -10,6 +17,19 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from puffer_tui.app.telemetry_store import Frame
+
+
+def frame_from_message(message: dict) -> Frame | None:
+    """The Frame of a protocol `frame` message; None for a malformed one (a renderer keeps
+    its last good frame)."""
+    try:
+        tiles = base64.b64decode(message["tiles"], validate=True)
+        height, width = int(message["height"]), int(message["width"])
+    except (KeyError, ValueError, TypeError):
+        return None
+    if height < 1 or width < 1 or height * width != len(tiles):
+        return None
+    return Frame(int(message.get("env", 0)), height, width, tiles)
 
 
 def frame_text(frame: Frame, palette: dict, max_width: int, max_height: int) -> Text:

@@ -1,5 +1,8 @@
-"""A trained policy playing fresh envs for `puffer-tui eval`, counting exactly the episodes
-asked for.
+"""Evaluation: a trained policy playing fresh envs, counting exactly the episodes asked for.
+
+`puffer-tui eval` (app/commands/eval.py) parses its flags, calls `load_evaluator`, and renders
+what `Evaluator.frames()` yields: env 0's frames as the protocol's `frame` messages, with the
+palette in its wire form, the same inputs the dashboard's env panel draws from.
 
 Each env is its own one-env object (seeded from one SeedSequence), so its log, and thus the
 score of the episodes it finished, can be read on its own: when several envs finish an
@@ -10,18 +13,57 @@ the whole evaluation.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import numpy as np
 
+from puffer_tui.engine.protocol import frame_message, palette_to_wire
 
-class Player:
-    def __init__(self, policy, config, num_envs: int, seed: int, deterministic: bool,
-                 episodes: int):
+
+class EvaluationError(ValueError):
+    """A target that names no loadable checkpoint; the message names the file or run."""
+
+
+def resolve_target(target: str, runs_dir: str | None) -> Path:
+    """The checkpoint file meant by a file path, a run directory, or a run name."""
+    from puffer_tui.engine.checkpoint import CheckpointError, resolve_checkpoint
+    from puffer_tui.engine.run_dir import find_run
+
+    path = Path(target)
+    try:
+        if path.exists():
+            return resolve_checkpoint(path)
+        return resolve_checkpoint(find_run(target, runs_dir))
+    except (CheckpointError, ValueError) as e:
+        raise EvaluationError(str(e)) from None
+
+
+def load_evaluator(target: str, runs_dir: str | None, num_envs: int, seed: int,
+                   deterministic: bool, episodes: int) -> Evaluator:
+    """The policy of a run's latest checkpoint (or a checkpoint file) ready to play."""
+    from puffer_tui.engine.checkpoint import CheckpointError, load_checkpoint
+    from puffer_tui.engine.policy import load_policy
+
+    path = resolve_target(target, runs_dir)
+    try:
+        load_checkpoint(path)  # a clear error naming the file if it is corrupt
+        policy, config = load_policy(path)
+    except (CheckpointError, ValueError) as e:
+        raise EvaluationError(str(e)) from None
+    return Evaluator(policy, config, path, num_envs, seed, deterministic, episodes)
+
+
+class Evaluator:
+    def __init__(self, policy, config, checkpoint: Path, num_envs: int, seed: int,
+                 deterministic: bool, episodes: int):
         import torch
 
         from puffer_tui.envs import make
 
         torch.manual_seed(seed)  # the policy samples its actions with torch's generator
         self.policy, self.config, self.deterministic = policy, config, deterministic
+        self.checkpoint = checkpoint
         self.target = episodes
         seeds = [int(s) for s in np.random.SeedSequence(seed).generate_state(num_envs)]
         self.envs = []
@@ -43,9 +85,23 @@ class Player:
         self.state = None
 
     @property
-    def shown_env(self):
-        """The env that --render animates."""
-        return self.envs[0]
+    def env_name(self) -> str:
+        return self.config.env_name
+
+    @property
+    def has_frames(self) -> bool:
+        """Whether env 0 draws tile frames (what --render shows)."""
+        return self.envs[0].frame_shape is not None
+
+    @property
+    def palette(self) -> dict:
+        """Env 0's palette in the wire form of the engine's hello."""
+        return palette_to_wire(self.envs[0].palette)
+
+    def frame_message(self) -> dict | None:
+        """Env 0's current frame as a protocol `frame` message (None: the env draws none)."""
+        tiles = self.envs[0].frame(0)
+        return None if tiles is None else frame_message(0, tiles)
 
     @property
     def episodes(self) -> int:
@@ -54,6 +110,14 @@ class Player:
     @property
     def finished(self) -> bool:
         return self.episodes >= self.target
+
+    def frames(self, render: bool = True) -> Iterator[dict | None]:
+        """Play until the target episodes end, yielding env 0's frame (None when not
+        `render`) at the start and after every step; Ctrl-C leaves the tally so far."""
+        yield self.frame_message() if render else None
+        while not self.finished:
+            self.step()
+            yield self.frame_message() if render else None
 
     def step(self) -> None:
         actions, self.state = self.policy.act(
@@ -85,6 +149,7 @@ class Player:
             self.score_n += counted
 
     def result(self) -> dict:
+        """The score so far: plain data, as `eval --json` prints it."""
         ended = bool(self.done_returns)
         return {
             "env": self.config.env_name,
@@ -92,6 +157,7 @@ class Player:
             "score": self.score_sum / self.score_n if self.score_n else None,
             "episode_return": float(np.mean(self.done_returns)) if ended else None,
             "episode_length": float(np.mean(self.done_lengths)) if ended else None,
+            "checkpoint": str(self.checkpoint),
         }
 
     def close(self) -> None:
