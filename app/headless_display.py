@@ -17,18 +17,10 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
+from puffer_tui.app.widgets.format import duration
 from puffer_tui.engine import run_dir as rd
 
 REFRESH_HZ = 4
-
-
-def _fmt_seconds(seconds) -> str:
-    if seconds is None:
-        return "-"
-    seconds = int(seconds)
-    hours, rest = divmod(seconds, 3600)
-    minutes, secs = divmod(rest, 60)
-    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
 
 
 def _fmt(value, spec: str = ".4g") -> str:
@@ -46,7 +38,7 @@ def render(t: dict) -> Panel:
         summary.add_column()
     summary.add_row("state", f"[bold]{t.get('state', '?')}[/]", "epoch", str(t.get("epoch", 0)))
     summary.add_row("steps", f"{step:,} / {total:,}", "SPS", f"{t.get('sps', 0):,.0f}")
-    summary.add_row("uptime", _fmt_seconds(t.get("uptime")), "ETA", _fmt_seconds(t.get("eta")))
+    summary.add_row("uptime", duration(t.get("uptime")), "ETA", duration(t.get("eta")))
     summary.add_row("score", _fmt(stats.get("score"), ".3f"),
                     "return", _fmt(stats.get("episode_return"), ".3f"))
     summary.add_row("ep length", _fmt(stats.get("episode_length"), ".1f"),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from puffer_tui.app.widgets.format import duration
+
 
 def add_parser(sub, name, help_text):
     p = sub.add_parser(name, help=help_text, description=help_text)
@@ -14,11 +16,7 @@ def add_parser(sub, name, help_text):
 
 
 def _age(path) -> str:
-    seconds = max(0, time.time() - path.stat().st_mtime)
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.0f}{unit} ago"
-    return f"{seconds:.0f}s ago"
+    return duration(time.time() - path.stat().st_mtime, coarse=True) + " ago"
 
 
 def short_count(n: int) -> str:

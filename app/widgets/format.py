@@ -17,10 +17,18 @@ def human(x: float | None, digits: int = 3) -> str:
     return f"{x:.{digits}g}"
 
 
-def duration(seconds: float | None) -> str:
-    """3725 -> '1:02:05'; None -> '-'."""
+def duration(seconds: float | None, coarse: bool = False) -> str:
+    """The one duration format: a clock, 3725 -> '1:02:05' (from 48 h on, days: '3d04h');
+    coarse, the largest unit rounded, 3725 -> '1h', 90 -> '2m' (ages in listings);
+    None/NaN -> '-'."""
     if seconds is None or not isinstance(seconds, (int, float)) or not math.isfinite(seconds):
         return "-"
+    if coarse:
+        seconds = max(0.0, float(seconds))
+        for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+            if seconds >= size:
+                return f"{seconds / size:.0f}{unit}"
+        return f"{seconds:.0f}s"
     seconds = max(0, int(seconds))
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
