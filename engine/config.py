@@ -137,16 +137,12 @@ class FieldSpec:
     def flag(self) -> str:
         return f"--{self.section}.{self.name.replace('_', '-')}"
 
+    # The rules env settings share live in engine/native/settings.py, imported when first
+    # needed: importing engine.native pulls numpy and gymnasium, which reading a config need not.
     def bounds_text(self) -> str:
-        if self.choices:
-            return "one of " + ", ".join(map(str, self.choices))
-        if self.type is bool:
-            return "true or false"
-        if self.type is str:
-            return "text"
-        low = "-inf" if self.low is None else _fmt(self.low)
-        high = "inf" if self.high is None else _fmt(self.high)
-        return f"{self.type.__name__} in [{low}, {high}]"
+        from puffer_tui.engine.native.settings import bounds_text
+
+        return bounds_text(self.type, self.low, self.high, self.choices)
 
     def coerce(self, value: Any) -> Any:
         """`value` (a typed value or the text a person typed) checked against type and bounds."""
@@ -157,18 +153,13 @@ class FieldSpec:
                 f"{self.key}: {value!r} is not a valid {self.type.__name__} "
                 f"(expected {self.bounds_text()})"
             ) from None
-        if self.choices and value not in self.choices:
-            raise ConfigError(f"{self.key}: {value!r} is not {self.bounds_text()}")
-        if self.type in (int, float):
-            if (self.low is not None and value < self.low) or (
-                self.high is not None and value > self.high
-            ):
-                raise ConfigError(f"{self.key} = {value} is out of bounds: {self.bounds_text()}")
+        from puffer_tui.engine.native.settings import check_allowed
+
+        try:
+            check_allowed(self.key, value, self.type, self.low, self.high, self.choices)
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
         return value
-
-
-def _fmt(x: float) -> str:
-    return f"{x:g}" if isinstance(x, float) else f"{x:,}".replace(",", "_")
 
 
 def _convert(kind: type, value: Any) -> Any:

@@ -9,6 +9,37 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def number_text(x: float) -> str:
+    """A bound as people read it: 1_000_000 for an int, 0.001 / 1e-08 for a float."""
+    return f"{x:g}" if isinstance(x, float) else f"{x:,}".replace(",", "_")
+
+
+def bounds_text(kind: type, low: float | None, high: float | None,
+                choices: tuple | None = None) -> str:
+    """What a field accepts: 'one of a, b', 'true or false', 'text', 'int in [1, 255]'."""
+    if choices:
+        return "one of " + ", ".join(map(str, choices))
+    if kind is bool:
+        return "true or false"
+    if kind is str:
+        return "text"
+    low_text = "-inf" if low is None else number_text(low)
+    high_text = "inf" if high is None else number_text(high)
+    return f"{kind.__name__} in [{low_text}, {high_text}]"
+
+
+def check_allowed(where: str, value, kind: type, low: float | None, high: float | None,
+                  choices: tuple | None = None) -> None:
+    """The rule env settings and config fields share: a value of the right type must be one of
+    `choices` and within [low, high]; else ValueError naming `where` and what is accepted."""
+    if choices and value not in choices:
+        raise ValueError(f"{where}: {value!r} is not {bounds_text(kind, low, high, choices)}")
+    if kind in (int, float) and (
+            (low is not None and value < low) or (high is not None and value > high)):
+        raise ValueError(
+            f"{where} = {value} is out of bounds: {bounds_text(kind, low, high, choices)}")
+
+
 @dataclass(frozen=True)
 class Setting:
     name: str
@@ -22,11 +53,7 @@ class Setting:
         return type(self.default)
 
     def bounds_text(self) -> str:
-        if self.type is bool:
-            return "true or false"
-        low = "-inf" if self.low is None else self.low
-        high = "inf" if self.high is None else self.high
-        return f"{self.type.__name__} in [{low}, {high}]"
+        return bounds_text(self.type, self.low, self.high)
 
     def check(self, owner: str, value):
         """The value converted to this setting's type, or ValueError naming field and bounds."""
@@ -40,10 +67,7 @@ class Setting:
         if self.type is int and (isinstance(value, float) and not value.is_integer()):
             raise ValueError(f"{where} must be an integer, got {value!r}")
         value = self.type(value)
-        if (self.low is not None and value < self.low) or (
-            self.high is not None and value > self.high
-        ):
-            raise ValueError(f"{where} = {value} is out of bounds: {self.bounds_text()}")
+        check_allowed(where, value, self.type, self.low, self.high)
         return value
 
 
