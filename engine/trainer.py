@@ -38,7 +38,14 @@ import numpy as np
 import torch
 
 from puffer_tui.engine import episode_state, health
-from puffer_tui.engine.config import Config, ConfigError, apply, from_dict, spec_for
+from puffer_tui.engine.config import (
+    Config,
+    ConfigError,
+    apply,
+    from_dict,
+    live_specs,
+    spec_for,
+)
 from puffer_tui.engine.episode_log import EpisodeLog
 from puffer_tui.engine.learner import Learner
 from puffer_tui.engine.policy import make_policy
@@ -50,7 +57,6 @@ from puffer_tui.engine.vec.sizing import available_cores
 # When a live field's new value takes effect.
 _APPLIES = {"update_epochs": "from the next update"}
 _APPLIES_DEFAULT = "from the next minibatch"
-# Fields a checkpoint may carry that differ from the running config (the rest must match).
 _PROGRESS_INTERVAL = 0.25  # seconds between progress snapshots while collecting
 
 
@@ -403,7 +409,7 @@ class Trainer:
         ours = self._built_config["train"]
         # Checkpoints written before built_config was saved cannot tell: theirs wins.
         theirs = (saved_built or {}).get("train", ours)
-        for name in _live_fields():
+        for name in (spec.name for spec in live_specs() if spec.section == "train"):
             if name in theirs and ours[name] != theirs[name]:
                 continue  # given for this resume: the new value wins
             setattr(self.config.train, name, getattr(saved.train, name))
@@ -438,8 +444,3 @@ def _is_identity(env_ids) -> bool:
     return n == 0 or (int(env_ids[0]) == 0 and int(env_ids[-1]) == n - 1 and
                       (n < 3 or bool(np.all(np.diff(env_ids) == 1))))
 
-
-def _live_fields() -> list[str]:
-    from puffer_tui.engine.config import TrainConfig, _section_specs
-
-    return [s.name for s in _section_specs("train", TrainConfig) if s.live]
