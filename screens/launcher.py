@@ -1,7 +1,8 @@
 """The launcher: pick an env, adjust its preset, start; or reopen a recent run.
 
-Everything here comes from the config schema and the env registry, so a new env or a new
-field shows up without touching this file.
+Everything here comes from the config schema and the engine's env catalogue (plain data: no
+native env module is imported here), so a new env or a new field shows up without touching
+this file.
 """
 
 from __future__ import annotations
@@ -19,32 +20,10 @@ from textual.widgets.option_list import Option
 
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
 from puffer_tui.engine.config import ConfigError, load_config, schema
+from puffer_tui.engine.env_catalogue import describe_envs
 
 LIVE_RUN_STATES = ("starting", "running", "paused", "stopping")
 FORM_DELAY_S = 0.15  # the preset form follows the env cursor once it rests this long
-
-
-def space_text(space) -> str:
-    """A space in a few characters: Box(121,) uint8, Discrete(5), MultiDiscrete[3 3]."""
-    shape = getattr(space, "shape", None)
-    name = type(space).__name__
-    if name == "Box":
-        return f"Box{tuple(shape)} {space.dtype}"
-    if name == "Discrete":
-        return f"Discrete({space.n})"
-    if name == "MultiDiscrete":
-        return f"MultiDiscrete{list(space.nvec.ravel())}"
-    return str(space)
-
-
-def describe_env(name: str) -> dict:
-    from puffer_tui.envs import env_class
-
-    cls = env_class(name)
-    layout = cls.layout(cls.resolve({}))
-    return {"name": name, "description": cls.description,
-            "observation_space": space_text(layout.observation_space),
-            "action_space": space_text(layout.action_space)}
 
 
 def env_option(info: dict) -> Option:
@@ -130,17 +109,8 @@ class LauncherScreen(Screen):
 
     @work(thread=True, group="launcher")
     def _load_envs(self) -> None:
-        # Describing an env imports its native module: keep that off the UI thread.
-        from puffer_tui.envs import ENV_NAMES
-
-        infos = []
-        for name in ENV_NAMES:
-            try:
-                infos.append(describe_env(name))
-            except Exception as e:  # an env that fails to load is listed with why
-                infos.append({"name": name, "description": f"unavailable: {e}",
-                              "observation_space": "?", "action_space": "?"})
-        self.app.call_from_thread(self._fill_envs, infos)
+        # Describing an env loads its native module (in the engine room): off the UI thread.
+        self.app.call_from_thread(self._fill_envs, describe_envs())
 
     def _fill_envs(self, infos: list[dict]) -> None:
         self._infos = {i["name"]: i for i in infos}

@@ -14,20 +14,64 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ROOMS = ("app", "screens", "engine", "envs", "benchmarks")
+LINT_IMPORTS = shutil.which("lint-imports")
+needs_import_linter = pytest.mark.skipif(LINT_IMPORTS is None,
+                                         reason="import-linter not installed")
 
 
-@pytest.mark.skipif(shutil.which("lint-imports") is None, reason="import-linter not installed")
-def test_import_contracts_hold(tmp_path):
+def package_tree(tmp_path: Path, copied: tuple[str, ...] = ()) -> Path:
+    """`puffer_tui` as symlinks to the repository's folders; rooms in `copied` are copies,
+    so a test can add a module to them without touching the repository."""
     package = tmp_path / "puffer_tui"
     package.mkdir()
     shutil.copy(ROOT / "_pkg" / "__init__.py", package / "__init__.py")
     for room in ROOMS:
-        (package / room).symlink_to(ROOT / room, target_is_directory=True)
+        if room in copied:
+            shutil.copytree(ROOT / room, package / room,
+                            ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            (package / room).symlink_to(ROOT / room, target_is_directory=True)
+    return package
+
+
+def lint_imports(tmp_path: Path) -> tuple[int, str]:
     env = {**os.environ, "PYTHONPATH": str(tmp_path)}
     result = subprocess.run(
-        [shutil.which("lint-imports"), "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
+        [LINT_IMPORTS, "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
     )
-    report = result.stdout + result.stderr
-    assert result.returncode == 0, report
+    return result.returncode, result.stdout + result.stderr
+
+
+@needs_import_linter
+def test_import_contracts_hold(tmp_path):
+    package_tree(tmp_path)
+    returncode, report = lint_imports(tmp_path)
+    assert returncode == 0, report
     assert "0 broken" in report, report
+
+
+# (room, module source, the contract it breaks): one per kind of import the app must not make
+VIOLATIONS = [
+    ("screens", "import torch\n", "never import torch themselves"),
+    ("app", "from puffer_tui.engine.trainer import Trainer\n", "only render"),
+    ("screens", "from puffer_tui.engine import policy\n", "only render"),
+    ("app", "from puffer_tui.engine.vec import make\n", "only render"),
+    ("screens", "from puffer_tui.engine.evaluate import load_evaluator\n", "only render"),
+    ("app", "from puffer_tui.envs.squared import Squared\n", "only render"),
+    ("screens", "from puffer_tui.envs import make\n", "not the env registry"),
+]
+
+
+@needs_import_linter
+@pytest.mark.parametrize("room, source, contract", VIOLATIONS,
+                         ids=[v[1].split()[1] for v in VIOLATIONS])
+def test_the_app_contracts_catch_a_violation(tmp_path, room, source, contract):
+    """The contracts are not a no-op: one module importing a forbidden room breaks them."""
+    package = package_tree(tmp_path, copied=(room,))
+    (package / room / "import_violation.py").write_text(source)
+    returncode, report = lint_imports(tmp_path)
+    assert returncode != 0, report
+    assert "1 broken" in report, report
+    broken = report[report.index("Broken contracts"):]
+    assert contract in broken and f"puffer_tui.{room}.import_violation" in broken, report
