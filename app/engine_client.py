@@ -9,13 +9,6 @@ From a thread (blocking calls):
         for push in client.pushes(timeout=1.0):        # telemetry / event / frame dicts
             ...
 
-From asyncio (never blocks the event loop):
-
-    client = await AsyncEngineClient.connect(run_dir)
-    await client.call("resume")
-    async for push in client.pushes():
-        ...
-
 Callbacks: `client.on_push(fn)` calls `fn(push)` on the reader thread for every push (a Textual
 app would hop back with `app.call_from_thread`). When the engine goes away, pending requests
 fail with EngineDisconnected, `pushes()` ends and `client.closed` is set.
@@ -23,7 +16,6 @@ fail with EngineDisconnected, `pushes()` ends and `client.closed` is set.
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import os
@@ -241,50 +233,3 @@ class EngineClient:
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-class AsyncEngineClient:
-    """The same client for asyncio code: requests and pushes are awaited, never blocking."""
-
-    def __init__(self, client: EngineClient, loop: asyncio.AbstractEventLoop):
-        self.client = client
-        self._loop = loop
-        self._pushes: asyncio.Queue = asyncio.Queue()
-        client.on_push(lambda push: loop.call_soon_threadsafe(self._pushes.put_nowait, push))
-        threading.Thread(target=self._watch_close, daemon=True).start()
-
-    @classmethod
-    async def connect(cls, target: str | os.PathLike, timeout: float = 5.0) -> AsyncEngineClient:
-        loop = asyncio.get_running_loop()
-        client = await loop.run_in_executor(None, lambda: EngineClient.connect(target, timeout))
-        return cls(client, loop)
-
-    @property
-    def hello(self) -> dict:
-        return self.client.hello
-
-    async def request(self, cmd: str, timeout: float | None = DEFAULT_TIMEOUT, **args) -> dict:
-        return await self._loop.run_in_executor(
-            None, lambda: self.client.request(cmd, timeout=timeout, **args))
-
-    async def call(self, cmd: str, timeout: float | None = DEFAULT_TIMEOUT, **args) -> dict:
-        return await self._loop.run_in_executor(
-            None, lambda: self.client.call(cmd, timeout=timeout, **args))
-
-    async def pushes(self):
-        """Pushes until the connection closes."""
-        while True:
-            item = await self._pushes.get()
-            if item is _END:
-                return
-            yield item
-
-    def _watch_close(self) -> None:
-        self.client.closed.wait()
-        try:
-            self._loop.call_soon_threadsafe(self._pushes.put_nowait, _END)
-        except RuntimeError:  # the loop is gone
-            pass
-
-    async def close(self) -> None:
-        await self._loop.run_in_executor(None, self.client.close)

@@ -237,22 +237,18 @@ def test_raw_socket_client_sees_json_lines(server):
     sock.close()
 
 
-async def test_async_client_requests_and_pushes(server):
-    from puffer_tui.app.engine_client import AsyncEngineClient
-
-    client = await AsyncEngineClient.connect(server.path)
-    try:
-        assert client.hello["protocol"] == 1
-        assert (await client.call("status"))["state"] == "running"
-        reply = await client.request("set", key="train.learning_rate", value=7)
-        assert reply["ok"] is False and "out of bounds" in reply["error"]
-        async for push in client.pushes():
-            if push["type"] == "telemetry":
-                break
-    finally:
-        await client.close()
-    pushes_after_close = [p async for p in client.pushes()]
-    assert all(p["type"] == "telemetry" for p in pushes_after_close)
+def test_pushes_end_when_the_client_closes(server):
+    client = EngineClient.connect(server.path)
+    assert first(client, "telemetry") is not None
+    client.close()
+    assert client.closed.is_set() and client.close_reason == "closed by the client"
+    left = []
+    reader = threading.Thread(target=lambda: left.extend(client.pushes(timeout=None)),
+                              daemon=True)  # no timeout: only the end of the stream stops it
+    reader.start()
+    reader.join(10)
+    assert not reader.is_alive(), "pushes() went on after the client closed"
+    assert all(p["type"] == "telemetry" for p in left)
 
 
 # -- issue 10, item 12: id 0, deep nesting, clients that never read -------------------------
