@@ -7,7 +7,8 @@ import difflib
 import importlib
 import sys
 
-# subcommand -> module in puffer_tui.app.commands (imported only when chosen, so `--help` is fast)
+# subcommand -> its help line. Each is the module puffer_tui.app.commands.<name>; all are
+# imported to build the parser, so each keeps its heavy imports inside its functions.
 COMMANDS = {
     "envs": "Lists the environments with their spaces",
     "bench": "Measures env, vectorizer and training speed",
