@@ -5,7 +5,7 @@ far more than they bring (see engine/trainer.py auto_threads)."""
 
 import pytest
 
-from puffer_tui.benchmarks.train_bench import SOLVED, train_until_solved
+from puffer_tui.benchmarks.time_to_solve import SOLVED, train_until_solved
 from puffer_tui.engine.config import load_config
 
 pytestmark = pytest.mark.learning

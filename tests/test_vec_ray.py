@@ -340,7 +340,7 @@ def test_an_env_that_cannot_be_built_in_its_actor_is_a_worker_error(cluster):
 
 @pytest.mark.learning
 def test_squared_is_solved_on_the_ray_backend(cluster):
-    from puffer_tui.benchmarks.train_bench import SOLVED, train_until_solved
+    from puffer_tui.benchmarks.time_to_solve import SOLVED, train_until_solved
     from puffer_tui.engine.config import load_config
 
     config = load_config("squared", {

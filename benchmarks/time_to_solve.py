@@ -1,8 +1,8 @@
 """Time to solve: train an env until its episodes reach a score, report steps and uptime.
 
-    python -m puffer_tui.benchmarks.train_bench squared            # preset threshold
-    python -m puffer_tui.benchmarks.train_bench cartpole --metric episode_length --threshold 475
-    python -m puffer_tui.benchmarks.train_bench memory train.learning_rate=0.01 ...
+    python -m puffer_tui.benchmarks.time_to_solve squared            # preset threshold
+    python -m puffer_tui.benchmarks.time_to_solve cartpole --metric episode_length --threshold 475
+    python -m puffer_tui.benchmarks.time_to_solve memory train.learning_rate=0.01 ...
 
 Used by the learning tests. "Solved" means the episode mean of `metric` reached `threshold`
 in two consecutive epochs that each finished at least `min_episodes` episodes (one epoch's
