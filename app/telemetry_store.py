@@ -7,12 +7,13 @@ Textual, which keeps it easy to test and cheap to update from any thread-safe ca
 
 from __future__ import annotations
 
-import base64
 import bisect
 import math
 import time
 from collections import deque
 from dataclasses import dataclass, field
+
+from puffer_tui.engine.protocol import frame_from_wire
 
 LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance")
 TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")
@@ -154,14 +155,9 @@ class TelemetryStore:
                 self.stats.setdefault(k, deque(maxlen=self.epoch_capacity)).append(float(v))
 
     def _frame(self, m: dict) -> None:
-        try:
-            tiles = base64.b64decode(m["tiles"], validate=True)
-            height, width = int(m["height"]), int(m["width"])
-        except (KeyError, ValueError, TypeError):
-            return  # a bad frame is dropped; the render keeps the last good one
-        if height * width != len(tiles):
-            return
-        self.frame = Frame(int(m.get("env", 0)), height, width, tiles)
+        parts = frame_from_wire(m)
+        if parts is not None:  # a bad frame is dropped; the render keeps the last good one
+            self.frame = Frame(*parts)
 
     # -- views --------------------------------------------------------------------------------
 

@@ -14,7 +14,6 @@ gets an error reply.
 from __future__ import annotations
 
 import asyncio
-import base64
 import os
 import socket
 import threading
@@ -30,6 +29,7 @@ from puffer_tui.engine.protocol import (
     check_set,
     encode,
     error_reply,
+    frame_message,
     oversized_reply,
     parse_request,
 )
@@ -229,11 +229,7 @@ class ControlServer:
             if seq == client.frame_seq:
                 continue
             client.frame_seq = seq
-            height, width = tiles.shape
-            self._write(client, encode({
-                "type": "frame", "env": env, "height": int(height), "width": int(width),
-                "tiles": base64.b64encode(tiles.tobytes()).decode("ascii"),
-            }), droppable=True)
+            self._write(client, encode(frame_message(env, tiles)), droppable=True)
 
     def _send(self, client: _Client, message: dict) -> None:
         self._write(client, encode(message), droppable=False)

@@ -37,6 +37,7 @@ from puffer_tui.engine.events import EventLog
 from puffer_tui.engine.fault_handling import FaultHandling, check_memory, tidy_leftovers
 from puffer_tui.engine.health import NonFiniteError, is_disk_full
 from puffer_tui.engine.metrics import MetricsWriter, truncate_after
+from puffer_tui.engine.protocol import palette_to_wire
 from puffer_tui.engine.telemetry import Telemetry
 
 STATUS_INTERVAL = 1.0  # seconds between status.json updates while training
@@ -263,7 +264,7 @@ class Engine(FaultHandling):
                  "live": s.live, "choices": list(s.choices) if s.choices else None}
                 for s in schema(config.env_name)
             ],
-            "palette": {str(k): [glyph, colour] for k, (glyph, colour) in cls.palette.items()},
+            "palette": palette_to_wire(cls.palette),
             "frame_shape": list(layout.frame_shape) if layout.frame_shape else None,
             "num_envs": config.vec.num_envs,
             "pid": os.getpid(),

@@ -24,6 +24,7 @@ from puffer_tui.app.widgets.loss_panel import LossPanel
 from puffer_tui.app.widgets.run_header import RunHeader
 from puffer_tui.app.widgets.sps_history import SpsHistory
 from puffer_tui.app.widgets.timing_bars import TimingBars
+from puffer_tui.engine.protocol import palette_from_wire
 
 # keys that need a live engine (hidden once the run has ended or the link is gone)
 STEERING = ("pause", "resume", "checkpoint", "stop", "hyperparameters")
@@ -171,8 +172,7 @@ class DashboardScreen(Screen):
             panel.sample = sample
 
     def app_palette(self) -> dict:
-        raw = self.store.hello.get("palette") or {}
-        return {int(k): tuple(v) for k, v in raw.items()}
+        return palette_from_wire(self.store.hello.get("palette"))
 
     def _identity(self) -> dict:
         hello = self.store.hello

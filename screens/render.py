@@ -10,6 +10,7 @@ from textual.widgets import Footer
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.env_render import EnvRender
 from puffer_tui.app.widgets.run_header import RunHeader
+from puffer_tui.engine.protocol import palette_from_wire
 
 REFRESH_S = 1 / 15  # frames arrive at up to ~15 Hz
 
@@ -57,7 +58,7 @@ class RenderScreen(Screen):
         self.query_one(RunHeader).telemetry = {
             "env": hello.get("env"), "run": hello.get("run"), **store.latest}
         render = self.query_one(EnvRender)
-        render.palette = {int(k): tuple(v) for k, v in (hello.get("palette") or {}).items()}
+        render.palette = palette_from_wire(hello.get("palette"))
         render.num_envs = int(hello.get("num_envs") or 0)
         render.frame = store.frame
 

@@ -1,6 +1,7 @@
 """The raylib window renderer: palette colours, errors without a display, and a real window
 under Xvfb whose screenshot must show the env's frame."""
 
+import json
 import os
 import shutil
 import subprocess
@@ -23,6 +24,8 @@ from puffer_tui.app.render_window import (
     tile_rgb,
 )
 from puffer_tui.app.telemetry_store import Frame
+from puffer_tui.app.widgets.env_render import frame_from_message
+from puffer_tui.engine.protocol import frame_message, palette_from_wire, palette_to_wire
 from puffer_tui.envs.cpr import CPR
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -46,6 +49,21 @@ def test_colour_table_covers_every_tile_id():
     assert tuple(table[200, :3]) == UNKNOWN_TILE
     with pytest.raises(ValueError, match="outside"):
         colour_table({300: ("x", "red")})
+
+
+def test_the_window_reads_the_wire_forms_the_terminal_renderer_reads():
+    """Frames and palettes cross as the protocol's frame message and the hello's palette;
+    the window, the eval command and the dashboard decode them with the same functions."""
+    tiles = np.arange(12, dtype=np.uint8).reshape(3, 4)
+    message = json.loads(json.dumps(frame_message(2, tiles)))  # as it crosses the socket
+    frame = frame_from_message(message)
+    assert (frame.env, frame.height, frame.width) == (2, 3, 4)
+    assert np.array_equal(np.frombuffer(frame.tiles, np.uint8).reshape(3, 4), tiles)
+    wire = json.loads(json.dumps(palette_to_wire(CPR.palette)))
+    assert palette_from_wire(wire) == CPR.palette
+    assert frame_from_message({**message, "width": 5}) is None, "tiles do not fill the grid"
+    assert frame_from_message({**message, "tiles": "%%%"}) is None, "not base64"
+    assert frame_from_message({"type": "frame"}) is None
 
 
 def test_cell_size_fits_the_window_and_stays_in_bounds():

@@ -7,8 +7,6 @@ a `Frame` decoded from the protocol's `frame` message and a palette decoded from
 
 from __future__ import annotations
 
-import base64
-
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
@@ -17,19 +15,13 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from puffer_tui.app.telemetry_store import Frame
+from puffer_tui.engine.protocol import frame_from_wire
 
 
 def frame_from_message(message: dict) -> Frame | None:
-    """The Frame of a protocol `frame` message; None for a malformed one (a renderer keeps
-    its last good frame)."""
-    try:
-        tiles = base64.b64decode(message["tiles"], validate=True)
-        height, width = int(message["height"]), int(message["width"])
-    except (KeyError, ValueError, TypeError):
-        return None
-    if height < 1 or width < 1 or height * width != len(tiles):
-        return None
-    return Frame(int(message.get("env", 0)), height, width, tiles)
+    """The Frame of a protocol `frame` message; None for a malformed one."""
+    parts = frame_from_wire(message)
+    return None if parts is None else Frame(*parts)
 
 
 def frame_text(frame: Frame, palette: dict, max_width: int, max_height: int) -> Text:
