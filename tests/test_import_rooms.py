@@ -8,6 +8,7 @@ tree of symlinks and points import-linter at it.
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,31 @@ def test_the_app_contracts_catch_a_violation(tmp_path, room, source, contract):
     assert "1 broken" in report, report
     broken = report[report.index("Broken contracts"):]
     assert contract in broken and f"puffer_tui.{room}.import_violation" in broken, report
+
+
+# The static contracts cannot see imports made by name at run time (the env registry's
+# importlib); this checks what importing the whole app and listing envs really loads.
+RUNTIME_CHECK = """
+import importlib, pkgutil, sys
+import puffer_tui.app, puffer_tui.screens
+for package in (puffer_tui.app, puffer_tui.screens):
+    for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+        importlib.import_module(module.name)
+engine_room = ("torch", "puffer_tui.engine.trainer", "puffer_tui.engine.policy",
+               "puffer_tui.engine.vec", "puffer_tui.engine.evaluate")
+native = [m for m in sys.modules if m.endswith(".binding") and m.startswith("puffer_tui.envs.")]
+print("after import:", sorted(m for m in sys.modules if m.startswith(engine_room)) + native)
+from puffer_tui.engine.env_catalogue import describe_envs
+assert len(describe_envs()) > 1
+print("after the catalogue:", sorted(m for m in sys.modules if m.startswith(engine_room)))
+"""
+
+
+def test_the_app_loads_no_engine_room_at_run_time():
+    """Importing every app and screen module loads no torch, trainer, policy, vectorizer,
+    evaluator or native env; the launcher's env list loads envs but still no torch."""
+    result = subprocess.run([sys.executable, "-c", RUNTIME_CHECK], capture_output=True,
+                            text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert "after import: []\n" in result.stdout, result.stdout
+    assert "after the catalogue: []\n" in result.stdout, result.stdout
