@@ -219,12 +219,13 @@ class EngineClient:
         self._pushes.put(_END)
 
     def close(self) -> None:
+        # The reason first: the reader, woken by the shutdown, would say "closed by the engine".
+        self._finish("closed by the client")
         try:
             self._sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
         self._sock.close()
-        self._finish("closed by the client")
         if self._reader.is_alive() and threading.current_thread() is not self._reader:
             self._reader.join(2.0)
 
