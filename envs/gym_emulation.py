@@ -16,7 +16,6 @@ import functools
 import numbers
 
 import gymnasium
-import numpy as np
 
 from puffer_tui.engine.native.pufferenv import PufferEnv
 from puffer_tui.envs.gym_spaces import ActionLayout, ObservationLayout
@@ -37,7 +36,7 @@ class GymnasiumPufferEnv(PufferEnv):
       with one dict of their averages: `episode_return`, `episode_length`, `score` and the
       count `n` (floats, as in native logs). `score` is the final step's `info["score"]` when
       the env reports one, else the episode return. Other per-step infos are dropped.
-    * Actions are checked by the base class (`write_actions`) and against their ranges before
+    * Actions are checked by the base class (`write_actions`, `check_action_values`) before
       any env steps, so a bad batch raises `ActionError` and no env is stepped.
     """
 
@@ -112,7 +111,7 @@ class GymnasiumPufferEnv(PufferEnv):
         if not self._reset_done:
             raise RuntimeError(f"{self.name}: call reset() before step()")
         self.write_actions(actions)
-        self._check_action_ranges()
+        self.check_action_values()  # write_actions trusts int32 input; check the buffer
         # Per-env work stays in plain Python objects and the buffers are written once per
         # call: numpy scalar reads/writes inside this loop cost as much as CartPole's physics.
         discrete = self._discrete
@@ -177,17 +176,6 @@ class GymnasiumPufferEnv(PufferEnv):
         self._log["n"] += 1.0
         self._episode_return[i] = 0
         self._episode_length[i] = 0
-
-    def _check_action_ranges(self) -> None:
-        """write_actions range-checks only non-int32 input; check what reached the buffer."""
-        flat = self.actions.reshape(self.num_agents, -1)
-        if self._nvec is not None:
-            if ((flat < 0) | (flat >= self._nvec)).any():
-                self._raise_out_of_range(self.actions)
-        else:
-            bad = np.flatnonzero(~np.isfinite(flat))
-            if bad.size:
-                self._raise_out_of_range(self.actions, int(bad[0]))
 
     def close(self) -> None:
         envs, self.envs = getattr(self, "envs", []), []

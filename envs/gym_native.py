@@ -13,7 +13,7 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
-from puffer_tui.engine.native.pufferenv import ActionError
+from puffer_tui.engine.native.actions import ActionError
 from puffer_tui.envs.registry import env_class
 
 RENDER_FPS = 30

@@ -240,7 +240,7 @@ def test_buffers_live_in_nameless_memory():
 def test_action_checks_cover_multidiscrete_and_box():
     from gymnasium import spaces
 
-    from puffer_tui.engine.vec.actions import ActionChecker
+    from puffer_tui.engine.native.actions import ActionChecker
 
     check = ActionChecker(spaces.MultiDiscrete([3, 4]), 5, np.int32)
     bad = np.zeros((5, 2), np.int64)

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from gymnasium import spaces
 
+from puffer_tui.engine.native.actions import ActionChecker
 from puffer_tui.engine.native.buffers import (
-    action_dtype,
-    action_nvec,
     action_shape,
     allocate_buffers,
     check_buffers,
@@ -29,10 +28,6 @@ class EnvLayout:
     action_space: spaces.Space
     agents_per_env: int = 1
     frame_shape: tuple[int, int] | None = None
-
-
-class ActionError(ValueError):
-    """Actions of the wrong shape, dtype or range."""
 
 
 class PufferEnv:
@@ -59,8 +54,7 @@ class PufferEnv:
         self.agents_per_env = int(agents_per_env)
         self.num_agents = self.num_envs * self.agents_per_env
         self._action_shape = (self.num_agents, *action_shape(action_space))
-        self._action_dtype = action_dtype(action_space)
-        self._nvec = action_nvec(action_space)
+        self._actions_checker = ActionChecker(action_space, self.num_agents)
         if buf is None:
             buf = allocate_buffers(observation_space, action_space, self.num_agents)
         else:
@@ -91,44 +85,19 @@ class PufferEnv:
         return None
 
     def write_actions(self, actions) -> None:
-        """Copy `actions` into the action buffer, refusing wrong shapes, dtypes and values."""
+        """Copy `actions` into the action buffer, refusing wrong shapes, dtypes and values
+        (int32 discrete values are range-checked in the buffer: by C, or check_action_values)."""
         if actions is self.actions:
             return
-        actions = np.asarray(actions)
-        if actions.shape != self._action_shape:
-            raise ActionError(
-                f"{self.name}: actions have shape {actions.shape}, expected {self._action_shape} "
-                f"({self.num_agents} agents, action space {self.single_action_space})"
-            )
-        if self._nvec is not None:
-            if actions.dtype.kind not in "iu":
-                raise ActionError(
-                    f"{self.name}: discrete actions must have an integer dtype, got {actions.dtype}"
-                )
-            if actions.dtype != np.int32 and actions.size:
-                # Range-check before narrowing so a huge int64 cannot wrap into a valid action.
-                low, high = int(actions.min()), int(actions.max())
-                if low < 0 or high >= int(self._nvec.max()):
-                    self._raise_out_of_range(actions)
-        elif actions.dtype.kind != "f":
-            raise ActionError(
-                f"{self.name}: continuous actions must have a float dtype, got {actions.dtype}"
-            )
+        actions = self._actions_checker.check(actions, self.name, trust_buffer_dtype=True)
         np.copyto(self.actions, actions, casting="unsafe")
 
+    def check_action_values(self) -> None:
+        """Range (discrete) or finiteness (continuous) of what reached the action buffer."""
+        self._actions_checker.check_values(self.actions, self.name)
+
     def _raise_out_of_range(self, actions, index: int | None = None) -> None:
-        flat = np.asarray(actions).reshape(-1)
-        if index is None:
-            per_row = flat.reshape(self.num_agents, -1)  # k components per row, like _nvec
-            bad = np.argwhere((per_row < 0) | (per_row >= self._nvec))
-            index = int(bad[0][0] * per_row.shape[1] + bad[0][1])
-        if self._nvec is None:
-            raise ActionError(f"{self.name}: action {index} is not finite ({flat[index]})")
-        k = len(self._nvec)
-        raise ActionError(
-            f"{self.name}: action {flat[index]} at row {index // k} is out of range "
-            f"[0, {self._nvec[index % k]})"
-        )
+        self._actions_checker.raise_bad(actions, index, self.name)
 
     # -- the API subclasses implement ---------------------------------------------------------
 
@@ -206,7 +175,8 @@ class NativeEnv(PufferEnv):
         self._frame_shape = layout.frame_shape
         self._steps_since_log = 0
         self._c = self.binding.Binding(
-            self.buffers, self.num_envs, self.agents_per_env, self.settings, self._nvec,
+            self.buffers, self.num_envs, self.agents_per_env, self.settings,
+            self._actions_checker.nvec,
             self.seed & 0xFFFFFFFFFFFFFFFF,
         )
         self._reset_done = False

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from puffer_tui.engine.native.actions import ActionChecker
 from puffer_tui.engine.vec import env_state
-from puffer_tui.engine.vec.actions import ActionChecker
 from puffer_tui.engine.vec.errors import WorkerError
 from puffer_tui.engine.vec.vec_api import VecAPI
 
@@ -56,7 +56,7 @@ class WorkerPool(VecAPI):
         for name, array in buffers.items():
             setattr(self, name, array)
         self._check_actions = ActionChecker(self.single_action_space, self.agents_per_batch,
-                                            self.actions.dtype)
+                                            self.actions.dtype, "agent rows in the batch")
         self._make_batches()
 
     def _make_batches(self):
