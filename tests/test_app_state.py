@@ -40,7 +40,7 @@ async def test_paused_run_shows_no_speed_in_the_sps_panel():
         app.store.ingest(telemetry(41, state="paused") | {"sps": 0.0})
         panel = app.screen.query_one(SpsHistory)
         await eventually(pilot, lambda: panel.state == "paused", "a panel refresh")
-        text = panel.render().plain
+        text = panel.summary().plain
         assert "now 0 (paused)" in text, text
 
 

@@ -1,56 +1,74 @@
-"""Steps per second over the last few minutes: a summary line over a multi-row bar chart."""
+"""Steps per second over the last few minutes: a summary line over Textual's Sparkline."""
 
 from __future__ import annotations
 
 import math
 
 from rich.text import Text
+from textual.containers import Vertical
+from textual.css.query import NoMatches
 from textual.reactive import reactive
-from textual.widget import Widget
+from textual.widgets import Sparkline, Static
 
 from puffer_tui.app.telemetry_store import downsample
 from puffer_tui.app.widgets.format import human
 
-EIGHTHS = " ▁▂▃▄▅▆▇█"
 
+def chart_points(samples: list[float], width: int) -> list[float]:
+    """What the chart plots in `width` columns: 0, then the samples averaged down to fit.
 
-def bar_rows(values: list[float], width: int, height: int) -> list[str]:
-    """Columns of block characters, `height` rows tall, scaled from 0 to the maximum.
-
-    Starting at 0 (not at the minimum) keeps a 2% wobble from looking like a crash.
+    Sparkline scales from its data's minimum to its maximum; the leading 0 (drawn as the
+    first column's floor) pins the scale at zero, so a 2% wobble does not look like a crash.
     """
-    values = downsample(values, width)
-    top = max(values, default=0.0)
-    if not values or top <= 0 or height <= 0:
-        return [""] * max(height, 0)
-    levels = [round(v / top * height * 8) for v in values]
-    rows = []
-    for row in range(height - 1, -1, -1):
-        rows.append("".join(EIGHTHS[min(max(level - row * 8, 0), 8)] for level in levels))
-    return rows
+    if width < 2 or not samples:
+        return []
+    return [0.0, *downsample(samples, width - 1)]
 
 
-class SpsHistory(Widget):
+class SpsHistory(Vertical):
     DEFAULT_CSS = """
     SpsHistory {
-        text-wrap: nowrap;
-        text-overflow: ellipsis;
         height: 1fr;
         min-height: 5;
         border: round $primary 50%;
         border-title-color: $text-accent;
         padding: 0 1;
     }
+    SpsHistory > Static {
+        text-wrap: nowrap;
+        text-overflow: ellipsis;
+    }
+    SpsHistory > Sparkline {
+        height: 1fr;
+    }
     """
 
     samples: reactive[list[float]] = reactive(list)
     state: reactive[str] = reactive("running")  # "now" is 0 unless the engine is running
 
+    def compose(self):
+        yield Static(id="sps-summary")
+        yield Sparkline([], min_color="green", max_color="green", id="sps-chart")
+
     def on_mount(self) -> None:
         self.border_title = "steps / second"
+        self._show()
 
-    def render(self) -> Text:
-        samples = [s for s in self.samples if math.isfinite(s)]
+    def watch_samples(self) -> None:
+        self._show()
+
+    def watch_state(self) -> None:
+        self._show()
+
+    def on_resize(self) -> None:
+        self._show()
+
+    def _finite(self) -> list[float]:
+        return [s for s in self.samples if math.isfinite(s)]
+
+    def summary(self) -> Text:
+        """The line above the chart: now, average and maximum."""
+        samples = self._finite()
         if not samples:
             return Text("waiting for telemetry", style="dim")
         summary = Text(no_wrap=True, overflow="ellipsis")
@@ -63,5 +81,16 @@ class SpsHistory(Widget):
         summary.append(human(sum(samples) / len(samples)))
         summary.append(" max ", "dim")
         summary.append(human(max(samples)))
-        rows = bar_rows(samples, self.size.width, self.size.height - 1)
-        return Text("\n").join([summary, *(Text(r, "green") for r in rows)])
+        return summary
+
+    def _show(self) -> None:
+        try:
+            summary = self.query_one("#sps-summary", Static)
+            chart = self.query_one("#sps-chart", Sparkline)
+        except NoMatches:  # a reactive set before compose ran
+            return
+        summary.update(self.summary())
+        points = chart_points(self._finite(), self.content_region.width)
+        chart.display = bool(points)
+        chart.styles.width = len(points) or 1  # one column per point, left-aligned as before
+        chart.data = points
