@@ -19,7 +19,8 @@ from textual.screen import Screen
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.run_history import read_events, read_metric_rows
 from puffer_tui.app.system_monitor import SystemMonitor
-from puffer_tui.app.telemetry_store import FINAL_STATES, TelemetryStore
+from puffer_tui.app.telemetry_store import TelemetryStore
+from puffer_tui.engine.protocol import FINAL_STATES, LIVE_STATES, MessageType, RunState
 from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.crash import CrashScreen
 from puffer_tui.screens.dashboard import DashboardScreen
@@ -132,8 +133,7 @@ class PufferApp(App):
         from puffer_tui.engine.run_dir import read_status, run_state
 
         status = read_status(run_dir)
-        return bool(status) and run_state(run_dir, status) not in (
-            "starting", "running", "paused", "stopping")
+        return bool(status) and run_state(run_dir, status) not in LIVE_STATES
 
     def _linked(self, link: EngineClient, hello: dict, history: tuple = ([], [])) -> None:
         self.link, self.link_state = link, None
@@ -185,7 +185,7 @@ class PufferApp(App):
             threading.Thread(target=self.engine_handle.wait, daemon=True).start()
             self.engine_handle = None
         state = self.store.state
-        ended = state in FINAL_STATES and state != "error"
+        ended = state in FINAL_STATES and state != RunState.ERROR
         self.link_state = None if ended else "disconnected"
         self.store.add_event("app" if ended else "error", f"engine link closed: {reason}")
         self._withdraw_live_questions()
@@ -254,7 +254,7 @@ class PufferApp(App):
         if reply.get("ok"):
             self.store.touch()
             if cmd == "status":
-                self.store.ingest({"type": "telemetry", **reply})
+                self.store.ingest({"type": MessageType.TELEMETRY, **reply})
         if not quiet:  # quiet ones (status pings, render choice) would only flood the log
             self.store.add_event("app" if reply.get("ok") else "error", _reply_text(cmd, reply))
         if not reply.get("ok") and not quiet:
@@ -372,7 +372,7 @@ class PufferApp(App):
         if not isinstance(screen, DashboardScreen):
             return
         if self.can_steer():  # the same rule as the footer: only what can work now
-            if self.store.state == "paused":
+            if self.store.state == RunState.PAUSED:
                 yield SystemCommand("Resume training", "Resume the engine", screen.action_resume)
             else:
                 yield SystemCommand("Pause training", "Pause the engine", screen.action_pause)

@@ -25,9 +25,9 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from puffer_tui.engine.protocol import MAX_MESSAGE, MessageType, encode_request, split_lines
 from puffer_tui.engine.run_dir import SOCKET_FILE, unix_address
 
-MAX_MESSAGE = 1 << 20
 DEFAULT_TIMEOUT = 30.0  # seconds for a reply (a checkpoint waits for the end of an epoch)
 PUSH_QUEUE_LIMIT = 10_000  # unread pushes kept for pushes(); older ones are dropped
 _END = object()
@@ -130,10 +130,7 @@ class EngineClient:
         waiter = [threading.Event(), None]
         with self._pending_lock:
             self._pending[request_id] = waiter
-        message = {"id": request_id, "cmd": cmd}
-        if args:
-            message["args"] = args
-        self.send_raw(json.dumps(message).encode("utf-8") + b"\n")
+        self.send_raw(encode_request(request_id, cmd, args))
         return request_id, waiter
 
     def send_raw(self, data: bytes) -> None:
@@ -174,16 +171,12 @@ class EngineClient:
                 chunk = self._sock.recv(1 << 16)
                 if not chunk:
                     break
-                buffer += chunk
-                if b"\n" not in chunk:
-                    if len(buffer) > 64 * MAX_MESSAGE:
-                        reason = "the engine sent an oversized message"
-                        break
-                    continue
-                *lines, buffer = buffer.split(b"\n")
+                lines, buffer = split_lines(buffer + chunk)
                 for line in lines:
-                    if line.strip():
-                        self._dispatch(json.loads(line))
+                    self._dispatch(json.loads(line))
+                if len(buffer) > MAX_MESSAGE:  # the protocol's limit holds both ways
+                    reason = f"the engine sent a message over {MAX_MESSAGE} bytes"
+                    break
         except (OSError, ValueError) as e:
             reason = f"connection error: {e}"
         self._finish(reason)
@@ -205,7 +198,7 @@ class EngineClient:
             waiter[1] = message
             waiter[0].set()
         else:  # an error about a line we could not attribute (malformed, oversized)
-            self._pushes.put({"type": "reply", **message})
+            self._pushes.put({"type": MessageType.REPLY, **message})
 
     def _finish(self, reason: str) -> None:
         if self.closed.is_set():

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.protocol import LIVE_STATES
 
 
 class EngineStartError(RuntimeError):
@@ -46,7 +47,7 @@ def engine_running(run_dir: str | os.PathLike) -> bool:
     """Whether an engine is alive on this run: its status says so and its process exists, or
     its socket answers (an engine that has not written its status yet)."""
     path = rd.socket_path(run_dir)
-    return rd.run_state(run_dir) in rd.LIVE_STATES or (path.exists() and rd.socket_answers(path))
+    return rd.run_state(run_dir) in LIVE_STATES or (path.exists() and rd.socket_answers(path))
 
 
 def launch_engine(

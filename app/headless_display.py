@@ -19,6 +19,7 @@ from rich.table import Table
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.widgets.format import duration
 from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.protocol import LIVE_STATES, MessageType, RunState
 
 REFRESH_HZ = 4
 
@@ -64,7 +65,7 @@ class HeadlessDisplay:
         self.client = client
         self.run_dir = run_dir
         self.console = console or Console()
-        self.telemetry: dict = {"state": client.hello.get("state", "starting"),
+        self.telemetry: dict = {"state": client.hello.get("state", RunState.STARTING),
                                 "env": client.hello.get("env", ""),
                                 "run": client.hello.get("run", "")}
         self.errors: list[str] = []
@@ -101,12 +102,12 @@ class HeadlessDisplay:
         deadline = time.monotonic() + 1 / REFRESH_HZ
         for push in self.client.pushes(timeout=1 / REFRESH_HZ):
             kind = push.get("type")
-            if kind == "telemetry":
+            if kind == MessageType.TELEMETRY:
                 if not push.get("stats") and self.telemetry.get("stats"):
                     # no episode ended in the last epoch: keep showing the last known ones
                     push = {**push, "stats": self.telemetry["stats"]}
                 self.telemetry = push
-            elif kind == "event":
+            elif kind == MessageType.EVENT:
                 self._print_event(push)
             if time.monotonic() >= deadline:
                 break
@@ -125,7 +126,7 @@ class HeadlessDisplay:
         """The engine's last word: status.json once it has exited, else the last telemetry."""
         for _ in range(50 if wait else 1):  # status.json is final just before the socket closes
             state = rd.run_state(self.run_dir)
-            if state not in rd.LIVE_STATES:
+            if state not in LIVE_STATES:
                 return state
             time.sleep(0.1)
         return self.telemetry.get("state", "unknown")

@@ -16,6 +16,7 @@ from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.engine_launcher import EngineHandle, EngineStartError, launch_engine, tail
 from puffer_tui.app.headless_display import HeadlessDisplay
 from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.protocol import FINAL_STATES, RunState
 
 HELLO_PATIENCE = 600.0  # seconds an alive engine may take to answer its first hello
 REPORT_EVERY = 5.0  # seconds between "still starting" lines
@@ -104,7 +105,7 @@ def run_headless(run_dir, resume: bool, fallback: bool, console: Console | None 
         client.close()
     if display.gave_up and handle.poll() is None:
         return _left_stopping(console, run_dir, handle)
-    if state in rd.FINAL_STATES:
+    if state in FINAL_STATES:
         try:
             handle.wait(30)  # reap it; it exits right after closing the socket
         except Exception:
@@ -131,12 +132,12 @@ def _report_end(console: Console, run_dir, state: str, display: HeadlessDisplay)
     checkpoint = info.last_checkpoint.name if info.last_checkpoint else "none"
     console.print(f"{state}: {info.global_step or 0:,} steps; last checkpoint {checkpoint}",
                   highlight=False)
-    if state == "stopped":
+    if state == RunState.STOPPED:
         console.print(f"resume with: puffer-tui train --resume {run_dir} --headless",
                       highlight=False)
-    if state == "error":
+    if state == RunState.ERROR:
         console.print(f"[bold red]the engine failed[/] (see {run_dir / rd.EVENTS_FILE})")
         if not display.errors and info.detail:
             console.print(info.detail, markup=False)
         return 1
-    return 0 if state in ("finished", "stopped") else 1
+    return 0 if state in (RunState.FINISHED, RunState.STOPPED) else 1

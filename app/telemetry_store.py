@@ -13,14 +13,12 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from puffer_tui.engine.protocol import frame_from_wire
+from puffer_tui.engine.protocol import MessageType, RunState, frame_from_wire
 
 LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance")
 TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")
 # metrics.jsonl columns that are neither losses nor episode statistics
 ROW_KEYS = {"epoch", "global_step", "sps", "uptime", "learning_rate", *LOSS_KEYS}
-# states after which the engine will not send anything more
-FINAL_STATES = ("finished", "stopped", "error")
 
 
 @dataclass
@@ -77,12 +75,12 @@ class TelemetryStore:
         """One push from the engine (telemetry, event or frame); unknown types are ignored."""
         self.last_message = time.monotonic() if now is None else now
         kind = message.get("type")
-        if kind == "telemetry":
+        if kind == MessageType.TELEMETRY:
             self._telemetry(message)
-        elif kind == "event":
+        elif kind == MessageType.EVENT:
             self.add_event(message.get("level", "info"), str(message.get("text", "")),
                            message.get("time"))
-        elif kind == "frame":
+        elif kind == MessageType.FRAME:
             self._frame(message)
         else:
             return
@@ -134,7 +132,7 @@ class TelemetryStore:
         self.latest = t
         self.telemetry_seen += 1
         sps = t.get("sps")
-        if isinstance(sps, (int, float)) and math.isfinite(sps) and t.get("state") == "running":
+        if isinstance(sps, (int, float)) and math.isfinite(sps) and t.get("state") == RunState.RUNNING:
             self.sps.append(float(sps))
         epoch = t.get("epoch")
         if epoch is None or not epoch or epoch <= (self._last_epoch or 0):

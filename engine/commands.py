@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from puffer_tui.engine.health import is_disk_full
+from puffer_tui.engine.protocol import RunState
 
 FRAME_INTERVAL = 1 / 15  # most frames per second captured for renderers
 
@@ -43,7 +44,7 @@ class CommandQueue:
         self.events = events
         self.trainer = None
         self.checkpoint_fn: Callable[[], str] | None = None  # writes one; returns its path
-        self.state = "starting"
+        self.state = RunState.STARTING
         self.paused = False
         self.stop_requested = False
         self.stop_checkpoint = True
@@ -126,7 +127,7 @@ class CommandQueue:
             self._event("error", text)
             return
         self.paused = True
-        self.state = "paused"
+        self.state = RunState.PAUSED
         self._event("error", text)
 
     def _cmd_frames(self, command, boundary):
@@ -136,7 +137,7 @@ class CommandQueue:
     def _cmd_pause(self, command, boundary):
         if not self.paused and not self.stop_requested:
             self.paused = True
-            self.state = "paused"
+            self.state = RunState.PAUSED
             if self.render_envs:
                 self.capture_frames()
             self._event("info", f"paused at step {self._step()}")
@@ -145,7 +146,7 @@ class CommandQueue:
     def _cmd_resume(self, command, boundary):
         if self.paused:
             self.paused = False
-            self.state = "running"
+            self.state = RunState.RUNNING
             self._event("info", f"resumed at step {self._step()}")
         return {"state": self.state}
 
@@ -176,10 +177,10 @@ class CommandQueue:
         self.stop_requested = True
         self.stop_checkpoint = bool(command.args.get("checkpoint", True))
         self.paused = False
-        self.state = "stopping"
+        self.state = RunState.STOPPING
         self._event("info", f"stop requested at step {self._step()}"
                     + ("" if self.stop_checkpoint else " (no checkpoint)"))
-        return {"state": "stopping"}
+        return {"state": RunState.STOPPING}
 
     def _write_pending_checkpoints(self) -> None:
         if not self._pending_checkpoints:

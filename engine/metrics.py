@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import math
 import os
 from pathlib import Path
 
 from puffer_tui.engine.atomic_write import write_atomic
+from puffer_tui.engine.protocol import json_safe
 from puffer_tui.engine.run_dir import METRICS_FILE
 
 TENSORBOARD_DIR = "tensorboard"
@@ -25,21 +25,6 @@ TENSORBOARD_DIR = "tensorboard"
 
 def tensorboard_available() -> bool:
     return importlib.util.find_spec("tensorboard") is not None
-
-
-def json_safe(value):
-    """Numbers JSON can carry: NaN and infinities become None (JSON has no spelling for them)."""
-    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if hasattr(value, "item"):  # numpy / torch scalars
-        return json_safe(value.item())
-    if isinstance(value, dict):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return str(value)
 
 
 class MetricsWriter:

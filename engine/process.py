@@ -37,7 +37,7 @@ from puffer_tui.engine.events import EventLog
 from puffer_tui.engine.fault_handling import FaultHandling, check_memory, tidy_leftovers
 from puffer_tui.engine.health import NonFiniteError, is_disk_full
 from puffer_tui.engine.metrics import MetricsWriter, truncate_after
-from puffer_tui.engine.protocol import palette_to_wire
+from puffer_tui.engine.protocol import MessageType, RunState, palette_to_wire, schema_to_wire
 from puffer_tui.engine.telemetry import Telemetry
 
 STATUS_INTERVAL = 1.0  # seconds between status.json updates while training
@@ -74,7 +74,7 @@ class Engine(FaultHandling):
             self.error = f"cannot load the run's config: {e}"
             self.events.error(self.error)
             rd.write_json_atomic(self.run_dir / rd.STATUS_FILE, {
-                "state": "error", "pid": os.getpid(), "error": self.error,
+                "state": RunState.ERROR, "pid": os.getpid(), "error": self.error,
                 "started": self.started, "updated": time.time()})
             return 1
         try:
@@ -83,7 +83,7 @@ class Engine(FaultHandling):
             self.error = str(e)
             self.events.error(self.error)
             rd.write_json_atomic(self.run_dir / rd.STATUS_FILE, {
-                "state": "error", "pid": os.getpid(), "error": self.error,
+                "state": RunState.ERROR, "pid": os.getpid(), "error": self.error,
                 "started": self.started, "updated": time.time()})
             return 2
         except Exception as e:  # an estimate that fails must not stop a run that may fit
@@ -107,11 +107,11 @@ class Engine(FaultHandling):
         try:
             code = self._train()
         except KeyboardInterrupt:
-            self.commands.state = "stopped"
+            self.commands.state = RunState.STOPPED
             self.events.warning("interrupted twice: exited without a final checkpoint")
             code = 130
         except BaseException as e:
-            self.commands.state = "error"
+            self.commands.state = RunState.ERROR
             self.error = f"{type(e).__name__}: {e}"
             self.events.error(f"engine crashed: {self.error}\n{traceback.format_exc()}")
             code = 1
@@ -133,7 +133,7 @@ class Engine(FaultHandling):
         if self.metrics.tensorboard_error:
             self.events.warning(f"TensorBoard is installed but unusable, metrics.jsonl only "
                                 f"({self.metrics.tensorboard_error})")
-        self.commands.state = "running"
+        self.commands.state = RunState.RUNNING
         self.write_status(force=True)
         self.server.publish_telemetry_now()
         while True:
@@ -154,7 +154,7 @@ class Engine(FaultHandling):
             self.write_status()
         if self.trainer.done and not self.commands.stop_requested:
             path = self._final_checkpoint()
-            self.commands.state = "finished"
+            self.commands.state = RunState.FINISHED
             self.events.info(f"training finished at step {self.trainer.global_step}; "
                              f"checkpoint {path}")
         else:
@@ -163,7 +163,7 @@ class Engine(FaultHandling):
                 self.events.info(f"stopped at step {self.trainer.global_step}; checkpoint {path}")
             else:
                 self.events.info(f"stopped at step {self.trainer.global_step} without a checkpoint")
-            self.commands.state = "stopped"
+            self.commands.state = RunState.STOPPED
         return 0
 
     def _restore(self) -> None:
@@ -184,7 +184,7 @@ class Engine(FaultHandling):
     def _shutdown(self, previous_handlers) -> None:
         final = None
         try:
-            final = {"type": "telemetry", **self.telemetry.snapshot()} if self.telemetry else None
+            final = {"type": MessageType.TELEMETRY, **self.telemetry.snapshot()} if self.telemetry else None
         except Exception:
             pass
         try:
@@ -258,12 +258,7 @@ class Engine(FaultHandling):
             "run_dir": str(self.run_dir),
             "env": config.env_name,
             "config": config.as_dict(),
-            "schema": [
-                {"section": s.section, "name": s.name, "type": s.type.__name__,
-                 "default": s.default, "low": s.low, "high": s.high, "help": s.help,
-                 "live": s.live, "choices": list(s.choices) if s.choices else None}
-                for s in schema(config.env_name)
-            ],
+            "schema": schema_to_wire(schema(config.env_name)),
             "palette": palette_to_wire(cls.palette),
             "frame_shape": list(layout.frame_shape) if layout.frame_shape else None,
             "num_envs": config.vec.num_envs,

@@ -7,12 +7,41 @@ described in docs/protocol.md.
 from __future__ import annotations
 
 import json
+import math
+from enum import StrEnum
 
-from puffer_tui.engine.config import ConfigError, live_specs, spec_for
-from puffer_tui.engine.metrics import json_safe
+from puffer_tui.engine.config import ConfigError, FieldSpec, live_specs, spec_for
 
 PROTOCOL_VERSION = 1
 MAX_MESSAGE = 1 << 20  # bytes per line, newline excluded
+
+
+class RunState(StrEnum):
+    """An engine's state, in hello/status/telemetry and in status.json. Members equal their
+    strings, so JSON written or read as plain text compares as before."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    PAUSED = "paused"
+    STOPPING = "stopping"
+    FINISHED = "finished"
+    STOPPED = "stopped"
+    ERROR = "error"
+
+
+# states while the engine lives, and the final ones written to status.json at exit
+LIVE_STATES = (RunState.STARTING, RunState.RUNNING, RunState.PAUSED, RunState.STOPPING)
+FINAL_STATES = (RunState.FINISHED, RunState.STOPPED, RunState.ERROR)
+
+
+class MessageType(StrEnum):
+    """The `type` of a server push (replies carry an `id` instead; the client files them as
+    REPLY in its push queue)."""
+
+    TELEMETRY = "telemetry"
+    EVENT = "event"
+    FRAME = "frame"
+    REPLY = "reply"
 
 # command -> the argument names it accepts
 COMMANDS = {
@@ -29,6 +58,21 @@ COMMANDS = {
 QUEUED = ("pause", "resume", "set", "checkpoint", "stop")
 
 
+def json_safe(value):
+    """Numbers JSON can carry: NaN and infinities become None (JSON has no spelling for them)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if hasattr(value, "item"):  # numpy / torch scalars
+        return json_safe(value.item())
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return str(value)
+
+
 class RequestError(ValueError):
     """A malformed request or bad arguments; `request_id` is the id to answer (or None)."""
 
@@ -40,6 +84,21 @@ class RequestError(ValueError):
 def encode(message: dict) -> bytes:
     """One line of the wire format (NaN and infinities become null)."""
     return json.dumps(json_safe(message), separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def encode_request(request_id: int, cmd: str, args: dict | None = None) -> bytes:
+    """One request line, as a client sends it."""
+    message = {"id": request_id, "cmd": cmd}
+    if args:
+        message["args"] = args
+    return encode(message)
+
+
+def split_lines(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """The complete lines in `buffer` (newlines stripped, blank ones dropped) and the
+    unfinished rest to keep for the next read."""
+    *lines, rest = buffer.split(b"\n")
+    return [line for line in lines if line.strip()], rest
 
 
 def error_reply(request_id: int | None, text: str) -> dict:
@@ -112,6 +171,33 @@ def check_set(args: dict, env_name: str) -> dict:
         raise RequestError(str(e)) from None
 
 
+# -- the field schema in hello: what the hyperparameter editor is built from ----------------
+
+_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def schema_to_wire(specs) -> list[dict]:
+    """FieldSpecs as hello's `schema` list."""
+    return [{"section": s.section, "name": s.name, "type": s.type.__name__,
+             "default": s.default, "low": s.low, "high": s.high, "help": s.help,
+             "live": s.live, "choices": list(s.choices) if s.choices else None}
+            for s in specs]
+
+
+def spec_from_wire(field: dict) -> FieldSpec:
+    """schema_to_wire undone for one entry: the FieldSpec the engine checks values with."""
+    choices = field.get("choices")
+    return FieldSpec(
+        field["section"], field["name"], _TYPES.get(field.get("type"), str), field.get("default"),
+        field.get("low"), field.get("high"), field.get("help", ""), bool(field.get("live")),
+        tuple(choices) if choices else None,
+    )
+
+
+def schema_from_wire(fields: list[dict] | None) -> list[FieldSpec]:
+    return [spec_from_wire(f) for f in fields or []]
+
+
 # -- frames and palettes: what every renderer draws (the dashboard, the eval window) ----------
 
 def frame_message(env: int, tiles) -> dict:
@@ -119,7 +205,7 @@ def frame_message(env: int, tiles) -> dict:
     import base64
 
     height, width = tiles.shape
-    return {"type": "frame", "env": int(env), "height": int(height), "width": int(width),
+    return {"type": MessageType.FRAME, "env": int(env), "height": int(height), "width": int(width),
             "tiles": base64.b64encode(tiles.tobytes()).decode("ascii")}
 
 

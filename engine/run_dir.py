@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from puffer_tui.engine.atomic_write import write_atomic
+from puffer_tui.engine.protocol import LIVE_STATES, RunState
 
 RUNS_ENV_VAR = "PUFFER_TUI_RUNS"
 DEFAULT_RUNS_ROOT = "runs"
@@ -31,10 +32,6 @@ PID_FILE = "engine.pid"
 STATUS_FILE = "status.json"
 ENGINE_OUT_FILE = "engine.out"
 RUN_DIR_MODE = 0o700  # owner only, like the control socket (0600)
-
-# engine states while alive, and the final ones written to status.json at exit
-LIVE_STATES = ("starting", "running", "paused", "stopping")
-FINAL_STATES = ("finished", "stopped", "error")
 
 
 class RunDirError(ValueError):
@@ -167,7 +164,7 @@ def run_state(run_dir: str | os.PathLike, status: dict | None = None) -> str:
         return "new"
     if state in LIVE_STATES:
         # A live state with no live process: the engine was killed before it could say so.
-        return state if engine_alive(status) else "error"
+        return state if engine_alive(status) else RunState.ERROR
     return state
 
 
@@ -194,8 +191,8 @@ def run_info(run_dir: str | os.PathLike) -> RunInfo:
     if isinstance(status.get("global_step"), int):
         steps = max(steps or 0, status["global_step"])
     checkpoints = sorted((run_dir / CHECKPOINT_DIR).glob("*.pt"))
-    detail = status.get("error", "") if state == "error" else ""
-    if state == "error" and not detail and status.get("state") in LIVE_STATES:
+    detail = status.get("error", "") if state == RunState.ERROR else ""
+    if state == RunState.ERROR and not detail and status.get("state") in LIVE_STATES:
         detail = "the engine died without reporting why (killed?)"
     return RunInfo(
         path=run_dir, name=run_dir.name, env=env, state=state, global_step=steps,

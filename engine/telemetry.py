@@ -11,6 +11,7 @@ import os
 import time
 
 from puffer_tui.engine.config import live_specs
+from puffer_tui.engine.protocol import RunState
 
 LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac",
              "explained_variance")
@@ -35,7 +36,7 @@ class Telemetry:
         step = int(progress.get("global_step", row.get("global_step", 0)) or 0)
         sps = float(progress.get("sps", row.get("sps", 0.0)) or 0.0)
         state = engine.commands.state
-        if state != "running":
+        if state != RunState.RUNNING:
             sps = 0.0  # "SPS now": nothing is stepping while paused, stopping or finished
         eta = (total - step) / sps if sps > 0 else None
         live_config = getattr(trainer, "config", None) or config

@@ -15,7 +15,7 @@ from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from puffer_tui.app.telemetry_store import FINAL_STATES, TelemetryStore
+from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.cpu_panel import CpuPanel
 from puffer_tui.app.widgets.env_render import EnvRender
 from puffer_tui.app.widgets.episode_stats import EpisodeStats
@@ -24,7 +24,7 @@ from puffer_tui.app.widgets.loss_panel import LossPanel
 from puffer_tui.app.widgets.run_header import RunHeader
 from puffer_tui.app.widgets.sps_history import SpsHistory
 from puffer_tui.app.widgets.timing_bars import TimingBars
-from puffer_tui.engine.protocol import palette_from_wire
+from puffer_tui.engine.protocol import FINAL_STATES, RunState, palette_from_wire
 
 # keys that need a live engine (hidden once the run has ended or the link is gone)
 STEERING = ("pause", "resume", "checkpoint", "stop", "hyperparameters")
@@ -188,9 +188,9 @@ class DashboardScreen(Screen):
             return self.app.link is None and (self.store.state in FINAL_STATES
                                               or self.app.link_state == "disconnected")
         if action == "pause":
-            return state != "paused"
+            return state != RunState.PAUSED
         if action == "resume":
-            return state == "paused"
+            return state == RunState.PAUSED
         return True
 
     def action_pause(self) -> None:

@@ -17,18 +17,7 @@ from textual.widgets import Footer, Input, Label, Static
 
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.engine.config import ConfigError, FieldSpec
-
-TYPES = {"int": int, "float": float, "bool": bool, "str": str}
-
-
-def spec_from_wire(field: dict) -> FieldSpec:
-    """A FieldSpec from one entry of hello's `schema` list."""
-    choices = field.get("choices")
-    return FieldSpec(
-        field["section"], field["name"], TYPES.get(field.get("type"), str), field.get("default"),
-        field.get("low"), field.get("high"), field.get("help", ""), bool(field.get("live")),
-        tuple(choices) if choices else None,
-    )
+from puffer_tui.engine.protocol import schema_from_wire
 
 
 def current_values(store: TelemetryStore) -> dict:
@@ -98,7 +87,7 @@ class HyperparameterScreen(Screen):
     def __init__(self, store: TelemetryStore):
         super().__init__()
         self.store = store
-        self.specs = [spec_from_wire(f) for f in store.hello.get("schema") or []]
+        self.specs = schema_from_wire(store.hello.get("schema"))
         self.key_width = name_width(self.specs)
 
     def compose(self) -> ComposeResult:

@@ -21,8 +21,8 @@ from textual.widgets.option_list import Option
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
 from puffer_tui.engine.config import ConfigError, load_config, schema
 from puffer_tui.engine.env_catalogue import describe_envs
+from puffer_tui.engine.protocol import LIVE_STATES
 
-LIVE_RUN_STATES = ("starting", "running", "paused", "stopping")
 FORM_DELAY_S = 0.15  # the preset form follows the env cursor once it rests this long
 
 
@@ -136,8 +136,8 @@ class LauncherScreen(Screen):
             runs.add_option(Option(Text("no runs yet", style="dim"), id="none", disabled=True))
         for info in infos:
             text = Text(no_wrap=True, overflow="ellipsis")
-            text.append(info.name, "bold" if info.state in LIVE_RUN_STATES else "")
-            text.append(f"\n  {info.state}", "green" if info.state in LIVE_RUN_STATES else "dim")
+            text.append(info.name, "bold" if info.state in LIVE_STATES else "")
+            text.append(f"\n  {info.state}", "green" if info.state in LIVE_STATES else "dim")
             if info.global_step:
                 text.append(f", {info.global_step:,} steps", "dim")
             runs.add_option(Option(text, id=str(info.path)))
@@ -165,7 +165,7 @@ class LauncherScreen(Screen):
             await self.action_start()
         elif event.option_list.id == "runs" and event.option.id != "none":
             path = Path(event.option.id)
-            if getattr(self, "_run_states", {}).get(event.option.id) in LIVE_RUN_STATES:
+            if getattr(self, "_run_states", {}).get(event.option.id) in LIVE_STATES:
                 self.app.open_run(path, attach=True)
             else:
                 self.app.resume_run(path)

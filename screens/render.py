@@ -10,7 +10,7 @@ from textual.widgets import Footer
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.env_render import EnvRender
 from puffer_tui.app.widgets.run_header import RunHeader
-from puffer_tui.engine.protocol import palette_from_wire
+from puffer_tui.engine.protocol import RunState, palette_from_wire
 
 REFRESH_S = 1 / 15  # frames arrive at up to ~15 Hz
 
@@ -69,7 +69,7 @@ class RenderScreen(Screen):
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         # p says what it will do (Pause or Resume), and only while there is a run to steer
         if action in ("pause", "resume"):
-            paused = self.store.state == "paused"
+            paused = self.store.state == RunState.PAUSED
             return self.app.can_steer() and paused == (action == "resume")
         return True
 

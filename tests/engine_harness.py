@@ -6,6 +6,7 @@ import time
 
 from puffer_tui.engine import config as cfg
 from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.protocol import LIVE_STATES
 
 # Small and quick on 2 shared cores: 64 envs, 4096-step epochs, one torch thread.
 TINY = {
@@ -72,7 +73,7 @@ def kill_engine(run) -> None:
     import signal
 
     status = rd.read_status(run)
-    if rd.run_state(run, status) not in rd.LIVE_STATES:
+    if rd.run_state(run, status) not in LIVE_STATES:
         return  # finished, stopped, crashed, or never started: nothing to clean up
     for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 5.0)):
         try:

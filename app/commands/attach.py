@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import sys
 
-LIVE = ("starting", "running", "paused", "stopping")
-
 
 def add_parser(sub, name, help_text):
     p = sub.add_parser(name, help=help_text, description=help_text)
@@ -24,18 +22,19 @@ def choose_run(run_name: str | None, runs_dir: str | None):
     """The run to attach to; RunDirError naming why there is none."""
     from puffer_tui.app.commands.train import resume_advice
     from puffer_tui.engine import run_dir as rd
+    from puffer_tui.engine.protocol import LIVE_STATES
 
     root = rd.runs_root(runs_dir)
     if run_name:
         path = rd.find_run(run_name, root)
         state = rd.run_state(path)
-        if state not in LIVE:
+        if state not in LIVE_STATES:
             raise rd.RunDirError(f"{path.name} is not training (state: {state}); "
                                  f"{resume_advice(path)}")
         return path
     runs = rd.list_runs(root)
     for path in reversed(runs):
-        if rd.run_state(path) in LIVE:
+        if rd.run_state(path) in LIVE_STATES:
             return path.resolve()
     if not runs:
         raise rd.RunDirError(f"no runs in {root}; start one with `puffer-tui train ENV`")
