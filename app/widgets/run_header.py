@@ -7,16 +7,17 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from puffer_tui.app.widgets.format import bar, duration, human
+from puffer_tui.engine.protocol import RunState
 
 STATE_STYLES = {
-    "running": "bold green",
-    "paused": "bold yellow",
-    "starting": "bold cyan",
-    "stopping": "bold magenta",
-    "finished": "bold blue",
-    "stopped": "bold blue",
+    RunState.RUNNING: "bold green",
+    RunState.PAUSED: "bold yellow",
+    RunState.STARTING: "bold cyan",
+    RunState.STOPPING: "bold magenta",
+    RunState.FINISHED: "bold blue",
+    RunState.STOPPED: "bold blue",
     "starting engine": "bold cyan",
-    "error": "bold white on red",
+    RunState.ERROR: "bold white on red",
     "connecting": "bold cyan",
     "not responding": "bold white on dark_orange3",
     "disconnected": "bold white on red",
@@ -74,7 +75,7 @@ class RunHeader(Widget):
         width = max(self.size.width - len(left) - len(right), 4)
         bottom = Text(no_wrap=True, overflow="ellipsis")
         bottom.append(left)
-        bottom.append(bar(fraction, width), "green" if state != "error" else "red")
+        bottom.append(bar(fraction, width), "green" if state != RunState.ERROR else "red")
         bottom.append(right, "bold")
         return bottom
 

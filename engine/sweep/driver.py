@@ -19,6 +19,7 @@ from pathlib import Path
 
 from puffer_tui.engine import config as cfg
 from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.protocol import RunState
 from puffer_tui.engine.run_dir import socket_answers
 from puffer_tui.engine.sweep import objective as obj
 from puffer_tui.engine.sweep import settings as st
@@ -46,7 +47,7 @@ class Driver:
         self.ident = sd.driver_id()
         self.running: dict[int, tuple] = {}  # number -> (optuna Trial, TrialRun, slot)
         self.stopping: str | None = None  # why the sweep ends early
-        self.state = "starting"
+        self.state = RunState.STARTING
         self.failures = 0
         self.started = time.time()
         self.study = None
@@ -71,14 +72,14 @@ class Driver:
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda signum, _f: self.request_stop(signal.Signals(signum).name))
         code = 0
-        self.state = "running"
+        self.state = RunState.RUNNING
         try:
             self.loop()
-            self.state = "stopped" if self.stopping else "finished"
+            self.state = RunState.STOPPED if self.stopping else RunState.FINISHED
             if self.failures_exceeded():
-                self.state, code = "error", 1
+                self.state, code = RunState.ERROR, 1
         except BaseException as e:
-            self.state, code = "error", 1
+            self.state, code = RunState.ERROR, 1
             self.stopping = f"driver crashed: {type(e).__name__}: {e}"
             print(traceback.format_exc(), file=sys.stderr, flush=True)
             self.wind_down()
@@ -210,18 +211,18 @@ class Driver:
         if score is not None:
             trial.set_user_attr("score", score)
         state = run.state()
-        if state == "finished" and score is not None:  # a stop that came too late changes nothing
+        if state == RunState.FINISHED and score is not None:  # a stop that came too late changes nothing
             values = obj.objective_values(self.settings.objective, score, run.seconds)
             self.study.tell(trial, values)
             print(f"trial {trial.number} complete: {values}", flush=True)
-        elif run.stop_reason == "pruned" or (run.stop_reason is None and state == "stopped"):
+        elif run.stop_reason == "pruned" or (run.stop_reason is None and state == RunState.STOPPED):
             if run.stop_reason is None:
                 trial.set_user_attr("stopped_by", "a client of the trial's engine")
             self.study.tell(trial, state=TrialState.PRUNED)
             print(f"trial {trial.number} pruned at epoch {last.get('epoch')}", flush=True)
         elif run.stop_reason is not None:
             self.fail(trial, run.stop_reason)
-        elif state != "finished":
+        elif state != RunState.FINISHED:
             self.fail(trial, run.error_text())
         else:
             self.fail(trial, f"the run finished without a {self.settings.metric!r} metric in "

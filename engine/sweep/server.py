@@ -18,6 +18,7 @@ from puffer_tui.engine.protocol import (
     MAX_MESSAGE,
     PROTOCOL_VERSION,
     RequestError,
+    RunState,
     encode,
     error_reply,
     oversized_reply,
@@ -104,4 +105,4 @@ class SweepServer:
         if cmd == "status":
             return {"id": request_id, "ok": True, **self.status()}
         self.stop_sweep()
-        return {"id": request_id, "ok": True, "state": "stopping"}
+        return {"id": request_id, "ok": True, "state": RunState.STOPPING}

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from puffer_tui.engine import config as cfg
 from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.protocol import RunState
 from puffer_tui.engine.sweep.control import ControlError, request
 
 STOP_GRACE = 30.0  # seconds a stopped engine gets before SIGKILL
@@ -115,7 +116,7 @@ class TrialRun:
 
     def fault(self) -> str | None:
         """The error that paused this run (NaN, full disk), if the engine waits on a person."""
-        if rd.read_status(self.run_dir).get("state") != "paused":
+        if rd.read_status(self.run_dir).get("state") != RunState.PAUSED:
             return None
         lines = _tail_lines(self.run_dir / rd.EVENTS_FILE, 1)
         return lines[-1] if lines and "[error]" in lines[-1] else None
