@@ -37,6 +37,7 @@ SOCKET_WAIT_S = 10.0  # how long to wait for the socket of an engine we attach t
 class PufferApp(App):
     TITLE = "puffer-tui"
     CSS = "Screen { background: $surface; }"
+    CSS_PATH = Path(__file__).with_name("panels.tcss")  # absolute: subclasses live elsewhere
 
     def __init__(self, run_dir: str | Path | None = None, attach: bool = False,
                  runs_root: str | Path | None = None):

@@ -13,14 +13,13 @@ from puffer_tui.app.widgets.format import bar, bytes_text, load_colour
 class CpuPanel(Widget):
     """One widget draws all the cores, so 2 or 256 cores cost the same number of widgets."""
 
+    DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
     DEFAULT_CSS = """
     CpuPanel {
         text-wrap: nowrap;
         text-overflow: ellipsis;
         height: 1fr;
         min-height: 5;
-        border: round $primary 50%;
-        border-title-color: $text-accent;
         padding: 0 1;
     }
     """

@@ -57,12 +57,10 @@ def frame_text(frame: Frame, palette: dict, max_width: int, max_height: int) -> 
 class EnvRender(Widget):
     """`frame` is the latest Frame; `palette` maps tile id -> (glyph, colour)."""
 
+    DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
     DEFAULT_CSS = """
     EnvRender {
         height: 1fr;
-        border: round $primary 50%;
-        border-title-color: $text-accent;
-        border-subtitle-color: $text-muted;
     }
     """
 

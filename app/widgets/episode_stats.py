@@ -26,14 +26,13 @@ def label(key: str, width: int) -> str:
 class EpisodeStats(Widget):
     """`history` is {field: values per epoch}; `trends` is {field: +1 / 0 / -1}."""
 
+    DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
     DEFAULT_CSS = """
     EpisodeStats {
         text-wrap: nowrap;
         text-overflow: ellipsis;
         height: 1fr;
         min-height: 5;
-        border: round $primary 50%;
-        border-title-color: $text-accent;
         padding: 0 1;
     }
     """

@@ -15,12 +15,11 @@ LEVEL_TAGS = {"info": "inf", "warning": "WRN", "error": "ERR", "app": "app"}
 
 
 class EventLog(RichLog):
+    DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
     DEFAULT_CSS = """
     EventLog {
         height: 1fr;
         min-height: 4;
-        border: round $primary 50%;
-        border-title-color: $text-accent;
         padding: 0 1;
         scrollbar-size-vertical: 1;
     }

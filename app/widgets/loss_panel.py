@@ -29,14 +29,12 @@ LABELS = {
 class LossPanel(Widget):
     """`curves` is {loss name: list of values per epoch}; `steps` the matching global steps."""
 
+    DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
     DEFAULT_CSS = """
     LossPanel {
         text-wrap: nowrap;
         text-overflow: ellipsis;
         height: 1fr;
-        border: round $primary 50%;
-        border-title-color: $text-accent;
-        border-subtitle-color: $text-muted;
     }
     LossPanel #loss-table { height: 3; padding: 0 1; text-wrap: nowrap; text-overflow: ellipsis; }
     LossPanel PlotextPlot { height: 1fr; }

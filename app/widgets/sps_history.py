@@ -26,12 +26,11 @@ def chart_points(samples: list[float], width: int) -> list[float]:
 
 
 class SpsHistory(Vertical):
+    DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
     DEFAULT_CSS = """
     SpsHistory {
         height: 1fr;
         min-height: 5;
-        border: round $primary 50%;
-        border-title-color: $text-accent;
         padding: 0 1;
     }
     SpsHistory > Static {

@@ -13,13 +13,12 @@ COLOURS = {"env": "green", "forward": "cyan", "copy": "magenta", "learn": "yello
 
 
 class TimingBars(Widget):
+    DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
     DEFAULT_CSS = """
     TimingBars {
         text-wrap: nowrap;
         text-overflow: ellipsis;
         height: 7;
-        border: round $primary 50%;
-        border-title-color: $text-accent;
         padding: 0 1;
     }
     """
