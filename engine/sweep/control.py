@@ -13,7 +13,7 @@ import socket
 import time
 from pathlib import Path
 
-from puffer_tui.engine.protocol import MAX_MESSAGE, encode
+from puffer_tui.engine.protocol import MAX_MESSAGE, encode_request, split_lines
 from puffer_tui.engine.run_dir import unix_address
 
 
@@ -30,11 +30,11 @@ def request(path: str | os.PathLike, cmd: str, args: dict | None = None,
     address, fd = unix_address(Path(path))
     try:
         sock.connect(address)
-        sock.sendall(encode({"id": 1, "cmd": cmd, "args": args or {}}))
+        sock.sendall(encode_request(1, cmd, args))
         buffer = b""
         while time.monotonic() < deadline:
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
+            lines, buffer = split_lines(buffer)
+            for line in lines:
                 message = _parse(line)
                 if message.get("id") == 1 and "ok" in message:
                     return message
