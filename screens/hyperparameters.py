@@ -11,11 +11,12 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static
 
 from puffer_tui.app.telemetry_store import TelemetryStore
+from puffer_tui.app.widgets.field_input import VALUE_WIDTH, FieldInput, value_text
 from puffer_tui.engine.config import ConfigError, FieldSpec
 from puffer_tui.engine.protocol import schema_from_wire
 
@@ -31,25 +32,16 @@ def current_values(store: TelemetryStore) -> dict:
     return values
 
 
-VALUE_WIDTH = 12  # the value column, editable or not
-
-
 def name_width(specs: list[FieldSpec]) -> int:
     """The name column fits the longest key (the value column then lines up for every row)."""
     return min(max((len(s.key) for s in specs), default=10) + 2, 32)
 
 
 class FieldRow(Vertical):
-    """One live field: name, input, bounds/help on one line; the latest verdict below it."""
+    """One live field: its input row (key, value, bounds/help); the latest verdict below it."""
 
     DEFAULT_CSS = """
     FieldRow { height: auto; }
-    FieldRow > Horizontal { height: 1; }
-    FieldRow .name { text-wrap: nowrap; text-overflow: ellipsis; }
-    FieldRow Input { width: 12; background: $boost; }
-    FieldRow Input.-invalid { color: $error; text-style: bold; }
-    FieldRow .about { width: 1fr; padding-left: 1; color: $text-muted; text-wrap: nowrap;
-                      text-overflow: ellipsis; }
     FieldRow .verdict { height: auto; display: none; }
     FieldRow .verdict.-shown { display: block; }
     """
@@ -57,17 +49,13 @@ class FieldRow(Vertical):
     def __init__(self, spec: FieldSpec, value, key_width: int):
         super().__init__(id=f"row-{spec.section}-{spec.name}")
         self.spec = spec
-        self.value = value
+        self.input_row = FieldInput(spec, value, spec.key, key_width,
+                                f"{spec.help} ({spec.bounds_text()})",
+                                input_id=f"input-{spec.section}-{spec.name}")
         self.key_width = key_width
 
     def compose(self) -> ComposeResult:
-        with Horizontal():
-            name = Label(self.spec.key, classes="name")
-            name.styles.width = self.key_width
-            yield name
-            yield Input(_text(self.value), id=f"input-{self.spec.section}-{self.spec.name}",
-                        compact=True)
-            yield Static(f"{self.spec.help} ({self.spec.bounds_text()})", classes="about")
+        yield self.input_row
         verdict = Static("", classes="verdict")
         verdict.styles.padding = (0, 0, 0, self.key_width)
         yield verdict
@@ -120,7 +108,7 @@ class HyperparameterScreen(Screen):
     def _readonly_line(self, spec: FieldSpec, value) -> Text:
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append(f"{spec.key:<{self.key_width}.{self.key_width}}")
-        line.append(f"{_text(value):<{VALUE_WIDTH}}", "bold")
+        line.append(f"{value_text(value):<{VALUE_WIDTH}}", "bold")
         line.append(f" {spec.help}", "dim")
         return line
 
@@ -128,20 +116,15 @@ class HyperparameterScreen(Screen):
         return next(a for a in widget.ancestors if isinstance(a, FieldRow))
 
     def on_input_changed(self, event: Input.Changed) -> None:
-        row = self._row(event.input)
-        try:
-            row.spec.coerce(event.value)
-        except ConfigError as e:
-            event.input.add_class("-invalid")
-            self._verdict(row, str(e), "red")
-        else:
-            event.input.remove_class("-invalid")
-            self._verdict(row, "", "")
+        # The Input has validated the text with its row's FieldValidator and marked itself.
+        result = event.validation_result
+        error = "" if result is None or result.is_valid else result.failure_descriptions[0]
+        self._verdict(self._row(event.input), error, "red" if error else "")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         row = self._row(event.input)
         try:
-            value = row.spec.coerce(event.value)
+            value = row.spec.coerce(event.value.strip())
         except ConfigError as e:
             # Refused here: nothing is sent to the engine.
             self._verdict(row, f"refused: {e}", "bold red")
@@ -170,11 +153,3 @@ class HyperparameterScreen(Screen):
         verdict = row.query_one(".verdict", Static)
         verdict.update(Text(text, style=style))
         verdict.set_class(bool(text), "-shown")
-
-
-def _text(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)

@@ -7,11 +7,13 @@ import re
 import time
 from pathlib import Path
 
+import pytest
 from test_app_keys import OfflineApp
 from test_app_launcher import LauncherApp, set_field
 from test_app_snapshots import screen_text
 
-from puffer_tui.app.widgets.override_form import OverrideForm
+from puffer_tui.app.widgets.field_input import FieldInput, FieldValidator
+from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
 from puffer_tui.engine import config as cfg
 from puffer_tui.engine import run_dir as rd
 from puffer_tui.screens.hyperparameters import HyperparameterScreen
@@ -110,3 +112,29 @@ async def test_editor_sends_nothing_once_the_run_has_ended():
         await pilot.pause(0.2)
         assert app.sent == []
         assert "not sent: the run is finished" in screen_text(app)
+
+
+def test_the_field_validator_is_the_schemas_own_check():
+    spec = cfg.spec_for("train.learning_rate")
+    with pytest.raises(cfg.ConfigError) as refused:
+        spec.coerce("-1")
+    result = FieldValidator(spec).validate("-1")
+    assert not result.is_valid and result.failure_descriptions == [str(refused.value)]
+    assert FieldValidator(spec).validate(" 0.02 ").is_valid
+
+
+async def test_editor_and_launcher_rows_are_one_widget_marking_refused_text():
+    app = OfflineApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("h")
+        await pilot.pause(0.2)
+        field = app.screen.query_one("#input-train-learning_rate")
+        assert isinstance(field.parent, FieldInput)
+        field.value = "-1"
+        await pilot.pause(0.1)
+        assert field.has_class("-invalid")
+        assert "train.learning_rate = -1.0 is out of bounds" in screen_text(app)
+        field.value = "0.02"
+        await pilot.pause(0.1)
+        assert not field.has_class("-invalid")
+    assert issubclass(OverrideRow, FieldInput)

@@ -8,61 +8,26 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.widgets import Input, Label, Static
 
+from puffer_tui.app.widgets.field_input import FieldInput
 from puffer_tui.engine.config import ConfigError, FieldSpec
 
 
-def value_text(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
-class OverrideRow(Horizontal):
-    """name (within its section), value, help: one line, cut with an ellipsis when narrow."""
+class OverrideRow(FieldInput):
+    """A new run's field: its name within its section (the section is the heading above),
+    the preset's value, help with bounds; "-changed" marks text that differs from the preset."""
 
     DEFAULT_CSS = """
-    OverrideRow { height: 1; }
-    OverrideRow .name { text-wrap: nowrap; text-overflow: ellipsis; }
-    OverrideRow Input { width: 12; background: $boost; }
-    OverrideRow Input.-invalid { color: $error; text-style: bold; }
     OverrideRow Input.-changed { color: $text-warning; }
-    OverrideRow .about { width: 1fr; padding-left: 1; color: $text-muted; text-wrap: nowrap;
-                         text-overflow: ellipsis; }
     """
 
     def __init__(self, spec: FieldSpec, preset_value, name_width: int = 24):
-        super().__init__()
-        self.spec = spec
-        self.preset_text = value_text(preset_value)
-        self.name_width = name_width
-
-    def compose(self) -> ComposeResult:
-        name = Label(self.spec.name, classes="name")  # the section is the heading above
-        name.styles.width = self.name_width
-        yield name
-        yield Input(self.preset_text, compact=True)
-        yield Static(self.about(), classes="about")
-
-    def about(self) -> str:
-        live = ", live" if self.spec.live else ""
-        return f"{self.spec.help} ({self.spec.bounds_text()}{live})"
-
-    @property
-    def text(self) -> str:
-        return self.query_one(Input).value.strip()
-
-    def check(self) -> str | None:
-        """The error for the current text, or None when it is valid."""
-        try:
-            self.spec.coerce(self.text)
-        except ConfigError as e:
-            return str(e)
-        return None
+        live = ", live" if spec.live else ""
+        super().__init__(spec, preset_value, spec.name, name_width,
+                         f"{spec.help} ({spec.bounds_text()}{live})")
+        self.preset_text = self.initial_text
 
 
 class OverrideForm(VerticalScroll):
@@ -94,8 +59,7 @@ class OverrideForm(VerticalScroll):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         row = next(a for a in event.input.ancestors if isinstance(a, OverrideRow))
-        error = row.check()
-        event.input.set_class(error is not None, "-invalid")
+        error = row.check()  # the Input itself has set "-invalid" from the same validator
         event.input.set_class(error is None and row.text != row.preset_text, "-changed")
         self.show_error(error or "")
 
