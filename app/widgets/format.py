@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import io
 import math
+
+from rich.console import Console
+from textual.renderables.sparkline import Sparkline
 
 
 def human(x: float | None, digits: int = 3) -> str:
@@ -80,14 +84,13 @@ def bar(fraction: float, width: int) -> str:
     return text.ljust(width)
 
 
-SPARKS = "▁▂▃▄▅▆▇█"
+_CONSOLE = Console(file=io.StringIO(), width=1000)  # only renders a sparkline's segments
 
 
 def spark(values: list[float], width: int) -> str:
-    """A one-line sparkline of the last `width` values."""
+    """A one-line sparkline of the last `width` values (Textual's Sparkline, one per column)."""
     values = [v for v in values[-width:] if math.isfinite(v)]
     if not values:
         return ""
-    lo, hi = min(values), max(values)
-    span = hi - lo or 1.0
-    return "".join(SPARKS[min(7, int((v - lo) / span * 7.999))] for v in values)
+    line = Sparkline(values, width=len(values), height=1)
+    return "".join(segment.text for segment in _CONSOLE.render(line))
