@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from puffer_tui.app.telemetry_store import Event
+from puffer_tui.engine.metrics import grouped
 from puffer_tui.engine.run_dir import EVENTS_FILE, METRICS_FILE
 
 TAIL_BYTES = 4 * 1024 * 1024  # the last few MiB are plenty for the stores' capacities
@@ -29,6 +30,7 @@ def _tail_lines(path: Path, max_bytes: int = TAIL_BYTES) -> list[str]:
 
 
 def read_metric_rows(run_dir: Path) -> list[dict]:
+    """The file's flat rows regrouped as the trainer made them (losses, timing, env...)."""
     rows = []
     for line in _tail_lines(Path(run_dir) / METRICS_FILE):
         try:
@@ -36,7 +38,7 @@ def read_metric_rows(run_dir: Path) -> list[dict]:
         except ValueError:
             continue  # a torn last line (a killed engine)
         if isinstance(row, dict):
-            rows.append(row)
+            rows.append(grouped(row))
     return rows
 
 

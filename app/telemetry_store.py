@@ -13,12 +13,14 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from puffer_tui.engine.protocol import MessageType, RunState, frame_from_wire
-
-LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac", "explained_variance")
-TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")
-# metrics.jsonl columns that are neither losses nor episode statistics
-ROW_KEYS = {"epoch", "global_step", "sps", "uptime", "learning_rate", *LOSS_KEYS}
+from puffer_tui.engine.protocol import (
+    ENV,
+    LOSS_KEYS,
+    LOSSES,
+    MessageType,
+    RunState,
+    frame_from_wire,
+)
 
 
 @dataclass
@@ -106,18 +108,16 @@ class TelemetryStore:
         self.version += 1
 
     def load_history(self, rows: list[dict], events: list[Event]) -> None:
-        """What happened before this client connected: metrics.jsonl rows (one per epoch)
-        and events.log entries. Pushed events already here are not repeated."""
+        """What happened before this client connected: metrics.jsonl rows (one per epoch,
+        grouped as run_history reads them) and events.log entries. Pushed events already here are not repeated."""
         for row in rows[-self.epoch_capacity:]:
             epoch = row.get("epoch")
             if not isinstance(epoch, int) or epoch <= (self._last_epoch or 0):
                 continue
             if isinstance(row.get("sps"), (int, float)) and math.isfinite(row["sps"]):
                 self.sps.append(float(row["sps"]))  # one sample per epoch: the shape, roughly
-            self._epoch_row(epoch, row.get("global_step", 0),
-                            {k: row[k] for k in LOSS_KEYS if k in row},
-                            {k: v for k, v in row.items() if k not in ROW_KEYS
-                             and not k.startswith("timing_")})
+            self._epoch_row(epoch, row.get("global_step", 0), row.get(LOSSES) or {},
+                            row.get(ENV) or {})
         # The file's entries happened first; within one second (the file's resolution) they
         # stay ahead of what was pushed or said by the app since connecting.
         from_file = {_event_key(e) for e in events}

@@ -45,6 +45,7 @@ class SolveResult:
 def train_until_solved(config, metric: str, threshold: float, min_episodes: int = 1,
                        consecutive: int = 2, on_epoch=None) -> SolveResult:
     """Train with `config` until solved or train.total_timesteps is spent."""
+    from puffer_tui.engine.metrics import flatten
     from puffer_tui.engine.trainer import Trainer
 
     result = SolveResult(config.env_name, False, metric, threshold)
@@ -52,7 +53,7 @@ def train_until_solved(config, metric: str, threshold: float, min_episodes: int 
     with Trainer(config) as trainer:
         result.parameters = trainer.policy.num_parameters()
         while not trainer.done:
-            row = trainer.run_epoch()
+            row = flatten(trainer.run_epoch())  # metrics.jsonl's columns: metric names as sweeps use
             if on_epoch:
                 on_epoch(row)
             value = row.get(metric)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 
-TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")
+from puffer_tui.engine.protocol import TIMING, TIMING_KEYS
 
 
 def add_arguments(p):
@@ -37,7 +37,7 @@ def measure(config, seconds: float) -> dict:
             row = trainer.run_epoch()
             epochs += 1
             for key in TIMING_KEYS:
-                totals[key] += float(row.get(f"timing_{key}", 0.0))
+                totals[key] += float(row[TIMING].get(key, 0.0))
             elapsed = time.perf_counter() - start
             if elapsed >= seconds or trainer.done:
                 break

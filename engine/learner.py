@@ -14,12 +14,14 @@ import torch
 
 from puffer_tui.engine.advantage import compute_advantage
 from puffer_tui.engine.ppo_loss import normalize_advantages, ppo_loss
+from puffer_tui.engine.protocol import LOSS_KEYS
 from puffer_tui.engine.sampling import annealed_beta, sample_segments, segment_priorities
 from puffer_tui.engine.schedule import START, Anchor, learning_rate, progress
 
 __all__ = ["Learner", "explained_variance", "learning_rate"]
 
-STAT_NAMES = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac")
+# averaged over minibatches (explained variance is computed once, over the whole batch)
+STAT_NAMES = tuple(k for k in LOSS_KEYS if k != "explained_variance")
 
 
 def explained_variance(values: torch.Tensor, returns: torch.Tensor, valid: torch.Tensor) -> float:

@@ -17,7 +17,16 @@ import os
 from pathlib import Path
 
 from puffer_tui.engine.atomic_write import write_atomic
-from puffer_tui.engine.protocol import json_safe
+from puffer_tui.engine.protocol import (
+    ENV,
+    LOSS_KEYS,
+    LOSSES,
+    METRIC_GROUPS,
+    ROW_KEYS,
+    TIMING,
+    TIMING_PCT,
+    json_safe,
+)
 from puffer_tui.engine.run_dir import METRICS_FILE
 
 TENSORBOARD_DIR = "tensorboard"
@@ -52,15 +61,17 @@ class MetricsWriter:
                 self.tensorboard_error = f"{type(e).__name__}: {e}"
 
     def write(self, row: dict) -> None:
-        """Append `row`; on OSError (disk full) it stays pending and the error is raised."""
+        """Append the trainer's nested `row` (flattened, see `flatten`); on OSError (disk full)
+        it stays pending and the error is raised."""
         row = json_safe(row)
-        self._pending.append((json.dumps(row, separators=(",", ":")) + "\n").encode("utf-8"))
+        line = json.dumps(flatten(row), separators=(",", ":")) + "\n"
+        self._pending.append(line.encode("utf-8"))
         self.flush_pending()
         if self._tb is not None:
             step = row.get("global_step", 0)
-            for key, value in row.items():
+            for tag, value in _tb_scalars(row):
                 if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    self._tb.add_scalar(_tb_tag(key), value, step)
+                    self._tb.add_scalar(tag, value, step)
 
     def flush_pending(self) -> None:
         while self._pending:
@@ -119,17 +130,54 @@ def remove_torn_tail(path: Path) -> int:
         return 0
 
 
-def _tb_tag(key: str) -> str:
-    if key.startswith("timing_pct_"):
-        return "timing_pct/" + key[len("timing_pct_"):]
-    if key.startswith("timing_"):
-        return "timing/" + key[len("timing_"):]
-    if key in ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac",
-               "explained_variance"):
-        return "losses/" + key
-    if key in ("sps", "uptime", "learning_rate", "epoch", "global_step"):
-        return "train/" + key
-    return "env/" + key
+# metrics.jsonl columns of the groups: losses bare, timing prefixed; env stats bare unless
+# the name is taken by a trainer column, then "env/<name>" (flatten and grouped are inverses)
+_FLAT_PREFIX = {LOSSES: "", TIMING: "timing_", TIMING_PCT: "timing_pct_"}
+
+
+def _env_column(key: str) -> str:
+    taken = (key in ROW_KEYS or key in LOSS_KEYS or key.startswith(("timing_", "env/")))
+    return f"{ENV}/{key}" if taken else key
+
+
+def flatten(row: dict) -> dict:
+    """The trainer's nested row as one flat metrics.jsonl line (the file's columns have kept
+    their names: policy_loss, timing_env, timing_pct_env, score...)."""
+    flat = {}
+    for key, value in row.items():
+        if key == ENV and isinstance(value, dict):
+            flat.update({_env_column(k): v for k, v in value.items()})
+        elif key in _FLAT_PREFIX and isinstance(value, dict):
+            flat.update({_FLAT_PREFIX[key] + k: v for k, v in value.items()})
+        else:
+            flat[key] = value
+    return flat
+
+
+def grouped(flat: dict) -> dict:
+    """flatten undone: a metrics.jsonl row as the trainer's nested row."""
+    row: dict = {group: {} for group in METRIC_GROUPS}
+    for key, value in flat.items():
+        if key in ROW_KEYS:
+            row[key] = value
+        elif key in LOSS_KEYS:
+            row[LOSSES][key] = value
+        elif key.startswith("timing_pct_"):
+            row[TIMING_PCT][key[len("timing_pct_"):]] = value
+        elif key.startswith("timing_"):
+            row[TIMING][key[len("timing_"):]] = value
+        else:
+            row[ENV][key.removeprefix(f"{ENV}/")] = value
+    return row
+
+
+def _tb_scalars(row: dict):
+    """(tag, value) of every number in the nested row: "<group>/<name>", "train/<name>"."""
+    for key, value in row.items():
+        if isinstance(value, dict):
+            yield from ((f"{key}/{k}", v) for k, v in value.items())
+        else:
+            yield f"train/{key}", value
 
 
 def read_metrics(run_dir: str | os.PathLike) -> list[dict]:

@@ -34,6 +34,16 @@ LIVE_STATES = (RunState.STARTING, RunState.RUNNING, RunState.PAUSED, RunState.ST
 FINAL_STATES = (RunState.FINISHED, RunState.STOPPED, RunState.ERROR)
 
 
+# Metric groups: the trainer's epoch row nests its numbers by who made them (CleanRL style), so
+# an env stat named like a trainer number cannot overwrite it. The row's own top-level numbers:
+ROW_KEYS = ("epoch", "global_step", "sps", "uptime", "learning_rate")
+LOSSES, TIMING, TIMING_PCT, ENV = "losses", "timing", "timing_pct", "env"
+METRIC_GROUPS = (LOSSES, TIMING, TIMING_PCT, ENV)
+LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac",
+             "explained_variance")
+TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")  # where an epoch's wall time goes
+
+
 class MessageType(StrEnum):
     """The `type` of a server push (replies carry an `id` instead; the client files them as
     REPLY in its push queue)."""

@@ -11,13 +11,7 @@ import os
 import time
 
 from puffer_tui.engine.config import live_specs
-from puffer_tui.engine.protocol import RunState
-
-LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac",
-             "explained_variance")
-TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")
-# row fields that are the trainer's own; everything else in a row is the env's log
-TRAINER_KEYS = {"epoch", "global_step", "sps", "uptime", "learning_rate", *LOSS_KEYS}
+from puffer_tui.engine.protocol import ENV, LOSSES, TIMING, TIMING_PCT, RunState
 
 
 class Telemetry:
@@ -52,12 +46,11 @@ class Telemetry:
             "uptime": float(progress.get("uptime", row.get("uptime", 0.0)) or 0.0),
             "eta": eta,
             "learning_rate": row.get("learning_rate", live_config.train.learning_rate),
-            "losses": {k: row[k] for k in LOSS_KEYS if k in row},
-            "timing": {k: row[f"timing_{k}"] for k in TIMING_KEYS if f"timing_{k}" in row},
-            "timing_pct": {k: row[f"timing_pct_{k}"] for k in TIMING_KEYS
-                           if f"timing_pct_{k}" in row},
-            "stats": {k: v for k, v in row.items()
-                      if k not in TRAINER_KEYS and not k.startswith("timing_")},
+            # the trainer's groups as it made them (the row is nested, nothing to pick apart)
+            "losses": dict(row.get(LOSSES) or {}),
+            "timing": dict(row.get(TIMING) or {}),
+            "timing_pct": dict(row.get(TIMING_PCT) or {}),
+            "stats": dict(row.get(ENV) or {}),
             "hyperparameters": {
                 s.key: getattr(getattr(live_config, s.section), s.name) for s in live_specs()
             },

@@ -12,7 +12,9 @@ from contextlib import contextmanager
 
 import torch
 
-SECTIONS = ("env", "forward", "copy", "learn", "misc")
+from puffer_tui.engine.protocol import TIMING, TIMING_KEYS, TIMING_PCT
+
+SECTIONS = TIMING_KEYS
 
 
 class Timing:
@@ -35,10 +37,9 @@ class Timing:
             self.seconds[name] += time.perf_counter() - start
 
     def metrics(self, total: float) -> dict:
-        """timing_<section> seconds and timing_pct_<section> percent; misc = total - the rest."""
+        """The timing groups: seconds and percent per section; misc = total - the rest."""
         measured = sum(v for k, v in self.seconds.items() if k != "misc")
         self.seconds["misc"] = max(total - measured, 0.0)
-        row = {f"timing_{k}": float(v) for k, v in self.seconds.items()}
         denominator = max(total, 1e-12)
-        row.update({f"timing_pct_{k}": 100.0 * v / denominator for k, v in self.seconds.items()})
-        return row
+        return {TIMING: {k: float(v) for k, v in self.seconds.items()},
+                TIMING_PCT: {k: 100.0 * v / denominator for k, v in self.seconds.items()}}

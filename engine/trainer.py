@@ -2,7 +2,7 @@
 
     trainer = Trainer(load_config("squared"))
     while not trainer.done:
-        row = trainer.run_epoch()          # flat metrics: losses, SPS, timing, episode stats
+        row = trainer.run_epoch()          # epoch, SPS...; losses, timing, env groups
 
 The engine process sets `trainer.safe_point` to apply queued commands (pause, set, stop...)
 between env steps and between minibatches; time blocked there is not training time.
@@ -49,6 +49,7 @@ from puffer_tui.engine.config import (
 from puffer_tui.engine.episode_log import EpisodeLog
 from puffer_tui.engine.learner import Learner
 from puffer_tui.engine.policy import make_policy
+from puffer_tui.engine.protocol import ENV, LOSS_KEYS, LOSSES
 from puffer_tui.engine.rollout import RolloutBuffer
 from puffer_tui.engine.schedule import START, learning_rate, resumed_anchor
 from puffer_tui.engine.timing import Timing
@@ -217,10 +218,11 @@ class Trainer:
         self.epoch += 1
         self.uptime = self._uptime_start + elapsed
         row = {"epoch": self.epoch, "global_step": self.global_step,
-               "sps": steps / max(elapsed, 1e-9), "uptime": self.uptime}
-        row.update({k: v for k, v in stats.items() if k != "minibatches"})
-        row.update(self.timing.metrics(elapsed))
-        row.update(log.summary())
+               "sps": steps / max(elapsed, 1e-9), "uptime": self.uptime,
+               "learning_rate": stats["learning_rate"],
+               LOSSES: {k: stats[k] for k in LOSS_KEYS},
+               **self.timing.metrics(elapsed),
+               ENV: log.summary()}  # grouped: an env stat cannot overwrite a trainer number
         self.progress = {"global_step": self.global_step, "epoch": self.epoch,
                          "sps": row["sps"], "uptime": self.uptime, "metrics": row}
         return row

@@ -17,7 +17,7 @@ from engine_harness import TINY, kill_engine, make_run, wait_until
 from puffer_tui.engine import run_dir as rd
 from puffer_tui.engine.checkpoint import list_checkpoints
 from puffer_tui.engine.config import load_config
-from puffer_tui.engine.metrics import read_metrics
+from puffer_tui.engine.metrics import flatten, read_metrics
 from puffer_tui.engine.trainer import Trainer
 from puffer_tui.engine.vec import make
 from puffer_tui.envs import creator, from_gymnasium
@@ -36,7 +36,7 @@ def _roundtrip(state):
 
 
 def _losses(rows):
-    return [[row[k] for k in LOSSES] for row in rows]
+    return [[flatten(row)[k] for k in LOSSES] for row in rows]  # trainer rows or file rows
 
 
 def _cut_and_resume(env, overrides, before=3, after=4, drop=()):

@@ -41,14 +41,33 @@ def test_tensorboard_gets_every_number_under_a_grouped_tag(tmp_path, monkeypatch
     module.SummaryWriter = SummaryWriter
     monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", module)
     writer = metrics.MetricsWriter(tmp_path, tensorboard=True)
-    writer.write({"epoch": 3, "global_step": 300, "policy_loss": 0.1, "timing_env": 0.2,
-                  "timing_pct_env": 40.0, "score": 0.5, "learning_rate": 0.01, "note": "x"})
+    writer.write({"epoch": 3, "global_step": 300, "learning_rate": 0.01,
+                  "losses": {"policy_loss": 0.1}, "timing": {"env": 0.2},
+                  "timing_pct": {"env": 40.0}, "env": {"score": 0.5, "note": "x"}})
     writer.close()
     tags = {tag: (value, step) for tag, value, step in scalars[:-1]}
     assert tags["losses/policy_loss"] == (0.1, 300)
     assert tags["timing/env"] == (0.2, 300) and tags["timing_pct/env"] == (40.0, 300)
     assert tags["env/score"] == (0.5, 300) and tags["train/learning_rate"] == (0.01, 300)
     assert "env/note" not in tags and scalars[-1] == "closed"
+
+
+def test_an_env_stat_named_like_a_trainer_number_cannot_overwrite_it(tmp_path):
+    """The trainer's row is grouped; the one flattener keeps the file's column names and
+    gives a clashing env stat its own column, and reading the file regroups it exactly."""
+    row = {"epoch": 1, "global_step": 64, "sps": 1000.0, "uptime": 2.0, "learning_rate": 0.01,
+           "losses": {"policy_loss": 0.1, "entropy": 1.2},
+           "timing": {"env": 0.5}, "timing_pct": {"env": 25.0},
+           "env": {"score": 0.5, "sps": 7.0, "entropy": 9.0, "timing_env": 3.0, "episodes": 4}}
+    writer = metrics.MetricsWriter(tmp_path, tensorboard=False)
+    writer.write(row)
+    writer.close()
+    (flat,) = metrics.read_metrics(tmp_path)
+    assert flat["sps"] == 1000.0 and flat["entropy"] == 1.2 and flat["timing_env"] == 0.5
+    assert flat["score"] == 0.5 and flat["episodes"] == 4  # the columns readers know
+    assert (flat["env/sps"], flat["env/entropy"], flat["env/timing_env"]) == (7.0, 9.0, 3.0)
+    assert metrics.grouped(flat) == row
+    assert metrics.flatten(flat) == flat  # a row read from the file is already flat
 
 
 def test_tensorboard_is_used_only_when_installed(monkeypatch):

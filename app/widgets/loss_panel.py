@@ -13,8 +13,9 @@ from textual.widget import Widget
 from textual.widgets import Static
 from textual_plotext import PlotextPlot
 
-from puffer_tui.app.telemetry_store import LOSS_KEYS, downsample_xy
+from puffer_tui.app.telemetry_store import downsample_xy
 from puffer_tui.app.widgets.format import metric, spark
+from puffer_tui.engine.protocol import LOSS_KEYS
 
 LABELS = {
     "policy_loss": "policy",

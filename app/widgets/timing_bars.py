@@ -6,8 +6,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from puffer_tui.app.telemetry_store import TIMING_KEYS
 from puffer_tui.app.widgets.format import bar
+from puffer_tui.engine.protocol import TIMING_KEYS
 
 COLOURS = {"env": "green", "forward": "cyan", "copy": "magenta", "learn": "yellow", "misc": "grey50"}
 
