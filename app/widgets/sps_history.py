@@ -12,6 +12,7 @@ from textual.widgets import Sparkline, Static
 
 from puffer_tui.app.telemetry_store import downsample
 from puffer_tui.app.widgets.format import human
+from puffer_tui.engine.protocol import RunState
 
 
 def chart_points(samples: list[float], width: int) -> list[float]:
@@ -43,7 +44,7 @@ class SpsHistory(Vertical):
     """
 
     samples: reactive[list[float]] = reactive(list)
-    state: reactive[str] = reactive("running")  # "now" is 0 unless the engine is running
+    state: reactive[str] = reactive(RunState.RUNNING)  # "now" is 0 unless running
 
     def compose(self):
         yield Static(id="sps-summary")
@@ -72,7 +73,7 @@ class SpsHistory(Vertical):
             return Text("waiting for telemetry", style="dim")
         summary = Text(no_wrap=True, overflow="ellipsis")
         summary.append("now ", "dim")
-        if self.state == "running":
+        if self.state == RunState.RUNNING:
             summary.append(human(samples[-1]), "bold")
         else:
             summary.append(f"0 ({self.state})", "bold yellow")
