@@ -24,6 +24,7 @@ from puffer_tui.engine.commands import Command, CommandQueue
 from puffer_tui.engine.protocol import (
     MAX_MESSAGE,
     PROTOCOL_VERSION,
+    MessageType,
     RequestError,
     check_render,
     check_set,
@@ -212,7 +213,7 @@ class ControlServer:
 
     def broadcast_telemetry(self) -> None:
         if self._clients:
-            self._broadcast({"type": "telemetry", **self.telemetry_fn()}, droppable=True)
+            self._broadcast({"type": MessageType.TELEMETRY, **self.telemetry_fn()}, droppable=True)
 
     def _broadcast(self, message: dict, droppable: bool = False) -> None:
         data = encode(message)

@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from puffer_tui.engine.protocol import MessageType
 from puffer_tui.engine.run_dir import EVENTS_FILE
 
 LEVELS = ("info", "warning", "error")
@@ -25,7 +26,7 @@ LEVELS = ("info", "warning", "error")
 def event_record(level: str, text: str, when: float | None = None) -> dict:
     if level not in LEVELS:
         raise ValueError(f"event level must be one of {', '.join(LEVELS)}, got {level!r}")
-    return {"type": "event", "time": time.time() if when is None else when,
+    return {"type": MessageType.EVENT, "time": time.time() if when is None else when,
             "level": level, "text": text}
 
 
