@@ -63,7 +63,10 @@ def run(args) -> int:
         return 0
     from rich.text import Text
 
-    styles = {"running": "green", "paused": "yellow", "finished": "cyan", "error": "red"}
+    from puffer_tui.engine.protocol import RunState
+
+    styles = {RunState.RUNNING: "green", RunState.PAUSED: "yellow", RunState.FINISHED: "cyan",
+              RunState.ERROR: "red"}
     console.print(f"runs directory: {root.resolve()}", highlight=False, markup=False,
                   soft_wrap=True)
     table = Table()
