@@ -3,7 +3,10 @@
 The server puts `Command`s; the trainer applies them at its safe points
 (`trainer.safe_point = queue.safe_point`: between env steps and between minibatches) and
 the engine loop applies the rest between epochs (`queue.at_boundary()`). Every trainer call
-happens on the main thread; the server thread only reads `trainer.progress`.
+happens on the main thread; the server thread only reads `trainer.progress`. The queue only
+queues and dispatches: the run state and flags it changes are the engine's `EngineState`
+(engine/engine_state.py), the frames it captures at safe points its `FrameSource`
+(engine/frame_source.py), both given to the constructor.
 
 - pause: blocks inside the safe point on the queue itself (no polling, ~0% CPU) until
   resume or stop arrives; `set` and `render` are still served while paused.
@@ -16,15 +19,13 @@ happens on the main thread; the server thread only reads `trainer.progress`.
 from __future__ import annotations
 
 import queue
-import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from puffer_tui.engine.engine_state import EngineState
+from puffer_tui.engine.frame_source import FrameSource
 from puffer_tui.engine.health import is_disk_full
-from puffer_tui.engine.protocol import RunState
-
-FRAME_INTERVAL = 1 / 15  # most frames per second captured for renderers
 
 
 @dataclass
@@ -37,23 +38,19 @@ class Command:
 
 
 class CommandQueue:
-    """Commands waiting for the trainer, and the engine state they drive."""
+    """Commands waiting for the trainer. `trainer()` -> the trainer once built (else None);
+    `checkpoint()` writes one and returns its path."""
 
-    def __init__(self, events=None):
+    def __init__(self, state: EngineState, frames: FrameSource, events=None,
+                 trainer: Callable[[], object | None] = lambda: None,
+                 checkpoint: Callable[[], object] | None = None):
         self._queue: queue.SimpleQueue[Command] = queue.SimpleQueue()
+        self.state = state
+        self.frames = frames
         self.events = events
-        self.trainer = None
-        self.checkpoint_fn: Callable[[], str] | None = None  # writes one; returns its path
-        self.state = RunState.STARTING
-        self.paused = False
-        self.stop_requested = False
-        self.stop_checkpoint = True
+        self._trainer = trainer
+        self._checkpoint = checkpoint
         self._pending_checkpoints: list[Command] = []
-        # renderer side: env indices clients want frames of, and the latest captured frames
-        self.render_envs: frozenset[int] = frozenset()
-        self.frames: dict[int, tuple[int, object]] = {}  # env -> (sequence number, tiles)
-        self._frame_seq = 0
-        self._next_frame = 0.0
 
     # -- server thread --------------------------------------------------------------------
 
@@ -62,9 +59,8 @@ class CommandQueue:
 
     def want_frames(self, envs: frozenset[int]) -> None:
         """Set which envs to capture frames of; wakes a paused trainer to grab one now."""
-        self.render_envs = frozenset(envs)
-        self._next_frame = 0.0
-        if self.paused and envs:
+        self.frames.want(envs)
+        if self.state.paused and envs:
             self._queue.put(Command("_frames"))
 
     # -- main thread ----------------------------------------------------------------------
@@ -73,8 +69,8 @@ class CommandQueue:
         """Called by the trainer between env steps and minibatches: cheap unless there is work."""
         if not self._queue.empty():
             self._drain(boundary=False)
-        if self.render_envs and time.monotonic() >= self._next_frame:
-            self.capture_frames()
+        if self.frames.due():
+            self.frames.capture()
 
     def at_boundary(self) -> None:
         """Between epochs: write requested checkpoints, then apply what is queued."""
@@ -82,25 +78,11 @@ class CommandQueue:
         self._drain(boundary=True)
         self._write_pending_checkpoints()
 
-    def capture_frames(self) -> None:
-        trainer = self.trainer
-        if trainer is None:
-            return
-        self._next_frame = time.monotonic() + FRAME_INTERVAL
-        for env in self.render_envs:
-            try:
-                tiles = trainer.frame(env)
-            except Exception:  # a bad index or a renderless env: nothing to show
-                tiles = None
-            if tiles is not None:
-                self._frame_seq += 1
-                self.frames[env] = (self._frame_seq, tiles.copy())
-
     def _drain(self, boundary: bool) -> None:
         while True:
             try:
                 # While paused, block on the queue itself: no spinning, no timeouts.
-                command = self._queue.get() if self.paused else self._queue.get_nowait()
+                command = self._queue.get() if self.state.paused else self._queue.get_nowait()
             except queue.Empty:
                 return
             self._apply(command, boundary)
@@ -123,38 +105,31 @@ class CommandQueue:
         """Pause because something went wrong (non-finite values, disk full): an error event
         says what and how to go on; `resume` or `stop` from a client continues. Once a stop
         is under way there is no one to wait for: the event alone is emitted."""
-        if self.stop_requested:
-            self._event("error", text)
-            return
-        self.paused = True
-        self.state = RunState.PAUSED
+        self.state.pause()  # no-op once a stop is under way, or when already paused
         self._event("error", text)
 
     def _cmd_frames(self, command, boundary):
-        self.capture_frames()
+        self.frames.capture()
         return None
 
     def _cmd_pause(self, command, boundary):
-        if not self.paused and not self.stop_requested:
-            self.paused = True
-            self.state = RunState.PAUSED
-            if self.render_envs:
-                self.capture_frames()
+        if self.state.pause():
+            if self.frames.wanted:
+                self.frames.capture()
             self._event("info", f"paused at step {self._step()}")
-        return {"state": self.state}
+        return {"state": self.state.run_state}
 
     def _cmd_resume(self, command, boundary):
-        if self.paused:
-            self.paused = False
-            self.state = RunState.RUNNING
+        if self.state.resume():
             self._event("info", f"resumed at step {self._step()}")
-        return {"state": self.state}
+        return {"state": self.state.run_state}
 
     def _cmd_set(self, command, boundary):
         key, value = command.args["key"], command.args["value"]
-        old = _get_field(self.trainer.config, key)
+        trainer = self._trainer()
+        old = _get_field(trainer.config, key)
         try:
-            value, applies = self.trainer.set_hyperparameter(key, value)
+            value, applies = trainer.set_hyperparameter(key, value)
         except ValueError as e:  # ConfigError is a ValueError: a refusal, not a failure
             command.reply({"ok": False, "error": str(e)})
             return None
@@ -166,7 +141,7 @@ class CommandQueue:
         if boundary:
             self._write_pending_checkpoints()
             return None
-        if self.paused:
+        if self.state.paused:
             # The consistent state to save is at the end of the epoch: say so now, write later.
             self._pending_checkpoints[-1] = Command("checkpoint")
             return {"path": None, "pending": True,
@@ -174,26 +149,23 @@ class CommandQueue:
         return None  # answered with the path once written, at the end of this epoch
 
     def _cmd_stop(self, command, boundary):
-        self.stop_requested = True
-        self.stop_checkpoint = bool(command.args.get("checkpoint", True))
-        self.paused = False
-        self.state = RunState.STOPPING
+        self.state.request_stop(bool(command.args.get("checkpoint", True)))
         self._event("info", f"stop requested at step {self._step()}"
-                    + ("" if self.stop_checkpoint else " (no checkpoint)"))
-        return {"state": RunState.STOPPING}
+                    + ("" if self.state.stop_checkpoint else " (no checkpoint)"))
+        return {"state": self.state.run_state}
 
     def _write_pending_checkpoints(self) -> None:
         if not self._pending_checkpoints:
             return
         waiting, self._pending_checkpoints = self._pending_checkpoints, []
         try:
-            path = str(self.checkpoint_fn())
+            path = str(self._checkpoint())
         except Exception as e:
             if is_disk_full(e):
                 text = f"disk full writing a checkpoint: free space and resume ({e})"
                 for command in waiting:
                     command.reply({"ok": False, "error": text})
-                if not self.stop_requested:
+                if not self.state.stop_requested:
                     self.pause_for(f"training paused: {text}")
                 return
             self._event("error", f"checkpoint failed: {e}\n{traceback.format_exc()}")
@@ -204,7 +176,8 @@ class CommandQueue:
             command.reply({"ok": True, "path": path})
 
     def _step(self) -> int:
-        return getattr(self.trainer, "global_step", 0)
+        trainer = self._trainer()
+        return trainer.global_step if trainer is not None else 0
 
     def _event(self, level: str, text: str) -> None:
         if self.events is not None:

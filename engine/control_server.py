@@ -21,6 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from puffer_tui.engine.commands import Command, CommandQueue
+from puffer_tui.engine.engine_state import EngineState
+from puffer_tui.engine.frame_source import FrameSource
 from puffer_tui.engine.protocol import (
     MAX_MESSAGE,
     PROTOCOL_VERSION,
@@ -58,13 +60,17 @@ class _Client:
 
 
 class ControlServer:
-    """Serve the control protocol for one engine. `hello_fn()` -> the static hello fields;
-    `telemetry_fn()` -> a telemetry snapshot (called from the server thread)."""
+    """Serve the control protocol for one engine. Requests go to `commands`; `state` gives
+    the run state for hello; `frames` is told which envs clients render and is read for the
+    frames to push; `hello_fn()` -> the static hello fields; `telemetry_fn()` -> a telemetry
+    snapshot (both called from the server thread)."""
 
     def __init__(
         self,
         path: str | os.PathLike,
         commands: CommandQueue,
+        state: EngineState,
+        frames: FrameSource,
         hello_fn: Callable[[], dict],
         telemetry_fn: Callable[[], dict],
         env_name: str,
@@ -75,6 +81,8 @@ class ControlServer:
             raise ValueError(f"telemetry rate must be in [4, 10] Hz, got {rate_hz}")
         self.path = Path(path)
         self.commands = commands
+        self.state = state
+        self.frames = frames
         self.hello_fn = hello_fn
         self.telemetry_fn = telemetry_fn
         self.env_name = env_name
@@ -221,7 +229,7 @@ class ControlServer:
             self._write(client, data, droppable)
 
     def _send_frames(self) -> None:
-        frames = self.commands.frames
+        frames = self.frames.frames
         for client in list(self._clients):
             env = client.render_env
             if env is None or env not in frames:
@@ -318,7 +326,7 @@ class ControlServer:
     def _dispatch(self, client: _Client, request_id: int, cmd: str, args: dict) -> None:
         if cmd == "hello":
             self._send(client, {"id": request_id, "ok": True, **self.hello_fn(),
-                                "state": self.commands.state})
+                                "state": self.state.run_state})
         elif cmd == "status":
             self._send(client, {"id": request_id, "ok": True, **self.telemetry_fn()})
         elif cmd == "render":
@@ -349,5 +357,5 @@ class ControlServer:
 
     def _update_render_wishes(self) -> None:
         wanted = frozenset(c.render_env for c in self._clients if c.render_env is not None)
-        if wanted != self.commands.render_envs:
+        if wanted != self.frames.wanted:
             self.commands.want_frames(wanted)

@@ -21,7 +21,7 @@ from puffer_tui.engine.metrics import MetricsWriter, truncate_after
 
 
 class FaultHandling:
-    """Needs: run_dir, trainer, commands, events, metrics, last_checkpoint, save_checkpoint(),
+    """Needs: run_dir, trainer, state, commands, events, metrics, last_checkpoint, save_checkpoint(),
     write_status(); sets _poisoned and _checkpoint_due (False at start)."""
 
     _poisoned = False  # the weights hold NaN/inf: reload the last checkpoint on resume
@@ -53,7 +53,7 @@ class FaultHandling:
                                   f"{traceback.format_exc()}")
 
     def _pause_for_disk(self, what: str, error: BaseException) -> None:
-        if self.commands.paused:
+        if self.state.paused:
             return  # one pause, one message
         self.commands.pause_for(
             f"disk full writing {what}: free space and resume (training is paused at step "
@@ -121,13 +121,13 @@ class FaultHandling:
             except Exception as e:
                 if not is_disk_full(e):
                     raise
-                self.commands.stop_requested = False
+                self.state.withdraw_stop()
                 self.commands.pause_for(
                     f"disk full writing the final checkpoint: free space and resume, or stop "
                     f"without a checkpoint [{_first_line(e)}]")
                 self.write_status(force=True)
                 self.commands.at_boundary()  # waits for resume or stop
-                if self.commands.stop_requested and not self.commands.stop_checkpoint:
+                if self.state.stop_requested and not self.state.stop_checkpoint:
                     return None
 
 

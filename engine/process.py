@@ -33,8 +33,10 @@ from puffer_tui.engine import run_dir as rd
 from puffer_tui.engine.commands import Command, CommandQueue
 from puffer_tui.engine.config import Config, load, schema
 from puffer_tui.engine.control_server import PROTOCOL_VERSION, ControlServer
+from puffer_tui.engine.engine_state import EngineState
 from puffer_tui.engine.events import EventLog
 from puffer_tui.engine.fault_handling import FaultHandling, check_memory, tidy_leftovers
+from puffer_tui.engine.frame_source import FrameSource
 from puffer_tui.engine.health import NonFiniteError, is_disk_full
 from puffer_tui.engine.metrics import MetricsWriter, truncate_after
 from puffer_tui.engine.protocol import MessageType, RunState, palette_to_wire, schema_to_wire
@@ -50,10 +52,14 @@ class Engine(FaultHandling):
         self.fallback = fallback
         self.events = EventLog(run_dir)
         self.events.subscribe(_print_event)
-        self.commands = CommandQueue(self.events)
-        self.commands.checkpoint_fn = self.save_checkpoint
         self.config: Config | None = None
-        self.trainer = None
+        self.trainer = None  # built in _train, after the control server answers
+        # the parts get what they use through their constructors; the trainer, built later,
+        # is reached through a getter that says None until then
+        self.state = EngineState()
+        self.frames = FrameSource(self._frame)
+        self.commands = CommandQueue(self.state, self.frames, self.events,
+                                     trainer=self._trainer, checkpoint=self.save_checkpoint)
         self.metrics: MetricsWriter | None = None
         self.server: ControlServer | None = None
         self.telemetry: Telemetry | None = None
@@ -89,9 +95,10 @@ class Engine(FaultHandling):
         except Exception as e:  # an estimate that fails must not stop a run that may fit
             self.events.warning(f"could not estimate the memory this run needs: {e}")
         tidy_leftovers(self.run_dir)
-        self.telemetry = Telemetry(self)
+        self.telemetry = Telemetry(self.config, self.run_dir.name, self.state, self._trainer)
         self.server = ControlServer(
-            rd.socket_path(self.run_dir), self.commands, self.hello, self.telemetry.snapshot,
+            rd.socket_path(self.run_dir), self.commands, self.state, self.frames, self.hello,
+            self.telemetry.snapshot,
             env_name=self.config.env_name, num_envs=self.config.vec.num_envs,
         )
         try:
@@ -107,11 +114,11 @@ class Engine(FaultHandling):
         try:
             code = self._train()
         except KeyboardInterrupt:
-            self.commands.state = RunState.STOPPED
+            self.state.enter(RunState.STOPPED)
             self.events.warning("interrupted twice: exited without a final checkpoint")
             code = 130
         except BaseException as e:
-            self.commands.state = RunState.ERROR
+            self.state.enter(RunState.ERROR)
             self.error = f"{type(e).__name__}: {e}"
             self.events.error(f"engine crashed: {self.error}\n{traceback.format_exc()}")
             code = 1
@@ -125,7 +132,6 @@ class Engine(FaultHandling):
         self.events.info(f"engine {os.getpid()} starting {self.config.env_name} "
                          f"({'resuming' if self.resume else 'new run'})")
         self.trainer = Trainer(self.config)
-        self.commands.trainer = self.trainer
         self.trainer.safe_point = self.commands.safe_point
         if self.resume:
             self._restore()
@@ -133,12 +139,12 @@ class Engine(FaultHandling):
         if self.metrics.tensorboard_error:
             self.events.warning(f"TensorBoard is installed but unusable, metrics.jsonl only "
                                 f"({self.metrics.tensorboard_error})")
-        self.commands.state = RunState.RUNNING
+        self.state.enter(RunState.RUNNING)
         self.write_status(force=True)
         self.server.publish_telemetry_now()
         while True:
             self.commands.at_boundary()
-            if self.commands.stop_requested:
+            if self.state.stop_requested:
                 break
             if not self._recover():
                 continue  # still stuck (disk still full, nothing to reload): paused again
@@ -149,21 +155,21 @@ class Engine(FaultHandling):
             except NonFiniteError as e:
                 self._pause_for_non_finite(e)
                 continue
-            self.telemetry.last_row = row
+            self.telemetry.record(row)
             self._persist(row)
             self.write_status()
-        if self.trainer.done and not self.commands.stop_requested:
+        if self.trainer.done and not self.state.stop_requested:
             path = self._final_checkpoint()
-            self.commands.state = RunState.FINISHED
+            self.state.enter(RunState.FINISHED)
             self.events.info(f"training finished at step {self.trainer.global_step}; "
                              f"checkpoint {path}")
         else:
-            path = self._final_checkpoint() if self.commands.stop_checkpoint else None
+            path = self._final_checkpoint() if self.state.stop_checkpoint else None
             if path is not None:
                 self.events.info(f"stopped at step {self.trainer.global_step}; checkpoint {path}")
             else:
                 self.events.info(f"stopped at step {self.trainer.global_step} without a checkpoint")
-            self.commands.state = RunState.STOPPED
+            self.state.enter(RunState.STOPPED)
         return 0
 
     def _restore(self) -> None:
@@ -225,7 +231,7 @@ class Engine(FaultHandling):
         self._status_due = now + STATUS_INTERVAL
         trainer = self.trainer
         status = {
-            "state": self.commands.state,
+            "state": self.state.run_state,
             "pid": os.getpid(),
             "pid_create_time": _create_time(),
             "env": self.config.env_name,
@@ -245,6 +251,12 @@ class Engine(FaultHandling):
             if not is_disk_full(e):
                 raise
             self._status_due = 0.0  # the old status.json stays whole; try again next time
+
+    def _trainer(self):
+        return self.trainer
+
+    def _frame(self, env: int):
+        return self.trainer.frame(env) if self.trainer is not None else None
 
     def hello(self) -> dict:
         from puffer_tui.envs import env_class

@@ -1,44 +1,55 @@
 """Telemetry snapshots for the control server (built on the server's thread).
 
-Reads only what is safe from another thread: `trainer.progress` (the trainer keeps it cheap
-and consistent), the last metrics row (replaced whole by the main thread), the live config
-fields and the worker pids. Field meanings are in docs/protocol.md.
+Built from explicit inputs: the run's config and name, the engine's `EngineState`, and
+`trainer()` (the trainer once built, else None). Reads only what is safe from another
+thread: `trainer.progress` (the trainer keeps it cheap and consistent), the last metrics row
+(handed over whole by the main thread through `record`), the live config fields and the
+worker pids. Field meanings are in docs/protocol.md.
 """
 
 from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 
-from puffer_tui.engine.config import live_specs
+from puffer_tui.engine.config import Config, live_specs
+from puffer_tui.engine.engine_state import EngineState
 from puffer_tui.engine.protocol import ENV, LOSSES, TIMING, TIMING_PCT, RunState
 
 
 class Telemetry:
-    def __init__(self, engine):
-        self.engine = engine
+    def __init__(self, config: Config, run_name: str, state: EngineState,
+                 trainer: Callable[[], object | None]):
+        self.config = config
+        self.run_name = run_name
+        self.state = state
+        self._trainer = trainer
         self.last_row: dict = {}
         self._device: str | None = None
 
+    def record(self, row: dict) -> None:
+        """Main thread: the epoch's metrics row (replaced whole, never changed after)."""
+        self.last_row = row
+
     def snapshot(self) -> dict:
-        engine = self.engine
-        config = engine.config
-        trainer = engine.trainer
-        progress = dict(getattr(trainer, "progress", None) or {})
+        config = self.config
+        trainer = self._trainer()
+        progress = dict(trainer.progress or {}) if trainer is not None else {}
         row = self.last_row
         total = config.train.total_timesteps
         step = int(progress.get("global_step", row.get("global_step", 0)) or 0)
         sps = float(progress.get("sps", row.get("sps", 0.0)) or 0.0)
-        state = engine.commands.state
+        state = self.state.run_state
         if state != RunState.RUNNING:
             sps = 0.0  # "SPS now": nothing is stepping while paused, stopping or finished
         eta = (total - step) / sps if sps > 0 else None
-        live_config = getattr(trainer, "config", None) or config
+        live_config = trainer.config if trainer is not None else config
         return {
             "time": time.time(),
             "state": state,
             "env": config.env_name,
-            "run": engine.run_dir.name,
+            "run": self.run_name,
             "global_step": step,
             "total_timesteps": total,
             "epoch": int(progress.get("epoch", row.get("epoch", 0)) or 0),
@@ -62,18 +73,17 @@ class Telemetry:
     @staticmethod
     def _processes(trainer) -> list[dict]:
         processes = [{"role": "engine", "pid": os.getpid()}]
-        for index, pid in enumerate(list(getattr(trainer, "worker_pids", None) or [])):
+        pids = trainer.worker_pids if trainer is not None else []
+        for index, pid in enumerate(pids):
             processes.append({"role": "worker", "index": index, "pid": int(pid)})
         return processes
 
     def _device_name(self, trainer) -> str:
         if self._device is None and trainer is not None:
-            device = getattr(trainer, "device", None)
-            if device is not None:
-                self._device = str(device)
+            self._device = str(trainer.device)
         if self._device is not None:
             return self._device
-        wanted = self.engine.config.train.device
+        wanted = self.config.train.device
         return "cuda:0" if wanted == "cuda" else "cpu" if wanted == "cpu" else "auto"
 
     def _gpu(self) -> dict | None:

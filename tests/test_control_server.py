@@ -18,6 +18,9 @@ from puffer_tui.app.engine_client import EngineClient, EngineCommandError
 from puffer_tui.engine.commands import CommandQueue
 from puffer_tui.engine.config import apply, load_config, spec_for
 from puffer_tui.engine.control_server import MAX_MESSAGE, ControlServer
+from puffer_tui.engine.engine_state import EngineState
+from puffer_tui.engine.frame_source import FrameSource
+from puffer_tui.engine.protocol import RunState
 
 
 class StandInTrainer:
@@ -52,25 +55,32 @@ def first(client, kind, timeout=3.0):
     return None
 
 
+def parts():
+    """A command queue, its state and frame source, with no trainer behind them."""
+    state, frames = EngineState(), FrameSource(lambda env: None)
+    return CommandQueue(state, frames), state, frames
+
+
 @pytest.fixture
 def server(tmp_path):
     trainer = StandInTrainer()
-    commands = CommandQueue()
-    commands.trainer = trainer
+    state = EngineState()
+    frames = FrameSource(trainer.frame)
+    commands = CommandQueue(state, frames, trainer=lambda: trainer,
+                            checkpoint=lambda: str(tmp_path / f"ckpt-{trainer.global_step}.pt"))
     trainer.safe_point = commands.safe_point
-    commands.checkpoint_fn = lambda: str(tmp_path / f"ckpt-{trainer.global_step}.pt")
-    commands.state = "running"
+    state.enter(RunState.RUNNING)
 
     def telemetry():
-        return {"state": commands.state, "global_step": trainer.global_step}
+        return {"state": state.run_state, "global_step": trainer.global_step}
 
-    srv = ControlServer(tmp_path / "control.sock", commands,
+    srv = ControlServer(tmp_path / "control.sock", commands, state, frames,
                         hello_fn=lambda: {"protocol": 1, "env": "squared"},
                         telemetry_fn=telemetry, env_name="squared", num_envs=8, rate_hz=10)
     srv.start()
 
     def train():
-        while not commands.stop_requested:
+        while not state.stop_requested:
             for _ in range(20):
                 trainer.safe_point()
                 trainer.global_step += 1
@@ -83,7 +93,7 @@ def server(tmp_path):
     thread.start()
     srv.trainer, srv.train_thread = trainer, thread
     yield srv
-    if not commands.stop_requested:
+    if not state.stop_requested:
         commands.put(__import__("puffer_tui.engine.commands", fromlist=["Command"]).Command("stop"))
     thread.join(5)
     srv.stop()
@@ -205,15 +215,15 @@ def test_several_clients_get_telemetry(server, client):
 
 def test_stop_replies_and_a_second_engine_cannot_take_the_socket(server, client, tmp_path):
     with pytest.raises(RuntimeError, match="already serving"):
-        ControlServer(server.path, CommandQueue(), dict, dict, "squared", 1).start()
+        ControlServer(server.path, *parts(), dict, dict, "squared", 1).start()
     assert client.call("stop")["state"] == "stopping"
     server.train_thread.join(5)
     assert not server.train_thread.is_alive()
 
 
 def test_pending_requests_fail_cleanly_when_the_engine_shuts_down(tmp_path):
-    commands = CommandQueue()  # no trainer drains this queue: requests stay pending
-    srv = ControlServer(tmp_path / "c.sock", commands, dict, dict, "squared", 1)
+    # no trainer drains this queue: requests stay pending
+    srv = ControlServer(tmp_path / "c.sock", *parts(), dict, dict, "squared", 1)
     srv.start()
     client = EngineClient.connect(srv.path, hello=False)
     request_id, waiter = client.send("pause")
