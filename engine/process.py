@@ -131,8 +131,7 @@ class Engine(FaultHandling):
 
         self.events.info(f"engine {os.getpid()} starting {self.config.env_name} "
                          f"({'resuming' if self.resume else 'new run'})")
-        self.trainer = Trainer(self.config)
-        self.trainer.safe_point = self.commands.safe_point
+        self.trainer = Trainer(self.config, safe_point=self.commands.safe_point)
         if self.resume:
             self._restore()
         self.metrics = MetricsWriter(self.run_dir)

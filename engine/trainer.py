@@ -4,7 +4,7 @@
     while not trainer.done:
         row = trainer.run_epoch()          # epoch, SPS...; losses, timing, env groups
 
-The engine process sets `trainer.safe_point` to apply queued commands (pause, set, stop...)
+The engine process passes `safe_point` (applies queued commands: pause, set, stop...) to run
 between env steps and between minibatches; time blocked there is not training time.
 
 Data flow of one step: recv() -> policy forward (inference mode) -> store in the
@@ -100,7 +100,7 @@ def make_vecenv(config: Config):
 
 
 class Trainer:
-    def __init__(self, config: Config, vecenv=None):
+    def __init__(self, config: Config, vecenv=None, safe_point=None):
         self.config = config
         # The config as built (the run's config.toml): a resume tells the user's new values
         # for live fields from the checkpoint's by comparing with this (load_state_dict).
@@ -119,7 +119,7 @@ class Trainer:
         except BaseException:
             self.vecenv.close()
             raise
-        self.safe_point = None
+        self.safe_point = safe_point
         self.global_step = 0
         self.epoch = 0
         self.uptime = 0.0
