@@ -1,7 +1,7 @@
 """The command queue between the control server's thread and the trainer's main thread.
 
 The server puts `Command`s; the trainer applies them at its safe points
-(`trainer.safe_point = queue.safe_point`: between env steps and between minibatches) and
+(`Trainer(config, safe_point=queue.safe_point)`: between env steps and minibatches) and
 the engine loop applies the rest between epochs (`queue.at_boundary()`). Every trainer call
 happens on the main thread; the server thread only reads `trainer.progress`. The queue only
 queues and dispatches: the run state and flags it changes are the engine's `EngineState`
