@@ -106,7 +106,10 @@ async def test_footer_follows_the_state_even_when_the_terminal_reports_no_focus(
 
     app = OfflineApp()
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause(0.2)
+        for _ in range(100):  # the first footer; a loaded machine draws it late (bounded)
+            await pilot.pause(0.1)
+            if "Pause" in footer_text(app):
+                break
         assert "Pause" in footer_text(app)
         app.app_focus = False  # what a terminal's focus-out report sets
         app.store.ingest(telemetry(41, state="paused"))
