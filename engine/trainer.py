@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 import torch
 
-from puffer_tui.engine import episode_state, health
+from puffer_tui.engine import episode_state, health, rng_state
 from puffer_tui.engine.config import (
     Config,
     ConfigError,
@@ -334,16 +334,6 @@ class Trainer:
     # -- checkpoints --------------------------------------------------------------------------
 
     def state_dict(self) -> dict:
-        np_state = np.random.get_state()
-        rng = {
-            "torch": torch.get_rng_state(),
-            "numpy": {"name": np_state[0], "keys": torch.from_numpy(np_state[1].astype(np.int64)),
-                      "pos": int(np_state[2]), "has_gauss": int(np_state[3]),
-                      "cached_gaussian": float(np_state[4])},
-            "python": random.getstate(),
-        }
-        if self.device.type == "cuda":
-            rng["cuda"] = torch.cuda.get_rng_state(self.device)
         train = self.config.train
         return {
             "policy": self.policy.state_dict(),
@@ -357,7 +347,7 @@ class Trainer:
             "global_step": self.global_step,
             "epoch": self.epoch,
             "uptime": self.uptime,
-            "rng": rng,
+            "rng": rng_state.capture(self.device),
             "config": self.config.as_dict(),
             # env state, the step result in flight and per-agent LSTM state: episodes go on
             **episode_state.save(self.vecenv, self.lstm_state),
@@ -386,18 +376,7 @@ class Trainer:
                                        self.global_step)
         self.epoch = int(state["epoch"])
         self.uptime = float(state.get("uptime", 0.0))
-        rng = state.get("rng", {})
-        if "torch" in rng:
-            torch.set_rng_state(rng["torch"])
-        if "cuda" in rng and self.device.type == "cuda":
-            torch.cuda.set_rng_state(rng["cuda"], self.device)
-        if "numpy" in rng:
-            n = rng["numpy"]
-            np.random.set_state((n["name"], n["keys"].numpy().astype(np.uint32), n["pos"],
-                                 n["has_gauss"], n["cached_gaussian"]))
-        if "python" in rng:
-            version, internal, gauss = rng["python"]
-            random.setstate((version, tuple(internal), gauss))
+        rng_state.restore(state.get("rng", {}), self.device)
         # Episodes continue where they were (or, when that cannot be, start afresh: say why).
         self.lstm_state, self.inexact_resume = episode_state.restore(
             self.vecenv, self.lstm_state, state, self.device)
