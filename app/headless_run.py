@@ -92,7 +92,11 @@ def run_headless(run_dir, resume: bool, fallback: bool, console: Console | None 
         if handle.poll() is None:
             console.print(f"{e or 'interrupted'}; " + attach_hint(run_dir, handle.pid),
                           markup=False, highlight=False)
-        return 130 if isinstance(e, KeyboardInterrupt) else 1
+            return 130 if isinstance(e, KeyboardInterrupt) else 1
+        if isinstance(e, KeyboardInterrupt):
+            return 130
+        # A short run can end before its engine answers: say how it ended, from the run dir.
+        return _report_end(console, run_dir, rd.run_state(run_dir), None)
     console.print(f"engine pid {handle.pid}; Ctrl-C checkpoints and stops it", highlight=False)
     display = HeadlessDisplay(client, run_dir, console)
     try:
@@ -127,7 +131,7 @@ def _left_stopping(console: Console, run_dir, handle: EngineHandle) -> int:
     return 130
 
 
-def _report_end(console: Console, run_dir, state: str, display: HeadlessDisplay) -> int:
+def _report_end(console: Console, run_dir, state: str, display: HeadlessDisplay | None) -> int:
     info = rd.run_info(run_dir)
     checkpoint = info.last_checkpoint.name if info.last_checkpoint else "none"
     console.print(f"{state}: {info.global_step or 0:,} steps; last checkpoint {checkpoint}",
@@ -137,7 +141,7 @@ def _report_end(console: Console, run_dir, state: str, display: HeadlessDisplay)
                       highlight=False)
     if state == RunState.ERROR:
         console.print(f"[bold red]the engine failed[/] (see {run_dir / rd.EVENTS_FILE})")
-        if not display.errors and info.detail:
+        if (display is None or not display.errors) and info.detail:
             console.print(info.detail, markup=False)
         return 1
     return 0 if state in (RunState.FINISHED, RunState.STOPPED) else 1
