@@ -201,8 +201,9 @@ sleep 1
 tmux respawn-pane -k -t "$SESSION"   # a fresh shell: the killed app could not restore the tty
 sleep 0.5
 run_cmd "$CMD attach --runs-dir $RUNS"
+# " running " in the header comes from the engine's telemetry, so the link is up; the event
+# log's "connected" line can already have scrolled away behind checkpoint events at 80x24.
 wait_for " running " 60
-wait_for "connected"   # the event log (wrapped at 80 columns)
 echo "ok: the engine outlived a killed app"
 
 key s
