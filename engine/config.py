@@ -58,7 +58,10 @@ class TrainConfig:
     device: str = _f("auto", "torch device (auto: CUDA when present)", choices=("auto", "cpu", "cuda"))
     torch_threads: int = _f(0, "CPU threads for torch (0: one per core not taken by env workers or other load)", 0, 512)
     compile: bool = _f(False, "torch.compile the policy")
-    policy: str = _f("mlp", "policy network", choices=("mlp", "lstm"))
+    policy: str = _f("auto", "policy network (auto: a CNN for image observations, else an MLP)",
+                     choices=("auto", "mlp", "cnn", "lstm"))
+    cnn_channels: int = _f(32, "CNN: channels of the first conv layer (the next two have twice "
+                           "as many)", 4, 1024)
     hidden_size: int = _f(128, "width of the policy's hidden layers", 4, 8192,
         search=(32, 512, "log"))
     lstm_sequence_resets: bool = _f(
@@ -95,6 +98,7 @@ class TrainConfig:
         search=(0.8, 0.99, "linear"))
     adam_beta2: float = _f(0.999, "Adam beta2", 0.0, 0.99999)
     adam_eps: float = _f(1e-8, "Adam epsilon", 1e-12, 1e-2)
+    nproc: int = _f(1, "learner processes (torchrun ranks, DistributedDataParallel)", 1, 1024)
     checkpoint_interval: int = _f(200, "epochs between checkpoints (0: only on stop)", 0, 10**9)
 
 

@@ -70,8 +70,8 @@ def test_fixed_fields_are_not_searched(bandit):
     ("train.gamma", "a,b", "are not numbers"),
     ("train.gamma", "0.9", "expected low,high[,log]"),
     ("train.update_epochs", "1.2,1.8", "no two integers in the range (int in [1, 64])"),
-    ("train.policy", "mlp,mlp", "give at least two different values (one of mlp, lstm)"),
-    ("train.policy", "mlp,gru", "'gru' is not one of mlp, lstm"),
+    ("train.policy", "mlp,mlp", "give at least two different values (one of auto, mlp, cnn, lstm)"),
+    ("train.policy", "mlp,gru", "'gru' is not one of auto, mlp, cnn, lstm"),
 ])
 def test_bad_ranges_are_refused_naming_the_field_and_its_bounds(field, text, expected):
     spec = cfg.spec_for(field, "bandit")
