@@ -4,9 +4,10 @@
     actions, state = policy.act(observations)            # numpy in, numpy out (evaluation)
     policy, config = load_policy("runs/x/checkpoints/latest.pt")
 
-Small-integer observations (uint8 grids with a handful of cell values, like squared) are
-one-hot encoded per cell: a grid cell's value is a category, not a magnitude. Everything else
-is flattened and fed as floats.
+The encoder (engine/encoders.py) fits the observations: a CNN for images, one encoder per leaf
+for Dict/Tuple observations, else an MLP layer; small-integer observations (uint8 grids with a
+handful of cell values, like squared) are one-hot encoded per cell: a grid cell's value is a
+category, not a magnitude.
 
 The LSTM's state is reset where an episode ends: the caller passes `starts`, true for rows
 whose current observation is the first of a new episode, and those rows' state is zeroed
@@ -17,12 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-from gymnasium import spaces
 from torch import nn
 
 from puffer_tui.engine.distributions import ActionHead
-
-MAX_ONE_HOT_VALUES = 16  # integer observations with at most this many values are one-hot
+from puffer_tui.engine.encoders import (  # noqa: F401 (ObservationEncoder: its old home)
+    MAX_ONE_HOT_VALUES,
+    ObservationEncoder,
+    make_encoder,
+)
 
 
 def _init(layer: nn.Linear, gain: float = np.sqrt(2)) -> nn.Linear:
@@ -31,76 +34,19 @@ def _init(layer: nn.Linear, gain: float = np.sqrt(2)) -> nn.Linear:
     return layer
 
 
-class ObservationEncoder(nn.Module):
-    """[N, *obs_shape] -> [N, hidden]: one-hot cells for small-integer grids, else floats.
-
-    A linear layer stored as `table` [inputs, hidden] + `bias`. One-hot grids are mostly
-    zeros (squared: 5 non-zero cells of 121), so on CPU the layer sums the table rows of the
-    non-zero cells (embedding_bag) instead of multiplying a mostly-zero matrix: the same
-    function, 2-3x cheaper forward and backward. On GPUs, and for dense grids, the matmul.
-    """
-
-    SPARSE_FRACTION = 0.25  # use the row sums when at most this fraction of cells is non-zero
-
-    def __init__(self, space: spaces.Box, hidden_size: int):
-        super().__init__()
-        if not isinstance(space, spaces.Box):
-            raise TypeError(f"observations must be a Box space, got {space!r}")
-        self.obs_shape = tuple(space.shape)
-        self.cells = int(np.prod(self.obs_shape))
-        self.one_hot_values = 0
-        if np.issubdtype(space.dtype, np.integer) and self.cells:
-            low, high = int(np.min(space.low)), int(np.max(space.high))
-            if low >= 0 and high < MAX_ONE_HOT_VALUES:
-                self.one_hot_values = high + 1
-        # Value 0 needs no input of its own: the bias stands for "every cell is 0". Input
-        # (v - 1) * cells + cell is "cell holds value v".
-        width = self.cells * (self.one_hot_values - 1) if self.one_hot_values else self.cells
-        weight = torch.empty(hidden_size, max(width, 1))
-        nn.init.orthogonal_(weight, np.sqrt(2))
-        self.table = nn.Parameter(weight.t().contiguous())
-        self.bias = nn.Parameter(torch.zeros(hidden_size))
-
-    def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        flat = obs.reshape(obs.shape[0], -1)
-        if not self.one_hot_values:
-            x = torch.addmm(self.bias, flat.float(), self.table)
-        elif self.one_hot_values == 1:
-            x = self.bias.expand(flat.shape[0], -1)
-        else:
-            x = None
-            if flat.device.type == "cpu":
-                x = self._sparse(flat)
-            if x is None:
-                one_hot = torch.cat([flat == v for v in range(1, self.one_hot_values)], 1)
-                x = torch.addmm(self.bias, one_hot.float(), self.table)
-        return nn.functional.gelu(x)
-
-    def _sparse(self, flat: torch.Tensor) -> torch.Tensor | None:
-        """Sum of the table rows of each row's non-zero cells, or None if too many."""
-        values = flat.reshape(-1)
-        nonzero = values.nonzero().squeeze(1)
-        if nonzero.numel() > self.SPARSE_FRACTION * values.numel():
-            return None
-        rows = nonzero // self.cells
-        index = (values[nonzero].long() - 1) * self.cells + nonzero % self.cells
-        offsets = torch.searchsorted(rows, torch.arange(flat.shape[0]))
-        summed = nn.functional.embedding_bag(index, self.table, offsets, mode="sum")
-        return summed + self.bias
-
-
 class Policy(nn.Module):
     """Actor-critic. `step` is the one-step API used while collecting and evaluating;
     `forward_sequence` replays [segments, horizon] minibatches while learning."""
 
     def __init__(self, observation_space, action_space, hidden_size: int = 128,
-                 recurrent: bool = False, sequence_resets: bool = True):
+                 recurrent: bool = False, sequence_resets: bool = True,
+                 encoder: str = "auto", cnn_channels: int = 32):
         super().__init__()
         self.observation_space = observation_space
         self.action_space = action_space
         self.hidden_size = hidden_size
         self.recurrent = recurrent
-        self.encoder = ObservationEncoder(observation_space, hidden_size)
+        self.encoder = make_encoder(observation_space, hidden_size, encoder, cnn_channels)
         # Resetting the state inside training sequences (where episodes end) is exact but
         # steps the cell once per time step; without it the whole sequence is one fused LSTM
         # call (PufferLib's choice) and the state flows across episode ends within a segment.
@@ -205,10 +151,13 @@ class Policy(nn.Module):
 
 
 def make_policy(observation_space, action_space, train_config) -> Policy:
-    """The policy the config asks for (`train.policy`, `train.hidden_size`)."""
+    """The policy the config asks for (`train.policy`: auto/lstm pick the encoder from the
+    observations, mlp and cnn force one; `train.hidden_size`, `train.cnn_channels`)."""
+    kind = getattr(train_config, "policy", "auto")
     return Policy(observation_space, action_space, hidden_size=train_config.hidden_size,
-                  recurrent=train_config.policy == "lstm",
-                  sequence_resets=train_config.lstm_sequence_resets)
+                  recurrent=kind == "lstm",
+                  sequence_resets=train_config.lstm_sequence_resets,
+                  encoder=kind, cnn_channels=getattr(train_config, "cnn_channels", 32))
 
 
 def load_policy(checkpoint_path, device: str = "cpu"):

@@ -10,6 +10,10 @@ Observations (`ObservationLayout`):
     * anything else becomes a 1-D Box, the leaves of nested Dict/Tuple spaces laid out one
       after another in the spaces' own key order: Box -> its values, Discrete -> one-hot of
       length n, MultiDiscrete -> its integer values, MultiBinary -> its 0/1 values;
+    * subspaces no flat row can hold (Text, MissionSpace, Graph, Sequence, ...) are dropped,
+      with one warning naming them (`ObservationLayout.dropped`);
+    * the flat Box of a structured space is a `StructuredBox`: it also names its leaves, so a
+      policy can unflatten views of each leaf on the device (engine/encoders.py);
     * the flat dtype is the narrowest one that holds every leaf exactly: without float Boxes,
       the narrowest integer type holding all leaves' value ranges (uint8 for one-hots and
       bits); with them, their common float type, widened to float64 when an integer leaf's
@@ -24,6 +28,8 @@ Actions (`ActionLayout`):
 
 from __future__ import annotations
 
+import multiprocessing
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,16 +59,19 @@ def _path_name(path: tuple) -> str:
     return "/".join(str(p) for p in path) or "<root>"
 
 
-def iter_leaves(space: spaces.Space, path: tuple = ()):
-    """(path, space) of every leaf in depth-first order; unsupported spaces raise TypeError."""
+def iter_leaves(space: spaces.Space, path: tuple = (), dropped: list | None = None):
+    """(path, space) of every leaf in depth-first order. Unsupported spaces raise TypeError,
+    or, when a `dropped` list is given, are appended to it as (path, space) and skipped."""
     if isinstance(space, spaces.Dict):
         for key, sub in space.spaces.items():
-            yield from iter_leaves(sub, (*path, key))
+            yield from iter_leaves(sub, (*path, key), dropped)
     elif isinstance(space, spaces.Tuple):
         for index, sub in enumerate(space.spaces):
-            yield from iter_leaves(sub, (*path, index))
+            yield from iter_leaves(sub, (*path, index), dropped)
     elif isinstance(space, _LEAF_SPACES):
         yield path, space
+    elif dropped is not None and path:
+        dropped.append((path, space))
     else:
         raise TypeError(
             f"unsupported space {space!r} at {_path_name(path)}: use Box, Discrete, "
@@ -80,12 +89,22 @@ def _lookup(structure, path: tuple):
 
 
 def _assemble(space: spaces.Space, values: dict, path: tuple = ()):
-    """Rebuild the Dict/Tuple structure of `space` from {leaf path: value}."""
+    """Rebuild the Dict/Tuple structure of `space` from {leaf path: value}; leaves missing
+    from `values` (dropped subspaces) are left out (a Tuple keeps None in their place)."""
     if isinstance(space, spaces.Dict):
-        return {key: _assemble(sub, values, (*path, key)) for key, sub in space.spaces.items()}
+        return {key: _assemble(sub, values, (*path, key)) for key, sub in space.spaces.items()
+                if _has_leaves(sub, values, (*path, key))}
     if isinstance(space, spaces.Tuple):
         return tuple(_assemble(sub, values, (*path, i)) for i, sub in enumerate(space.spaces))
-    return values[path]
+    return values.get(path)
+
+
+def _has_leaves(space: spaces.Space, values: dict, path: tuple) -> bool:
+    if isinstance(space, spaces.Dict):
+        return any(_has_leaves(sub, values, (*path, k)) for k, sub in space.spaces.items())
+    if isinstance(space, spaces.Tuple):
+        return any(_has_leaves(sub, values, (*path, i)) for i, sub in enumerate(space.spaces))
+    return path in values
 
 
 def _int_dtype(low: int, high: int) -> np.dtype:
@@ -159,6 +178,36 @@ def _flat_observation_dtype(leaves) -> np.dtype:
     )
 
 
+class StructuredBox(spaces.Box):
+    """The flat Box of a Dict/Tuple observation, naming where each leaf lives in a row.
+
+    Everything that handles Boxes handles it; `leaves` (Leaf: path, space, offset, size) lets
+    a policy encode each leaf on its own. It holds only the kept leaves, which pickle."""
+
+    def __init__(self, low, high, shape, dtype, leaves):
+        super().__init__(low, high, shape, dtype)
+        self.leaves = tuple(leaves)
+
+    def __repr__(self) -> str:
+        names = ", ".join(f"{leaf.name}: {leaf.space}" for leaf in self.leaves)
+        return f"StructuredBox({self.shape}, {self.dtype}; {names})"
+
+
+_warned_drops: set[str] = set()
+
+
+def _warn_dropped(space: spaces.Space, dropped) -> None:
+    """One warning per process naming the dropped subspaces; none in vec worker processes
+    (the parent built the same layout and warned already)."""
+    names = ", ".join(f"{_path_name(path)} ({type(sub).__name__})" for path, sub in dropped)
+    text = (f"observation subspaces dropped (no encoder for them): {names}; the policy sees "
+            "the rest")
+    if text in _warned_drops or multiprocessing.parent_process() is not None:
+        return
+    _warned_drops.add(text)
+    warnings.warn(text, UserWarning, stacklevel=3)
+
+
 class ObservationLayout:
     """Where each leaf of a Gymnasium observation space lives in one flat Box row.
 
@@ -171,23 +220,28 @@ class ObservationLayout:
     def __init__(self, space: spaces.Space):
         self.original_space = space
         self.passthrough = isinstance(space, spaces.Box)
+        self.dropped = ()
         if self.passthrough:
             self.leaves = (Leaf((), space, 0, int(np.prod(space.shape))),)
             self.space = space
             return
-        leaves, offset = [], 0
-        for path, sub in iter_leaves(space):
+        leaves, offset, dropped = [], 0, []
+        for path, sub in iter_leaves(space, dropped=dropped):
             size = int(sub.n) if isinstance(sub, spaces.Discrete) else int(np.prod(sub.shape))
             leaves.append(Leaf(path, sub, offset, size))
             offset += size
+        self.dropped = tuple(_path_name(path) for path, _ in dropped)
         if offset == 0:
-            raise ValueError(f"observation space {space!r} has no elements to observe")
+            raise ValueError(f"observation space {space!r} has no elements to observe"
+                             + (f" (dropped: {', '.join(self.dropped)})" if dropped else ""))
+        if dropped:
+            _warn_dropped(space, dropped)
         self.leaves = tuple(leaves)
         dtype = _flat_observation_dtype(self.leaves)
         lows, highs = zip(*(_observation_bounds(leaf.space) for leaf in leaves), strict=True)
-        self.space = spaces.Box(
+        self.space = StructuredBox(
             np.concatenate(lows).astype(dtype), np.concatenate(highs).astype(dtype),
-            (offset,), dtype,
+            (offset,), dtype, self.leaves,
         )
 
     @property
