@@ -43,6 +43,11 @@ LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac",
              "explained_variance")
 TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")  # where an epoch's wall time goes
 
+# Per-worker throughput (multi-process learners, Ray actors): the row's and telemetry's
+# "workers" list, one {"rank"|"actor", "node", "sps"} entry each; telemetry only, not a
+# metrics.jsonl column group. "cluster": Ray's CPU totals {"cpus", "cpus_used"} when Ray runs.
+WORKERS, CLUSTER = "workers", "cluster"
+
 
 class MessageType(StrEnum):
     """The `type` of a server push (replies carry an `id` instead; the client files them as
