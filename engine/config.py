@@ -26,6 +26,19 @@ class ConfigError(ValueError):
     """A config value that is unknown, mistyped or out of bounds; the text names the field."""
 
 
+class TomlValue:
+    """The type of a Python env's undeclared settings (`--env.KEY V` for a Gymnasium kwarg the
+    env's signature does not type): the text is read as a TOML literal, else kept as text."""
+
+
+def parse_toml_literal(text: str) -> Any:
+    """`3` -> 3, `0.5` -> 0.5, `true` -> True, `[1, 2]` -> [1, 2], `"a"` / `a` -> "a"."""
+    try:
+        return tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError:
+        return text
+
+
 # `search`: the field's default sweep distribution (engine/sweep/space.py), (low, high, scale)
 # with scale "linear", "log", or "log-relative" (bounds are factors of the preset's value).
 def _f(default, help, low=None, high=None, live=False, choices=None, search=None):
@@ -146,6 +159,9 @@ class FieldSpec:
     def bounds_text(self) -> str:
         from puffer_tui.engine.native.settings import bounds_text
 
+        if self.type is TomlValue:
+            return "a TOML value (3, 0.5, true, [1, 2], text)"
+
         return bounds_text(self.type, self.low, self.high, self.choices)
 
     def coerce(self, value: Any) -> Any:
@@ -167,6 +183,8 @@ class FieldSpec:
 
 
 def _convert(kind: type, value: Any) -> Any:
+    if kind is TomlValue:
+        return parse_toml_literal(value) if isinstance(value, str) else value
     if kind is bool:
         if isinstance(value, bool):
             return value
@@ -208,12 +226,28 @@ def _section_specs(section: str, cls) -> list[FieldSpec]:
 
 def env_specs(env_name: str) -> list[FieldSpec]:
     """The env section's fields, from the env class's declared settings (never live)."""
-    from puffer_tui.envs import env_class
-
     return [
         FieldSpec("env", s.name, s.type, s.default, s.low, s.high, s.help, False)
-        for s in env_class(env_name).settings_schema
+        for s in _env_class(env_name).settings_schema
     ]
+
+
+def _env_class(env_name: str):
+    """The env (class or env source) of a spec, or ConfigError saying why and the fix."""
+    from puffer_tui.envs import env_class
+
+    try:
+        return env_class(env_name)
+    except (KeyError, ValueError) as e:
+        raise ConfigError(str(e)) from None
+
+
+def _open_env_spec(env_name: str, name: str) -> FieldSpec | None:
+    """A Python env accepts settings it does not declare (passed on to its constructor)."""
+    if not getattr(_env_class(env_name), "open_settings", False):
+        return None
+    return FieldSpec("env", name, TomlValue, None, None, None,
+                     "passed to the env's constructor as given", False)
 
 
 def schema(env_name: str | None = None) -> list[FieldSpec]:
@@ -230,6 +264,10 @@ def spec_for(key: str, env_name: str | None = None) -> FieldSpec:
         raise ConfigError(f"unknown config key {key!r}: use section.name with section in "
                           f"{', '.join(SECTIONS)} (e.g. train.learning_rate)")
     specs = {s.name: s for s in schema(env_name) if s.section == section}
+    if name not in specs and section == "env" and env_name:
+        open_spec = _open_env_spec(env_name, name)
+        if open_spec is not None:
+            return open_spec
     if name not in specs:
         raise ConfigError(
             f"unknown config key {section}.{name}; {section} has: {', '.join(sorted(specs))}"
@@ -262,18 +300,23 @@ def from_dict(data: dict) -> Config:
 
 def _validated(data: dict) -> Config:
     from puffer_tui.engine.native.settings import resolve_settings
-    from puffer_tui.envs import env_class
+    from puffer_tui.envs.env_spec import EnvSpecError
 
     env_name = data["env_name"]
-    try:
-        cls = env_class(env_name)
-    except KeyError as e:
-        raise ConfigError(str(e)) from None
+    if not isinstance(env_name, str) or not env_name:
+        raise ConfigError(f"env_name must be an env spec (e.g. squared, gym:CartPole-v1), "
+                          f"got {env_name!r}")
+    cls = _env_class(env_name)
     try:
         # Keep what was given (defaults filled in), not derived values such as an automatic
         # max_ticks, so that a later override of the setting it derives from still applies.
-        env = resolve_settings(env_name, cls.settings_schema, dict(data["env"]))
+        if hasattr(cls, "check_settings"):  # a Python env: the given kwargs, typed
+            env = cls.check_settings(dict(data["env"]))
+        else:
+            env = resolve_settings(env_name, cls.settings_schema, dict(data["env"]))
         cls.resolve(dict(env))
+    except EnvSpecError as e:  # says which spec already
+        raise ConfigError(str(e)) from None
     except ValueError as e:
         raise ConfigError(f"env: {e}") from None
     sections = {}
@@ -316,15 +359,33 @@ def _check_consistency(c: Config) -> None:
         )
 
 
+def python_env_defaults(cores: int | None = None) -> dict:
+    """Sizes for an env stepped in Python: the multiprocessing backend with a worker per core,
+    a few envs each, and minibatches that fit the smaller batch. The env's preset and the
+    user's flags come on top."""
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 0
+        cores = cores or os.cpu_count() or 1
+    workers = max(1, min(cores, 64))
+    num_envs = 16 * workers
+    return {"vec": {"backend": "multiprocessing", "num_workers": workers, "num_envs": num_envs},
+            "train": {"minibatch_size": num_envs * TrainConfig.horizon // 4}}
+
+
 def load_config(env_name: str, overrides: dict[str, Any] | None = None, preset: bool = True) -> Config:
-    """Defaults, then the env's preset (envs/NAME/config.toml), then `overrides`; validated."""
+    """Defaults, then the env's preset (envs/NAME/config.toml), then `overrides`; validated.
+    A Python env (gym:, module:callable) starts from `python_env_defaults()` instead of the
+    native envs' sizes."""
     from puffer_tui.envs import load_preset
 
     data: dict = {"env_name": env_name, "env": {}, "vec": {}, "train": {}}
+    if getattr(_env_class(env_name), "python", False):
+        for section, values in python_env_defaults().items():
+            data[section].update(values)
     if preset:
         try:
             sections = load_preset(env_name)
-        except KeyError as e:
+        except (KeyError, ValueError) as e:
             raise ConfigError(str(e)) from None
         for section, values in sections.items():
             if section == "sweep":  # search ranges, read by engine/sweep/space.py
@@ -362,7 +423,17 @@ def _toml_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_toml_key(k)} = {_toml_value(v)}" for k, v in value.items()) + "}"
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def _toml_key(key: str) -> str:
+    """A bare key where TOML allows one, else quoted (a Python env's kwarg may be any name)."""
+    bare = key and all(c.isascii() and (c.isalnum() or c in "_-") for c in key)
+    return key if bare else _toml_value(str(key))
 
 
 def to_toml(config: Config) -> str:
@@ -370,7 +441,7 @@ def to_toml(config: Config) -> str:
     lines = [f"env_name = {_toml_value(config.env_name)}"]
     for section in SECTIONS:
         lines += ["", f"[{section}]"]
-        lines += [f"{k} = {_toml_value(v)}" for k, v in data[section].items()]
+        lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in data[section].items()]
     return "\n".join(lines) + "\n"
 
 

@@ -3,7 +3,8 @@
     check_start(config)    # ConfigError naming the problem and the fix
 
 One place, so `train`, `sweep` and the app's launcher refuse the same things in the same
-words: a CUDA device torch cannot see, and sizes that cannot fit in memory.
+words: an env spec that cannot be built, batch sizes its agents cannot fill, a CUDA device
+torch cannot see, and sizes that cannot fit in memory.
 """
 
 from __future__ import annotations
@@ -23,9 +24,39 @@ def check_device(config: Config) -> None:
                           f"CUDA device here; use --train.device auto or cpu")
 
 
+def check_env(config: Config):
+    """The env's layout (for a Python env, one env is built to learn its spaces), or
+    ConfigError with the reason it cannot be built and the fix."""
+    from puffer_tui.envs import env_class
+
+    try:
+        cls = env_class(config.env_name)
+        return cls.layout(cls.resolve(dict(config.env)))
+    except (KeyError, ValueError) as e:
+        raise ConfigError(str(e)) from None
+
+
+def check_batch(config: Config, agents_per_env: int) -> None:
+    """The trainer's batch rules, which need the env's agent count (so not in config.py)."""
+    t = config.train
+    agents = config.vec.num_envs * agents_per_env
+    batch = t.batch_size or agents * t.horizon
+    if batch < agents * t.horizon:
+        raise ConfigError(
+            f"train.batch_size ({batch}) is smaller than num_agents * horizon ({agents} * "
+            f"{t.horizon}); every agent needs a segment (0 picks exactly that)")
+    if t.minibatch_size > batch:
+        raise ConfigError(
+            f"train.minibatch_size ({t.minibatch_size}) exceeds the batch ({batch} = "
+            f"{agents} agents * horizon {t.horizon} unless train.batch_size is set); lower "
+            f"--train.minibatch-size or raise --vec.num-envs")
+
+
 def check_start(config: Config) -> None:
     """Everything that can be known to fail before anything is created."""
     from puffer_tui.engine.memory_estimate import check_memory
 
+    layout = check_env(config)
+    check_batch(config, layout.agents_per_env)
     check_device(config)
     check_memory(config)  # sizes that cannot fit: refused before the run dir exists

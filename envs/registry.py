@@ -1,11 +1,21 @@
-"""Name -> native env class, loaded lazily so listing envs compiles nothing extra."""
+"""Env spec -> env class, loaded lazily so listing envs compiles nothing extra.
+
+A spec is a built-in name, a plugin's name (entry-point group `puffer_tui.envs`), or a
+`gym:` / `pz:` / `module:callable` spec (envs/env_spec.py); every kind answers the native
+class API (settings_schema, resolve, layout, palette, description).
+"""
 
 from __future__ import annotations
 
+import difflib
 import functools
 import importlib
+import inspect
 import tomllib
 from pathlib import Path
+
+from puffer_tui.envs.env_plugins import load_plugin, plugin_entry_points, plugin_names
+from puffer_tui.envs.env_spec import GYM_PREFIX, EnvSpecError, resolve_spec
 
 # name -> class name inside puffer_tui.envs.<name>
 _CLASSES = {
@@ -22,17 +32,52 @@ _CLASSES = {
 ENV_NAMES = tuple(_CLASSES)
 
 
-class UnknownEnvError(KeyError):
+class UnknownEnvError(EnvSpecError, KeyError):
     def __str__(self):
         return str(self.args[0])
 
 
+def env_names() -> tuple[str, ...]:
+    """The built-in envs, then the installed plugins' (sorted)."""
+    return ENV_NAMES + plugin_names(exclude=ENV_NAMES)
+
+
 def env_class(name: str):
-    """The NativeEnv subclass registered as `name`."""
-    if name not in _CLASSES:
-        raise UnknownEnvError(f"unknown env {name!r}; available envs: {', '.join(ENV_NAMES)}")
-    module = importlib.import_module(f"puffer_tui.envs.{name}")
-    return getattr(module, _CLASSES[name])
+    """The class (or env source with the same API) that the spec `name` names."""
+    if name in _CLASSES:
+        module = importlib.import_module(f"puffer_tui.envs.{name}")
+        return getattr(module, _CLASSES[name])
+    if ":" in name:
+        return resolve_spec(name)
+    if name in plugin_entry_points():
+        try:
+            return load_plugin(name)
+        except ValueError as e:
+            raise EnvSpecError(str(e)) from None
+    raise UnknownEnvError(unknown_env_message(name))
+
+
+def unknown_env_message(name: str) -> str:
+    names = env_names()
+    text = f"unknown env {name!r}"
+    try:
+        import gymnasium
+
+        gym_ids = list(gymnasium.registry)
+    except ImportError:
+        gym_ids = []
+    if name in gym_ids:
+        return f"{text}; it is a Gymnasium id: use gym:{name}"
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    close += [GYM_PREFIX + c for c in difflib.get_close_matches(name, gym_ids, n=3, cutoff=0.75)]
+    hint = f"did you mean {', '.join(close)}? " if close else ""
+    return (f"{text}; {hint}available envs: {', '.join(names)}; or gym:ID (a Gymnasium id), "
+            f"MODULE:CALLABLE, pz:MODULE:CALLABLE")
+
+
+def is_python_env(name: str) -> bool:
+    """Whether the env steps in Python (the multiprocessing backend suits it best)."""
+    return bool(getattr(env_class(name), "python", False))
 
 
 def make(name: str, num_envs: int = 1, seed: int = 0, buf=None, **settings):
@@ -42,14 +87,24 @@ def make(name: str, num_envs: int = 1, seed: int = 0, buf=None, **settings):
 
 def creator(name: str, **settings):
     """A picklable `creator(num_envs=, seed=, buf=)` for the vectorizers."""
-    env_class(name).resolve(settings)  # fail here, not later inside a worker
+    cls = env_class(name)
+    checked = cls.resolve(settings)  # fail here, not later inside a worker
+    if hasattr(cls, "make_creator"):
+        return cls.make_creator(checked)
     return functools.partial(make, name, **settings)
 
 
 def load_preset(name: str) -> dict:
-    """The env's config.toml preset as a dict of sections ({} if it has none)."""
-    env_class(name)
-    path = Path(__file__).parent / name / "config.toml"
+    """The env's config.toml preset as a dict of sections ({} if it has none): a built-in's
+    envs/NAME/config.toml, a plugin class's config.toml beside its module, a Gymnasium id's
+    envs/gym_presets/ID.toml."""
+    cls = env_class(name)
+    if hasattr(cls, "preset"):
+        return cls.preset()
+    if name in _CLASSES:
+        path = Path(__file__).parent / name / "config.toml"
+    else:
+        path = Path(inspect.getfile(cls)).parent / "config.toml"
     if not path.exists():
         return {}
     with path.open("rb") as f:

@@ -35,10 +35,13 @@ ENV_SETTINGS_TITLE = "env settings"
 
 def env_settings_help() -> str:
     from puffer_tui.engine.config import env_specs
-    from puffer_tui.envs import ENV_NAMES
+    from puffer_tui.envs import env_names
 
-    lines = ["--env.NAME V, for the chosen ENV (its preset may change the defaults):"]
-    for name in ENV_NAMES:
+    lines = ["--env.NAME V, for the chosen ENV (its preset may change the defaults); for a",
+             "gym:ID or MODULE:CALLABLE env, the keyword arguments of its constructor (typed from",
+             "its signature, else read as TOML literals) and --env.import MODULE (a package",
+             "that registers Gymnasium ids on import):"]
+    for name in env_names():
         try:
             specs = env_specs(name)
         except Exception as e:  # an env that fails to load should not hide the others
@@ -54,10 +57,11 @@ def env_settings_help() -> str:
 def env_flags(env_name: str | None = None) -> list[str]:
     """`--env.*` flags of one env, or of every env (for spelling suggestions)."""
     from puffer_tui.engine.config import env_specs
-    from puffer_tui.envs import ENV_NAMES
+    from puffer_tui.envs import env_names
 
+    names = env_names()
     flags = []
-    for name in [env_name] if env_name in ENV_NAMES else ENV_NAMES:
+    for name in [env_name] if env_name in names else names:
         try:
             flags += [s.flag for s in env_specs(name)]
         except Exception:  # an env that fails to load offers no suggestions
@@ -72,7 +76,9 @@ def add_parser(sub, name, help_text):
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-h", "--help", action=_HelpWithEnvSettings,
                    help="show this help (with every env's settings) and exit")
-    p.add_argument("env", nargs="?", metavar="ENV", help="environment to train (puffer-tui envs)")
+    p.add_argument("env", nargs="?", metavar="ENV",
+                   help="environment to train: a name from `puffer-tui envs`, gym:ID (a "
+                        "Gymnasium id), MODULE:CALLABLE or pz:MODULE:CALLABLE")
     p.add_argument("--headless", action="store_true",
                    help="no dashboard: a plain progress display; Ctrl-C checkpoints and stops")
     p.add_argument("--resume", metavar="RUN_DIR",
@@ -219,11 +225,7 @@ def prepare_run(args):
         return run_dir, True
     if not args.env:
         raise cfg.ConfigError("name the ENV to train (see `puffer-tui envs`), or --resume RUN_DIR")
-    from puffer_tui.envs import ENV_NAMES
-
-    if args.env not in ENV_NAMES:
-        raise cfg.ConfigError(f"unknown env {args.env!r}; available: {', '.join(ENV_NAMES)}")
-    check_flags(overrides, args.env)
+    check_flags(overrides, args.env)  # an env spec that cannot be resolved fails here
     if preset:
         from puffer_tui.engine.sweep.preset import preset_overrides
 
@@ -232,7 +234,9 @@ def prepare_run(args):
     from puffer_tui.engine.preflight import check_start
 
     check_start(config)
-    run_dir = rd.create_run_dir(config.env_name, root)
+    from puffer_tui.envs.env_spec import run_label
+
+    run_dir = rd.create_run_dir(run_label(config.env_name), root)
     cfg.save(config, run_dir / rd.CONFIG_FILE)
     return run_dir, False
 

@@ -1,0 +1,378 @@
+"""Env specs: the one string that names an env, everywhere (CLI, launcher, config.toml).
+
+    squared                      a built-in native env, or a plugin's (entry points, env_plugins.py)
+    gym:CartPole-v1              a registered Gymnasium id; --env.KEY V go to gymnasium.make
+    my_pkg.envs:make_env         a callable returning a gymnasium.Env or a PettingZoo ParallelEnv,
+                                 or a NativeEnv / PufferEnv class
+    pz:my_pkg.envs:make_env      a PettingZoo ParallelEnv creator
+
+`resolve_spec(spec)` gives an object with a native env class's interface (description,
+palette, settings_schema, resolve, layout), plus `make_creator(settings)` for vec.make, so
+the config, the trainer, the engine and the policy loader need not know which kind it is.
+The `import` setting (`--env.import MODULE`, several comma-separated) is imported before
+gymnasium.make; ids with a known prefix (ALE/, MiniGrid-, BabyAI-) import theirs themselves.
+Importing this module needs gymnasium and numpy, never torch.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import importlib
+import inspect
+import re
+import tomllib
+from pathlib import Path
+
+GYM_PREFIX = "gym:"
+PZ_PREFIX = "pz:"
+IMPORT_KEY = "import"
+# A Gymnasium id prefix -> the module that registers those ids on import and its pip extra.
+AUTO_IMPORTS = (("ALE/", "ale_py"), ("MiniGrid-", "minigrid"), ("BabyAI-", "minigrid"))
+EXTRAS = {"ale_py": "atari", "minigrid": "minigrid", "pettingzoo": "pettingzoo",
+          "mpe2": "pettingzoo"}
+GYM_PRESETS = Path(__file__).parent / "gym_presets"
+
+
+class EnvSpecError(ValueError):
+    """An env spec that cannot be built; the text says why and what would fix it."""
+
+
+def install_hint(module: str) -> str:
+    top = module.split(".")[0]
+    extra = EXTRAS.get(top)
+    if extra:
+        return f'pip install "puffer-tui[{extra}]"'
+    return f"pip install the package that provides {top!r}, or put it on PYTHONPATH"
+
+
+def import_module(name: str, needed_by: str):
+    """The module `name`, or EnvSpecError telling a missing module from one that fails."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        missing = e.name or name
+        if name == missing or name.startswith(missing + "."):
+            raise EnvSpecError(f"{needed_by} needs the module {name!r}, which is not "
+                               f"installed: {install_hint(missing)}") from None
+        raise EnvSpecError(f"{needed_by}: importing {name} failed because module {missing!r} "
+                           f"is not installed: {install_hint(missing)}") from None
+    except Exception as e:
+        raise EnvSpecError(f"{needed_by}: importing {name} failed: "
+                           f"{type(e).__name__}: {e}") from None
+
+
+def imports_of(settings: dict) -> tuple[str, ...]:
+    value = settings.get(IMPORT_KEY, ())
+    if isinstance(value, str):
+        value = value.split(",")
+    return tuple(m.strip() for m in value if str(m).strip())
+
+
+def gym_imports(env_id: str, settings: dict) -> tuple[str, ...]:
+    auto = tuple(module for prefix, module in AUTO_IMPORTS if env_id.startswith(prefix))
+    return auto + imports_of(settings)
+
+
+def make_gym_env(env_id: str, imports: tuple = (), **kwargs):
+    """One Gymnasium env of a registered id (module level: it pickles into workers, which
+    import the registering modules themselves)."""
+    for module in imports:
+        importlib.import_module(module)
+    if env_id.startswith("ALE/"):
+        try:
+            from puffer_tui.envs.atari_preprocessing import atari_env
+        except ImportError:
+            atari_env = None
+        if atari_env is not None:
+            return atari_env(env_id, **kwargs)
+    import gymnasium
+
+    return gymnasium.make(env_id, **kwargs)
+
+
+class PythonEnvSource:
+    """A Python env (Gymnasium, PettingZoo, a PufferEnv class) behind the native class API.
+
+    Settings are the kwargs of the env's constructor: those with a plain default are typed
+    (settings_schema); any other name is passed through as given (`open_settings`)."""
+
+    palette: dict = {}
+    python = True
+    open_settings = True
+
+    def __init__(self, spec: str, description: str, settings_schema: tuple = ()):
+        self.spec = self.name = spec
+        self.description = description
+        self.settings_schema = settings_schema
+        self._layouts: dict = {}
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.spec}>"
+
+    def check_settings(self, given: dict) -> dict:
+        """The given settings with declared ones converted to their types (no defaults added:
+        what the user gave is what config.toml keeps and the constructor gets)."""
+        declared = {s.name: s for s in self.settings_schema}
+        checked = {}
+        for key, value in given.items():
+            setting = declared.get(key)
+            checked[key] = value if setting is None else _typed(self.spec, setting, value)
+        imports_of(checked)
+        return checked
+
+    def resolve(self, settings: dict) -> dict:
+        return self.check_settings(dict(settings))
+
+    def make_creator(self, settings: dict):
+        raise NotImplementedError
+
+    def layout(self, settings: dict):
+        """The spaces as the vectorizers will see them: one env is built to ask."""
+        from puffer_tui.engine.native import EnvLayout
+
+        key = repr(sorted(settings.items()))
+        if key not in self._layouts:
+            env = _build_once(self.spec, self.make_creator(settings))
+            try:
+                self._layouts[key] = EnvLayout(env.single_observation_space,
+                                               env.single_action_space, env.agents_per_env)
+            finally:
+                env.close()
+        return self._layouts[key]
+
+    def preset(self) -> dict:
+        return {}
+
+
+def _build_once(spec: str, creator):
+    try:
+        return creator(num_envs=1, seed=0)
+    except EnvSpecError:
+        raise
+    except Exception as e:
+        raise EnvSpecError(f"{spec} cannot be built: {type(e).__name__}: {e}") from None
+
+
+def _typed(spec: str, setting, value):
+    kind = setting.type
+    try:
+        if kind is bool and isinstance(value, bool) or kind is str and isinstance(value, str):
+            return value
+        if kind in (int, float) and not isinstance(value, bool) and isinstance(value, (int, float)):
+            if kind is int and not float(value).is_integer():
+                raise ValueError
+            return kind(value)
+    except (TypeError, ValueError):
+        pass
+    raise EnvSpecError(f"{spec}: setting {setting.name} = {value!r} must be a {kind.__name__} "
+                       f"(its default is {setting.default!r})")
+
+
+def _signature_settings(creator, defaults: dict, help_text: str) -> tuple:
+    """Settings from a constructor's keyword defaults of plain types (bool, int, float, str)."""
+    from puffer_tui.engine.native import Setting
+
+    try:
+        params = inspect.signature(creator).parameters.values()
+    except (TypeError, ValueError):
+        params = ()
+    settings = {}
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name == "self":
+            continue
+        default = defaults.get(p.name, p.default)
+        if isinstance(default, (bool, int, float, str)) and p.name != "render_mode":
+            settings[p.name] = Setting(p.name, default, help=help_text)
+    for name, default in defaults.items():
+        if name not in settings and isinstance(default, (bool, int, float, str)):
+            settings[name] = Setting(name, default, help=help_text)
+    return tuple(settings.values())
+
+
+# -- gym:ID -------------------------------------------------------------------------------------
+
+
+class GymSource(PythonEnvSource):
+    def __init__(self, spec: str):
+        self.env_id = spec[len(GYM_PREFIX):]
+        if not self.env_id:
+            raise EnvSpecError(f"{spec!r} names no id; e.g. gym:CartPole-v1")
+        self._imported: set = set()
+        try:
+            gym_spec = self._gym_spec({})
+        except EnvSpecError:
+            gym_spec = None  # maybe registered by an --env.import: check_settings says
+        super().__init__(spec, f"Gymnasium {self.env_id}", _gym_settings(gym_spec))
+        if gym_spec is not None:
+            self.description += f" ({gym_spec.entry_point})"
+
+    def _gym_spec(self, settings: dict):
+        import gymnasium
+
+        for module in gym_imports(self.env_id, settings):
+            if module not in self._imported:
+                import_module(module, f"gym:{self.env_id}")
+                self._imported.add(module)
+        try:
+            return gymnasium.spec(self.env_id)
+        except gymnasium.error.Error:
+            raise EnvSpecError(unknown_gym_id_message(self.env_id)) from None
+
+    def check_settings(self, given: dict) -> dict:
+        checked = super().check_settings(given)
+        self._gym_spec(checked)  # an --env.import that registers the id, or fails clearly
+        return checked
+
+    def make_creator(self, settings: dict):
+        from puffer_tui.envs.gym_emulation import from_gymnasium
+
+        kwargs = {k: v for k, v in settings.items() if k != IMPORT_KEY}
+        make = functools.partial(make_gym_env, self.env_id, gym_imports(self.env_id, settings))
+        try:
+            return from_gymnasium(make, **kwargs)
+        except Exception as e:
+            raise EnvSpecError(f"{self.spec} cannot be built: {type(e).__name__}: {e}") from None
+
+    def preset(self) -> dict:
+        path = GYM_PRESETS / (self.env_id.replace("/", "_") + ".toml")
+        if not path.exists():
+            return {}
+        with path.open("rb") as f:
+            return tomllib.load(f)
+
+
+def _gym_settings(gym_spec) -> tuple:
+    """The id's constructor arguments with plain defaults, and max_episode_steps."""
+    from puffer_tui.engine.native import Setting
+
+    if gym_spec is None:
+        return ()
+    schema = list(_signature_settings(_entry_point(gym_spec), dict(gym_spec.kwargs or {}),
+                                      "Gymnasium env argument"))
+    if isinstance(gym_spec.max_episode_steps, int):
+        schema.append(Setting("max_episode_steps", gym_spec.max_episode_steps, 1, None,
+                              "steps before truncation (gymnasium.make)"))
+    return tuple(schema)
+
+
+def _entry_point(gym_spec):
+    from gymnasium.envs.registration import load_env_creator
+
+    try:
+        ep = gym_spec.entry_point
+        return load_env_creator(ep) if isinstance(ep, str) else ep
+    except Exception:
+        return None
+
+
+def unknown_gym_id_message(env_id: str) -> str:
+    import gymnasium
+
+    ids = list(gymnasium.registry)
+    close = difflib.get_close_matches(env_id, ids, n=4, cutoff=0.6)
+    hint = next((m for p, m in AUTO_IMPORTS if env_id.lower().startswith(p.lower())), None)
+    text = f"unknown Gymnasium id {env_id!r}"
+    if close:
+        text += "; close matches: " + ", ".join(GYM_PREFIX + c for c in close)
+    elif hint:
+        text += f" (its package {hint} is installed but does not register it)"
+    else:
+        text += (f" ({len(ids)} ids are registered; a package that registers more can be "
+                 f"imported with --env.import MODULE)")
+    return text
+
+
+# -- module.path:callable and pz:module.path:callable -------------------------------------------
+
+
+class CallableSource(PythonEnvSource):
+    """`module:callable`: a gymnasium.Env (class or factory), a PettingZoo ParallelEnv
+    factory, or a PufferEnv class; which one is found by building one (or forced by pz:)."""
+
+    def __init__(self, spec: str, target, kind: str | None):
+        self.target, self.kind = target, kind
+        doc = (inspect.getdoc(target) or "").strip().splitlines()
+        settings = _signature_settings(target, {}, "argument of the env's creator")
+        super().__init__(spec, doc[0] if doc else f"Python env {spec}", settings)
+
+    def make_creator(self, settings: dict):
+        kind = self.kind or self._detect(settings)
+        if kind == "puffer":
+            return functools.partial(self.target, **settings)
+        if kind == "pz":
+            try:
+                from puffer_tui.envs.pettingzoo_emulation import from_pettingzoo
+            except ImportError as e:
+                raise EnvSpecError(f"{self.spec}: PettingZoo envs need the pettingzoo package "
+                                   f"({e}): {install_hint('pettingzoo')}") from None
+            return from_pettingzoo(self.target, **settings)
+        from puffer_tui.envs.gym_emulation import from_gymnasium
+
+        return from_gymnasium(self.target, **settings)
+
+    def _detect(self, settings: dict) -> str:
+        import gymnasium
+
+        if isinstance(self.target, type) and issubclass(self.target, gymnasium.Env):
+            return "gym"
+        try:
+            env = self.target(**settings)
+        except Exception as e:
+            raise EnvSpecError(f"{self.spec}(**{settings!r}) raised {type(e).__name__}: {e}") \
+                from None
+        try:
+            if isinstance(env, gymnasium.Env):
+                return "gym"
+            if hasattr(env, "possible_agents") and hasattr(env, "step"):
+                return "pz"
+        finally:
+            getattr(env, "close", lambda: None)()
+        raise EnvSpecError(
+            f"{self.spec} returned {type(env).__name__}, not a gymnasium.Env, a PettingZoo "
+            f"ParallelEnv or a PufferEnv class; make it return one of these")
+
+
+def resolve_callable_spec(spec: str):
+    """The class (NativeEnv subclass: used as is) or a CallableSource for `[pz:]module:name`."""
+    from puffer_tui.engine.native import NativeEnv, PufferEnv
+
+    forced = spec.startswith(PZ_PREFIX)
+    path = spec[len(PZ_PREFIX):] if forced else spec
+    module_name, _, attr = path.partition(":")
+    if not module_name or not attr or ":" in attr:
+        raise EnvSpecError(f"{spec!r} is not MODULE:CALLABLE (e.g. my_pkg.envs:make_env); "
+                           f"gym:ID for a Gymnasium id, pz:MODULE:CALLABLE for PettingZoo")
+    module = import_module(module_name, spec)
+    target = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            public = sorted(n for n, v in vars(module).items()
+                            if callable(v) and not n.startswith("_"))
+            raise EnvSpecError(
+                f"{spec}: module {module_name} has no attribute {attr!r}; its callables: "
+                f"{', '.join(public[:12]) or 'none'}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise EnvSpecError(f"{spec}: {attr} is a {type(target).__name__}, not callable; "
+                           f"name a function or class that builds the env")
+    if isinstance(target, type) and issubclass(target, NativeEnv) and not forced:
+        return target
+    kind = "pz" if forced else None
+    if isinstance(target, type) and issubclass(target, PufferEnv):
+        kind = "puffer"
+    return CallableSource(spec, target, kind)
+
+
+@functools.lru_cache(maxsize=64)
+def resolve_spec(spec: str):
+    """The env source of a `gym:`, `pz:` or `module:callable` spec (cached per process)."""
+    if spec.startswith(GYM_PREFIX):
+        return GymSource(spec)
+    return resolve_callable_spec(spec)
+
+
+def run_label(spec: str) -> str:
+    """The spec as a file-name part: gym:ALE/Pong-v5 -> gym-ALE_Pong-v5."""
+    label = spec.replace(":", "-", 1) if spec.startswith((GYM_PREFIX, PZ_PREFIX)) else spec
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_.") or "env"
