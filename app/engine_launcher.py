@@ -8,6 +8,11 @@ The engine runs in its own session and process group (`start_new_session=True`):
 the terminal and the app exiting or crashing do not reach it. Its stdout and stderr go to
 RUN_DIR/engine.out. Whoever launched it should call `handle.wait()` or `handle.poll()` once it
 has exited, so it is reaped (if the launcher exits first, init reaps it).
+
+With `train.nproc` > 1 the engine is started through torchrun (`python -m torch.distributed.run
+--standalone --nproc-per-node N -m puffer_tui.engine RUN_DIR`): the handle's process is then
+torchrun's agent, which starts the ranks and stops them all when one dies; rank 0 serves the
+socket and echoes the launch id this module gives it, so the wait knows the engine is ours.
 """
 
 from __future__ import annotations
@@ -16,10 +21,12 @@ import os
 import subprocess
 import sys
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.process import LAUNCH_ID_ENV
 from puffer_tui.engine.protocol import LIVE_STATES
 
 
@@ -31,6 +38,7 @@ class EngineStartError(RuntimeError):
 class EngineHandle:
     run_dir: Path
     process: subprocess.Popen
+    launch_id: str | None = None  # echoed in status.json by the engine (rank 0) it started
 
     @property
     def pid(self) -> int:
@@ -67,11 +75,13 @@ def launch_engine(
         status = rd.read_status(run_dir)
         raise EngineStartError(f"an engine (pid {status.get('pid')}) is already running "
                                f"{run_dir.name}; attach to it instead")
-    command = [python or sys.executable, "-m", "puffer_tui.engine", str(run_dir)]
+    command = [python or sys.executable, *_launcher(run_dir), "-m", "puffer_tui.engine",
+               str(run_dir)]
     if resume:
         command.append("--resume")
     if fallback_checkpoint:
         command.append("--fallback-checkpoint")
+    launch_id = uuid.uuid4().hex
     out_path = run_dir / rd.ENGINE_OUT_FILE
     # The old status and socket belong to a previous engine; the new one writes its own.
     (run_dir / rd.STATUS_FILE).unlink(missing_ok=True)
@@ -79,9 +89,9 @@ def launch_engine(
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
             start_new_session=True, close_fds=True, cwd=os.getcwd(),
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            env={**os.environ, "PYTHONUNBUFFERED": "1", LAUNCH_ID_ENV: launch_id},
         )
-    handle = EngineHandle(run_dir, process)
+    handle = EngineHandle(run_dir, process, launch_id)
     try:
         wait_for_socket(handle, timeout, on_wait)
     except BaseException:
@@ -108,7 +118,9 @@ def wait_for_socket(handle: EngineHandle, timeout: float, on_wait=None) -> None:
         if code is not None:
             raise EngineStartError(f"the engine exited with status {code} before it was ready:\n"
                                    f"{tail(handle.run_dir / rd.ENGINE_OUT_FILE)}")
-        ours = rd.read_status(handle.run_dir).get("pid") == handle.pid
+        status = rd.read_status(handle.run_dir)
+        ours = status.get("pid") == handle.pid or (
+            handle.launch_id is not None and status.get("launch_id") == handle.launch_id)
         if ours and path.exists() and rd.socket_answers(path):
             return
         if time.monotonic() > deadline:
@@ -118,6 +130,20 @@ def wait_for_socket(handle: EngineHandle, timeout: float, on_wait=None) -> None:
             on_wait(handle, time.monotonic() - start)
             next_report += 1.0
         time.sleep(0.05)
+
+
+def _launcher(run_dir: Path) -> list[str]:
+    """Interpreter arguments before `-m puffer_tui.engine`: torchrun's when the run's config
+    asks for several learner processes (train.nproc), else none."""
+    from puffer_tui.engine.config import load
+
+    try:
+        nproc = load(run_dir / rd.CONFIG_FILE).train.nproc
+    except Exception:
+        return []  # the engine reports a config it cannot load, in its own words
+    if nproc <= 1:
+        return []
+    return ["-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}"]
 
 
 def tail(path: Path, lines: int = 40) -> str:

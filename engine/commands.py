@@ -14,6 +14,12 @@ queues and dispatches: the run state and flags it changes are the engine's `Engi
 - checkpoint: written at the next epoch boundary (a consistent state for exact resume),
   then answered with the path; if training is paused mid-epoch the reply says it is pending.
 - stop: ends the current epoch, then the engine checkpoints (unless told not to) and exits.
+
+With several learner ranks (torchrun, engine/distributed.py) only rank 0 has a control socket;
+at every safe point common to all ranks (between minibatches, at epoch boundaries; not between
+env steps, whose count differs per rank) rank 0 broadcasts the commands it dequeued and every
+rank applies the same list, so the ranks change state at the same point and never diverge.
+While paused, rank 0 blocks on its queue and the others wait in that broadcast.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ class CommandQueue:
 
     def __init__(self, state: EngineState, frames: FrameSource, events=None,
                  trainer: Callable[[], object | None] = lambda: None,
-                 checkpoint: Callable[[], object] | None = None):
+                 checkpoint: Callable[[], object] | None = None, world=None):
         self._queue: queue.SimpleQueue[Command] = queue.SimpleQueue()
         self.state = state
         self.frames = frames
@@ -51,6 +57,7 @@ class CommandQueue:
         self._trainer = trainer
         self._checkpoint = checkpoint
         self._pending_checkpoints: list[Command] = []
+        self.world = world  # engine/distributed.py World; None: one process
 
     # -- server thread --------------------------------------------------------------------
 
@@ -65,9 +72,12 @@ class CommandQueue:
 
     # -- main thread ----------------------------------------------------------------------
 
-    def safe_point(self) -> None:
-        """Called by the trainer between env steps and minibatches: cheap unless there is work."""
-        if not self._queue.empty():
+    def safe_point(self, between_steps: bool = False) -> None:
+        """Called by the trainer between env steps and minibatches: cheap unless there is work.
+        Several ranks: `between_steps` points only capture frames, the others all broadcast."""
+        if self._together and not between_steps:
+            self._drain(boundary=False)
+        elif not self._together and not self._queue.empty():
             self._drain(boundary=False)
         if self.frames.due():
             self.frames.capture()
@@ -78,7 +88,14 @@ class CommandQueue:
         self._drain(boundary=True)
         self._write_pending_checkpoints()
 
+    @property
+    def _together(self) -> bool:
+        return self.world is not None and self.world.enabled
+
     def _drain(self, boundary: bool) -> None:
+        if self._together:
+            self._drain_together(boundary)
+            return
         while True:
             try:
                 # While paused, block on the queue itself: no spinning, no timeouts.
@@ -86,6 +103,28 @@ class CommandQueue:
             except queue.Empty:
                 return
             self._apply(command, boundary)
+
+    def _drain_together(self, boundary: bool) -> None:
+        """Rank 0 broadcasts each batch it dequeues (blocking for one while paused); every
+        rank applies it. An empty batch ends the drain on all ranks at once."""
+        world = self.world
+        while True:
+            batch = self._take_batch() if world.is_main else []
+            wire = world.broadcast([(c.name, c.args) for c in batch] if world.is_main else None)
+            if not wire:
+                return
+            if not world.is_main:  # replies go from rank 0; frames are rank 0's envs
+                batch = [Command(name, args) for name, args in wire if not name.startswith("_")]
+            for command in batch:
+                self._apply(command, boundary)
+
+    def _take_batch(self) -> list[Command]:
+        batch = [self._queue.get()] if self.state.paused else []
+        while True:
+            try:
+                batch.append(self._queue.get_nowait())
+            except queue.Empty:
+                return batch
 
     def _apply(self, command: Command, boundary: bool) -> None:
         handler = getattr(self, f"_cmd_{command.name.lstrip('_')}", None)

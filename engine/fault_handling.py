@@ -6,6 +6,11 @@ reloads the last good checkpoint (poisoned weights) or writes what the disk refu
 pending metrics rows, the due checkpoint), and pauses again if that still fails. A periodic
 checkpoint failing for any other reason is reported and training goes on, like the
 `checkpoint` command. Poisoned weights are never checkpointed.
+
+Several learner ranks (engine/distributed.py): only rank 0 writes (metrics, checkpoints), so a
+full disk pauses rank 0 alone and the others wait for it in the next broadcast; non-finite
+values stop every rank at once (the trainer's checks agree), and what rank 0 finds on disk
+(is there a checkpoint, which) is handed to the others, so all take the same branch.
 """
 
 from __future__ import annotations
@@ -21,8 +26,8 @@ from puffer_tui.engine.metrics import MetricsWriter, truncate_after
 
 
 class FaultHandling:
-    """Needs: run_dir, trainer, state, commands, events, metrics, last_checkpoint, save_checkpoint(),
-    write_status(); sets _poisoned and _checkpoint_due (False at start)."""
+    """Needs: run_dir, world, trainer, state, commands, events, metrics (None on ranks > 0),
+    last_checkpoint, save_checkpoint(), write_status(); sets _poisoned and _checkpoint_due (False at start)."""
 
     _poisoned = False  # the weights hold NaN/inf: reload the last checkpoint on resume
     _checkpoint_due = False  # a periodic checkpoint the full disk refused
@@ -30,7 +35,8 @@ class FaultHandling:
     def _persist(self, row: dict) -> None:
         """The epoch's metrics row and periodic checkpoint; a full disk pauses the run."""
         try:
-            self.metrics.write(row)
+            if self.metrics is not None:  # rank 0's
+                self.metrics.write(row)
         except OSError as e:
             if not is_disk_full(e):
                 raise
@@ -63,7 +69,7 @@ class FaultHandling:
     def _pause_for_non_finite(self, error: NonFiniteError) -> None:
         self._poisoned = not error.weights_finite
         _zero_non_finite_state(self.trainer)
-        last = ckpt.latest_checkpoint(self.run_dir)
+        last = self._latest_checkpoint()
         if not self._poisoned:
             how = "resume to go on (the weights are unharmed)"
         elif last is not None:
@@ -78,13 +84,14 @@ class FaultHandling:
         """After a resume: reload good weights, write what the full disk refused. False when
         that failed again and the run is paused once more."""
         if self._poisoned:
-            if ckpt.latest_checkpoint(self.run_dir) is None:
+            if self._latest_checkpoint() is None:
                 self.commands.pause_for("the weights are not finite and there is no checkpoint "
                                         "to go back to: stop the run")
                 return False
             self._reload_last_good()
         try:
-            self.metrics.flush_pending()
+            if self.metrics is not None:
+                self.metrics.flush_pending()
         except OSError as e:
             if not is_disk_full(e):
                 raise
@@ -97,10 +104,12 @@ class FaultHandling:
         return True
 
     def _reload_last_good(self) -> None:
-        path, state = ckpt.load_latest(self.run_dir, fallback=True)
+        path, state = self._load_latest(True)
         self.trainer.load_state_dict(state)
         self._poisoned = False
         self.last_checkpoint = (self.trainer.global_step, path)
+        if self.metrics is None:
+            return  # another rank: rank 0 owns the files and says what happened
         self.metrics.close()
         dropped = truncate_after(self.run_dir, self.trainer.epoch)
         self.metrics = MetricsWriter(self.run_dir)
@@ -112,7 +121,7 @@ class FaultHandling:
         person gives up (stop without a checkpoint). Poisoned weights are never saved."""
         while True:
             if self._poisoned:
-                last = ckpt.latest_checkpoint(self.run_dir)
+                last = self._latest_checkpoint()
                 self.events.warning("no final checkpoint: the weights are not finite; the last "
                                     f"good checkpoint is {last.name if last else 'none'}")
                 return None
@@ -129,6 +138,20 @@ class FaultHandling:
                 self.commands.at_boundary()  # waits for resume or stop
                 if self.state.stop_requested and not self.state.stop_checkpoint:
                     return None
+
+
+    def _latest_checkpoint(self) -> Path | None:
+        """The newest checkpoint as rank 0 sees it (every rank gets the same answer)."""
+        world = self.world
+        return world.broadcast(ckpt.latest_checkpoint(self.run_dir) if world.is_main else None)
+
+    def _load_latest(self, fallback: bool, on_skip=None):
+        """(path, state) of the latest checkpoint: rank 0 reads it and hands it to the others
+        (they need not see the run dir's disk)."""
+        world = self.world
+        loaded = ckpt.load_latest(self.run_dir, fallback=fallback, on_skip=on_skip) \
+            if world.is_main else None
+        return world.broadcast(loaded)
 
 
 def check_memory(config: Config) -> None:

@@ -25,6 +25,7 @@ from puffer_tui.engine.protocol import (
     ROW_KEYS,
     TIMING,
     TIMING_PCT,
+    WORKERS,
     json_safe,
 )
 from puffer_tui.engine.run_dir import METRICS_FILE
@@ -145,6 +146,8 @@ def flatten(row: dict) -> dict:
     their names: policy_loss, timing_env, timing_pct_env, score...)."""
     flat = {}
     for key, value in row.items():
+        if key == WORKERS:
+            continue  # per-rank SPS: telemetry only (metrics.jsonl keeps the total)
         if key == ENV and isinstance(value, dict):
             flat.update({_env_column(k): v for k, v in value.items()})
         elif key in _FLAT_PREFIX and isinstance(value, dict):
@@ -174,6 +177,8 @@ def grouped(flat: dict) -> dict:
 def _tb_scalars(row: dict):
     """(tag, value) of every number in the nested row: "<group>/<name>", "train/<name>"."""
     for key, value in row.items():
+        if key == WORKERS:
+            continue
         if isinstance(value, dict):
             yield from ((f"{key}/{k}", v) for k, v in value.items())
         else:

@@ -13,6 +13,10 @@ batch; poisoned weights are never checkpointed and `resume` reloads the last goo
 checkpoint), and a full disk (the unwritten metrics rows and the checkpoint stay pending
 and are written on `resume`, once space is freed).
 
+Under torchrun (several learner ranks, engine/distributed.py) every rank runs this; rank 0
+alone serves the socket and writes status, metrics and checkpoints, and hands the commands
+and the checkpoint it loads to the others.
+
 Exit status: 0 finished or stopped, 1 crashed, 2 bad command line or run directory (or
 sizes that need more memory than is available), 130 interrupted twice (no final checkpoint).
 """
@@ -33,8 +37,8 @@ from puffer_tui.engine import run_dir as rd
 from puffer_tui.engine.commands import Command, CommandQueue
 from puffer_tui.engine.config import Config, load, schema
 from puffer_tui.engine.control_server import PROTOCOL_VERSION, ControlServer
+from puffer_tui.engine.distributed import World, rank_event_log
 from puffer_tui.engine.engine_state import EngineState
-from puffer_tui.engine.events import EventLog
 from puffer_tui.engine.fault_handling import FaultHandling, check_memory, tidy_leftovers
 from puffer_tui.engine.frame_source import FrameSource
 from puffer_tui.engine.health import NonFiniteError, is_disk_full
@@ -43,6 +47,7 @@ from puffer_tui.engine.protocol import MessageType, RunState, palette_to_wire, s
 from puffer_tui.engine.telemetry import Telemetry
 
 STATUS_INTERVAL = 1.0  # seconds between status.json updates while training
+LAUNCH_ID_ENV = "PUFFER_TUI_LAUNCH_ID"  # set by app/engine_launcher.py, echoed in status.json
 
 
 class Engine(FaultHandling):
@@ -50,7 +55,8 @@ class Engine(FaultHandling):
         self.run_dir = run_dir
         self.resume = resume
         self.fallback = fallback
-        self.events = EventLog(run_dir)
+        self.world = World.from_environment()  # rank 0 of 1 unless torchrun started us
+        self.events = rank_event_log(run_dir, self.world)
         self.events.subscribe(_print_event)
         self.config: Config | None = None
         self.trainer = None  # built in _train, after the control server answers
@@ -59,7 +65,8 @@ class Engine(FaultHandling):
         self.state = EngineState()
         self.frames = FrameSource(self._frame)
         self.commands = CommandQueue(self.state, self.frames, self.events,
-                                     trainer=self._trainer, checkpoint=self.save_checkpoint)
+                                     trainer=self._trainer, checkpoint=self.save_checkpoint,
+                                     world=self.world)
         self.metrics: MetricsWriter | None = None
         self.server: ControlServer | None = None
         self.telemetry: Telemetry | None = None
@@ -79,10 +86,14 @@ class Engine(FaultHandling):
         except Exception as e:
             self.error = f"cannot load the run's config: {e}"
             self.events.error(self.error)
+            if not self.world.is_main:
+                return 1
             rd.write_json_atomic(self.run_dir / rd.STATUS_FILE, {
                 "state": RunState.ERROR, "pid": os.getpid(), "error": self.error,
                 "started": self.started, "updated": time.time()})
             return 1
+        if not self.world.is_main:
+            return self._run_follower()
         try:
             check_memory(self.config)  # refuse before allocating: not an OOM kill later
         except ValueError as e:
@@ -94,6 +105,7 @@ class Engine(FaultHandling):
             return 2
         except Exception as e:  # an estimate that fails must not stop a run that may fit
             self.events.warning(f"could not estimate the memory this run needs: {e}")
+        self.world.join(self.config.train.device)
         tidy_leftovers(self.run_dir)
         self.telemetry = Telemetry(self.config, self.run_dir.name, self.state, self._trainer)
         self.server = ControlServer(
@@ -109,6 +121,14 @@ class Engine(FaultHandling):
         self.events.subscribe(self.server.publish_event)
         (self.run_dir / rd.PID_FILE).write_text(f"{os.getpid()}\n")
         self.write_status(force=True)
+        return self._run_training()
+
+    def _run_follower(self) -> int:
+        """Another rank: the same training loop, without socket, status or files."""
+        self.world.join(self.config.train.device)
+        return self._run_training()
+
+    def _run_training(self) -> int:
         previous = self._install_signal_handlers()
         code = 1
         try:
@@ -120,6 +140,8 @@ class Engine(FaultHandling):
         except BaseException as e:
             self.state.enter(RunState.ERROR)
             self.error = f"{type(e).__name__}: {e}"
+            if self.world.enabled and "closed by peer" in str(e):
+                self.error += " (another learner rank failed: its error is in events.log)"
             self.events.error(f"engine crashed: {self.error}\n{traceback.format_exc()}")
             code = 1
         finally:
@@ -131,16 +153,17 @@ class Engine(FaultHandling):
 
         self.events.info(f"engine {os.getpid()} starting {self.config.env_name} "
                          f"({'resuming' if self.resume else 'new run'})")
-        self.trainer = Trainer(self.config, safe_point=self.commands.safe_point)
+        self.trainer = Trainer(self.config, safe_point=self.commands.safe_point, world=self.world)
         if self.resume:
             self._restore()
-        self.metrics = MetricsWriter(self.run_dir)
-        if self.metrics.tensorboard_error:
+        self.metrics = MetricsWriter(self.run_dir) if self.world.is_main else None
+        if self.metrics is not None and self.metrics.tensorboard_error:
             self.events.warning(f"TensorBoard is installed but unusable, metrics.jsonl only "
                                 f"({self.metrics.tensorboard_error})")
         self.state.enter(RunState.RUNNING)
         self.write_status(force=True)
-        self.server.publish_telemetry_now()
+        if self.server is not None:
+            self.server.publish_telemetry_now()
         while True:
             self.commands.at_boundary()
             if self.state.stop_requested:
@@ -154,7 +177,8 @@ class Engine(FaultHandling):
             except NonFiniteError as e:
                 self._pause_for_non_finite(e)
                 continue
-            self.telemetry.record(row)
+            if self.telemetry is not None:  # rank 0's
+                self.telemetry.record(row)
             self._persist(row)
             self.write_status()
         if self.trainer.done and not self.state.stop_requested:
@@ -175,9 +199,11 @@ class Engine(FaultHandling):
         def skipped(path, error):
             self.events.warning(f"{error}; falling back to the previous checkpoint")
 
-        path, state = ckpt.load_latest(self.run_dir, fallback=self.fallback, on_skip=skipped)
+        path, state = self._load_latest(self.fallback, skipped)
         self.trainer.load_state_dict(state)
         self.last_checkpoint = (self.trainer.global_step, path)
+        if not self.world.is_main:
+            return
         dropped = truncate_after(self.run_dir, self.trainer.epoch)
         note = f" ({dropped} metric rows after it dropped)" if dropped else ""
         self.events.info(f"resumed from {path.name} at step {self.trainer.global_step}, "
@@ -205,14 +231,19 @@ class Engine(FaultHandling):
                 self.events.warning(f"closing the trainer failed: {e}")
         if self.metrics is not None:
             self.metrics.close()
-        (self.run_dir / rd.PID_FILE).unlink(missing_ok=True)
+        self.world.close()
+        if self.world.is_main:
+            (self.run_dir / rd.PID_FILE).unlink(missing_ok=True)
         for sig, handler in previous_handlers.items():
             signal.signal(sig, handler)
 
     # -- checkpoints, status, hello ---------------------------------------------------------
 
     def save_checkpoint(self) -> Path:
-        """Write a checkpoint of the trainer now (main thread, at an epoch boundary)."""
+        """Write a checkpoint of the trainer now (main thread, at an epoch boundary). Rank 0
+        writes; the other ranks have nothing to write (None)."""
+        if not self.world.is_main:
+            return None
         step = self.trainer.global_step
         if self.last_checkpoint and self.last_checkpoint[0] == step \
                 and self.last_checkpoint[1].exists():
@@ -225,7 +256,7 @@ class Engine(FaultHandling):
 
     def write_status(self, force: bool = False) -> None:
         now = time.monotonic()
-        if not force and now < self._status_due:
+        if not self.world.is_main or (not force and now < self._status_due):
             return
         self._status_due = now + STATUS_INTERVAL
         trainer = self.trainer
@@ -241,6 +272,8 @@ class Engine(FaultHandling):
             "started": self.started,
             "updated": time.time(),
             "last_checkpoint": str(self.last_checkpoint[1]) if self.last_checkpoint else None,
+            "ranks": self.world.size,
+            "launch_id": os.environ.get(LAUNCH_ID_ENV),  # the launcher knows torchrun's pid only
         }
         if self.error:
             status["error"] = self.error
@@ -272,7 +305,8 @@ class Engine(FaultHandling):
             "schema": schema_to_wire(schema(config.env_name)),
             "palette": palette_to_wire(cls.palette),
             "frame_shape": list(layout.frame_shape) if layout.frame_shape else None,
-            "num_envs": config.vec.num_envs,
+            "num_envs": config.vec.num_envs,  # rank 0's: the envs a client can render
+            "ranks": self.world.size,
             "pid": os.getpid(),
         }
 

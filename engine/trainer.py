@@ -46,10 +46,11 @@ from puffer_tui.engine.config import (
     live_specs,
     spec_for,
 )
+from puffer_tui.engine.distributed import World, check_together, reduce_epoch
 from puffer_tui.engine.episode_log import EpisodeLog
 from puffer_tui.engine.learner import Learner
 from puffer_tui.engine.policy import make_policy
-from puffer_tui.engine.protocol import ENV, LOSS_KEYS, LOSSES
+from puffer_tui.engine.protocol import ENV, LOSS_KEYS, LOSSES, WORKERS
 from puffer_tui.engine.rollout import RolloutBuffer
 from puffer_tui.engine.schedule import START, learning_rate, resumed_anchor
 from puffer_tui.engine.timing import Timing
@@ -75,7 +76,8 @@ def auto_threads(config: Config) -> int:
     (1-minute load average). Oversubscribing is far worse than idling a core: each parallel
     op then waits for a descheduled thread (measured on a busy 2-core box: 2 threads train
     3-5x slower than 1)."""
-    cores = available_cores()
+    # learner ranks on this machine (torchrun) share its cores
+    cores = max(1, available_cores() // int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
     workers = config.vec.num_workers if config.vec.backend in ("multiprocessing", "ray") else 0
     try:
         busy = os.getloadavg()[0]
@@ -85,12 +87,13 @@ def auto_threads(config: Config) -> int:
     return max(1, min(cores - workers, free))
 
 
-def make_vecenv(config: Config):
+def make_vecenv(config: Config, seed: int | None = None):
     from puffer_tui.engine import vec
     from puffer_tui.envs import creator
 
     v = config.vec
-    kwargs = {"num_envs": v.num_envs, "backend": v.backend, "seed": config.train.seed}
+    seed = config.train.seed if seed is None else seed
+    kwargs = {"num_envs": v.num_envs, "backend": v.backend, "seed": seed}
     if v.backend != "serial":
         kwargs.update(num_workers=v.num_workers, batch_size=v.batch_size or v.num_envs,
                       zero_copy=v.zero_copy, timeout=v.worker_timeout)
@@ -100,8 +103,10 @@ def make_vecenv(config: Config):
 
 
 class Trainer:
-    def __init__(self, config: Config, vecenv=None, safe_point=None):
+    def __init__(self, config: Config, vecenv=None, safe_point=None, world: World | None = None):
         self.config = config
+        # learner ranks (engine/distributed.py): one process unless started by torchrun
+        self.world = world or World()
         # The config as built (the run's config.toml): a resume tells the user's new values
         # for live fields from the checkpoint's by comparing with this (load_state_dict).
         self._built_config = copy.deepcopy(config.as_dict())
@@ -109,11 +114,10 @@ class Trainer:
         train = config.train
         self.device = resolve_device(train.device)
         torch.set_num_threads(train.torch_threads or auto_threads(config))
-        random.seed(train.seed)
-        np.random.seed(train.seed)
-        torch.manual_seed(train.seed)
+        self._seed = self.world.seed(train.seed)  # differs per rank
+        _seed_all(self._seed)
 
-        self.vecenv = vecenv if vecenv is not None else make_vecenv(config)
+        self.vecenv = vecenv if vecenv is not None else make_vecenv(config, self._seed)
         try:
             self._build(config)
         except BaseException:
@@ -125,7 +129,7 @@ class Trainer:
         self.uptime = 0.0
         self.progress = {"global_step": 0, "epoch": 0, "sps": 0.0, "uptime": 0.0, "metrics": {}}
         self._closed = False
-        self.vecenv.async_reset(train.seed)
+        self.vecenv.async_reset(self._seed)
 
     def _build(self, config: Config) -> None:
         from puffer_tui.envs import env_class
@@ -157,6 +161,7 @@ class Trainer:
         if train.compile:
             step_fn = torch.compile(step_fn)
             sequence_fn = torch.compile(sequence_fn)
+        sequence_fn = self.world.wrap(self.policy, sequence_fn)  # DDP averages the gradients
         self._step_fn = step_fn
         self.learner = Learner(self.policy, self.optimizer, sequence_fn)
 
@@ -206,28 +211,35 @@ class Trainer:
         self._uptime_start = self.uptime
         log = EpisodeLog()
         self._collect(log)
-        steps = self.global_step - self._epoch_start_step
+        local_steps = self.global_step - self._epoch_start_step
         with self.timing.section("copy"):
             data = self.buffer.tensors(self.device)
-        health.check_batch(data, self.num_agents)  # NaN from the env: learn nothing from it
+        # NaN from the env: learn nothing from it (every rank stops when one finds it)
+        check_together(self.world, health.check_batch, data, self.num_agents)
+        steps = self.world.sum(local_steps)
+        self.global_step = self._epoch_start_step + steps  # the steps of all ranks
         with self.timing.section("learn"):
             stats = self.learner.update(data, lambda: self.config.train, self.global_step,
                                         self._safe_point, self.schedule)
-        health.check_update(stats, self.policy)
+        check_together(self.world, health.check_update, stats, self.policy)
         elapsed = time.perf_counter() - self._epoch_start - self._blocked
         self.epoch += 1
         self.uptime = self._uptime_start + elapsed
+        losses, env, workers = reduce_epoch(self.world, local_steps, elapsed,
+                                            {k: stats[k] for k in LOSS_KEYS}, log.summary())
         row = {"epoch": self.epoch, "global_step": self.global_step,
                "sps": steps / max(elapsed, 1e-9), "uptime": self.uptime,
                "learning_rate": stats["learning_rate"],
-               LOSSES: {k: stats[k] for k in LOSS_KEYS},
+               LOSSES: losses,
                **self.timing.metrics(elapsed),
-               ENV: log.summary()}  # grouped: an env stat cannot overwrite a trainer number
+               ENV: env}  # grouped: an env stat cannot overwrite a trainer number
+        if workers:
+            row[WORKERS] = workers
         self.progress = {"global_step": self.global_step, "epoch": self.epoch,
                          "sps": row["sps"], "uptime": self.uptime, "metrics": row}
         return row
 
-    def _safe_point(self) -> None:
+    def _safe_point(self, between_steps: bool = False) -> None:
         if self.safe_point is None:
             return
         if self.progress["global_step"] != self.global_step:
@@ -235,7 +247,12 @@ class Trainer:
             self.progress = {**self.progress, "global_step": self.global_step}
         start = time.perf_counter()
         try:
-            self.safe_point()
+            if self.world.enabled:
+                # ranks step their envs a different number of times: only the minibatch and
+                # epoch boundaries are common to all (engine/commands.py)
+                self.safe_point(between_steps=between_steps)
+            else:
+                self.safe_point()
         finally:
             self._blocked += time.perf_counter() - start
 
@@ -245,7 +262,7 @@ class Trainer:
         cuda = self._staging is not None
         last_report = time.perf_counter()
         while not buffer.ready:
-            self._safe_point()
+            self._safe_point(between_steps=True)
             with timing.section("env"):
                 obs, rewards, terminals, truncations, infos, env_ids, masks = vecenv.recv()
             log.add(infos)
@@ -313,8 +330,9 @@ class Trainer:
 
     def _report_progress(self, now: float) -> None:
         elapsed = now - self._epoch_start - self._blocked
-        steps = self.global_step - self._epoch_start_step
-        self.progress = {**self.progress, "global_step": self.global_step,
+        # ranks step alike: this rank's count times the ranks until the epoch's sum
+        steps = (self.global_step - self._epoch_start_step) * self.world.size
+        self.progress = {**self.progress, "global_step": self._epoch_start_step + steps,
                          "sps": steps / max(elapsed, 1e-9),
                          "uptime": self._uptime_start + elapsed}
 
@@ -376,10 +394,16 @@ class Trainer:
                                        self.global_step)
         self.epoch = int(state["epoch"])
         self.uptime = float(state.get("uptime", 0.0))
-        rng_state.restore(state.get("rng", {}), self.device)
-        # Episodes continue where they were (or, when that cannot be, start afresh: say why).
-        self.lstm_state, self.inexact_resume = episode_state.restore(
-            self.vecenv, self.lstm_state, state, self.device)
+        if not self.world.is_main:
+            # the checkpoint holds rank 0's envs and RNG streams (engine/distributed.py): this
+            # rank's episodes go on from its own reset, its streams reseeded from the step
+            _seed_all(self._seed + self.global_step)
+            self.inexact_resume = None
+        else:
+            rng_state.restore(state.get("rng", {}), self.device)
+            # Episodes continue where they were (or, when that cannot be, start afresh).
+            self.lstm_state, self.inexact_resume = episode_state.restore(
+                self.vecenv, self.lstm_state, state, self.device)
         if self.inexact_resume:
             warnings.warn(f"resume is not exact: {self.inexact_resume}; episodes start afresh",
                           stacklevel=2)
@@ -415,6 +439,12 @@ class Trainer:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _seed_all(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
 
 
 def _is_identity(env_ids) -> bool:
