@@ -20,7 +20,9 @@ import difflib
 import functools
 import importlib
 import inspect
+import os
 import re
+import sys
 import tomllib
 from pathlib import Path
 
@@ -333,6 +335,14 @@ class CallableSource(PythonEnvSource):
             f"ParallelEnv or a PufferEnv class; make it return one of these")
 
 
+def _add_working_dir_to_path() -> None:
+    """A user's module in the working directory imports, as under `python -m` (which is how
+    the engine runs): the `puffer-tui` script alone would not find it."""
+    cwd = os.getcwd()
+    if "" not in sys.path and cwd not in sys.path:
+        sys.path.append(cwd)
+
+
 def resolve_callable_spec(spec: str):
     """The class (NativeEnv subclass: used as is) or a CallableSource for `[pz:]module:name`."""
     from puffer_tui.engine.native import NativeEnv, PufferEnv
@@ -343,6 +353,7 @@ def resolve_callable_spec(spec: str):
     if not module_name or not attr or ":" in attr:
         raise EnvSpecError(f"{spec!r} is not MODULE:CALLABLE (e.g. my_pkg.envs:make_env); "
                            f"gym:ID for a Gymnasium id, pz:MODULE:CALLABLE for PettingZoo")
+    _add_working_dir_to_path()
     module = import_module(module_name, spec)
     target = module
     for part in attr.split("."):

@@ -81,8 +81,12 @@ def is_python_env(name: str) -> bool:
 
 
 def make(name: str, num_envs: int = 1, seed: int = 0, buf=None, **settings):
-    """A native vectorized env: `num_envs` C envs of `name` stepped in one call."""
-    return env_class(name)(num_envs=num_envs, seed=seed, buf=buf, **settings)
+    """A vectorized env: `num_envs` envs of `name` stepped in one call (C envs in one call to
+    the binding; Python envs one after another)."""
+    cls = env_class(name)
+    if hasattr(cls, "make_creator"):
+        return cls.make_creator(cls.resolve(settings))(num_envs=num_envs, seed=seed, buf=buf)
+    return cls(num_envs=num_envs, seed=seed, buf=buf, **settings)
 
 
 def creator(name: str, **settings):
