@@ -1,8 +1,10 @@
 """The Textual app: supervises one engine through the control protocol.
 
-Thin by design: it owns the connection (`EngineLink`, read in a thread), the TelemetryStore
-and the psutil monitor, and routes the screens' requests to the engine from worker threads,
-so no key press or redraw ever waits on the engine.
+Thin by design: it owns the connection (an EngineClient whose reader thread posts typed
+messages, app/link_messages.py), the TelemetryStore and the psutil monitor. Messages from the
+link are folded into the store here and announced to the screens (`RunChanged`); screens ask
+for engine commands with `EngineRequest` messages, which are sent from worker threads, so no
+key press or redraw ever waits on the engine.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from textual import work
+from textual import on, work
 from textual.app import App, SystemCommand
 from textual.screen import Screen
 
+from puffer_tui.app import link_messages as lm
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.run_history import read_events, read_metric_rows
 from puffer_tui.app.system_monitor import SystemMonitor
@@ -25,10 +28,8 @@ from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.crash import CrashScreen
 from puffer_tui.screens.dashboard import DashboardScreen
 from puffer_tui.screens.help import HelpScreen
-from puffer_tui.screens.hyperparameters import HyperparameterScreen
-from puffer_tui.screens.render import RenderScreen
 
-DRAIN_S = 0.2  # how often pushes move from the link's inbox into the store
+WATCH_S = 0.25  # how often the watchdog looks at how long the engine has been quiet
 SILENCE_PING_S = 1.0  # after this much quiet, ask for status to tell "paused" from "hung"
 NOT_RESPONDING_S = 1.3  # after this much quiet (pings unanswered), say so: within 2 s
 SOCKET_WAIT_S = 10.0  # how long to wait for the socket of an engine we attach to
@@ -48,7 +49,7 @@ class PufferApp(App):
         self.store = TelemetryStore()
         self.link: EngineClient | None = None
         self.engine_handle = None  # the engine process, when this app launched it
-        self.link_state: str | None = "connecting"
+        self.link_state: str | None = lm.CONNECTING
         self.render_env = 0
         self.exit_message = ""
         self._monitor: SystemMonitor | None = None
@@ -58,7 +59,8 @@ class PufferApp(App):
     # -- startup ------------------------------------------------------------------------------
 
     def on_mount(self) -> None:
-        self.set_interval(DRAIN_S, self._drain)
+        # A watchdog, not a poll: engine data arrives as messages; this only notices silence.
+        self.set_interval(WATCH_S, self._watch_silence)
         self.set_interval(1.0, self._sample_system)
         self.show_first_screen()
 
@@ -79,8 +81,8 @@ class PufferApp(App):
         """Show the dashboard of `run_dir`; start its engine unless attaching, then connect."""
         self.run_dir, self.attached = Path(run_dir), attach
         self.store = TelemetryStore()
-        self.link_state, self._crash_shown = "starting engine" if not attach else "connecting", False
-        self.switch_or_push(DashboardScreen(self.store))
+        self.link_state, self._crash_shown = lm.STARTING if not attach else lm.CONNECTING, False
+        self.switch_or_push(DashboardScreen(self.store, self.link_state, self.render_env))
         self._connect(self.run_dir, launch=not attach, resume=resume)
 
     def switch_or_push(self, screen: Screen) -> None:
@@ -101,23 +103,27 @@ class PufferApp(App):
             try:
                 self.engine_handle = launch_engine(run_dir, resume=resume)
             except EngineStartError as e:
-                self.call_from_thread(self._link_lost, f"the engine failed to start: {e}")
+                self.post_message(lm.LinkLost(None, f"the engine failed to start: {e}"))
                 return
         sock = socket_path(run_dir)
         deadline = time.monotonic() + SOCKET_WAIT_S
         while not sock.exists():
             if self._engine_finished(run_dir) or time.monotonic() > deadline:
-                self.call_from_thread(self._link_lost, f"no engine is listening on {sock}")
+                self.post_message(lm.LinkLost(None, f"no engine is listening on {sock}"))
                 return
             time.sleep(0.1)
         try:
             client = EngineClient.connect(run_dir)
         except EngineClientError as e:
-            self.call_from_thread(self._link_lost, str(e))
+            self.post_message(lm.LinkLost(None, str(e)))
             return
         # Read after connecting: whatever happens from now on is pushed (and de-duplicated).
         history = (read_metric_rows(run_dir), read_events(run_dir))
-        self.call_from_thread(self._linked, client, client.hello, history)
+        self.post_message(lm.Linked(client, client.hello, history))
+        # From here the reader thread posts every push (those queued since connecting first),
+        # after Linked in the app's queue.
+        client.subscribe(lambda push: self._pushed(client, push),
+                         lambda reason: self.post_message(lm.LinkLost(client, reason)))
 
     @staticmethod
     def _wait_for_previous_engine(run_dir: Path, timeout: float = 20.0) -> None:
@@ -136,47 +142,76 @@ class PufferApp(App):
         status = read_status(run_dir)
         return bool(status) and run_state(run_dir, status) not in LIVE_STATES
 
-    def _linked(self, link: EngineClient, hello: dict, history: tuple = ([], [])) -> None:
-        self.link, self.link_state = link, None
-        # Stamp arrivals on the reader thread, so silence is measured to the push, not to
-        # the next drain tick.
-        link.on_push(self._heard)
+    def _pushed(self, link: EngineClient, push: dict) -> None:
+        """On the reader thread: stamp the arrival (silence is measured to the push, not to
+        when the app gets to it) and post the push as a typed message."""
+        if link is self.link:
+            self.store.last_message = time.monotonic()  # a float store: safe from any thread
+        message = lm.message_for_push(link, push)
+        if message is not None:
+            self.post_message(message)
+
+    # -- the link's messages, on the app's thread ----------------------------------------------
+
+    @on(lm.Linked)
+    def _on_linked(self, message: lm.Linked) -> None:
+        self.link = message.link
+        hello = message.hello
         self.store.set_hello(hello)
-        self.store.load_history(*history)  # loss curves, stats and events from before
+        self.store.load_history(*message.history)  # loss curves, stats and events from before
         self.store.touch()
         self.store.add_event("app", f"connected to engine pid {hello.get('pid')} ({hello.get('run')})")
+        self._set_link_state(None)
+        self._run_changed("numbers", "frame", urgent=True)
         self.engine_request("render", {"env": self.render_env}, quiet=True)
 
-    # -- the engine's pushes, on the app's clock -------------------------------------------
-
-    def _drain(self) -> None:
-        link = self.link
-        if link is None:
-            return
-        count = 0
-        for push in link.pushes(timeout=0):
-            count += 1
-            self.store.ingest(push)
-            if count >= 2000 and not link.closed.is_set():
-                break  # bounded, so a flood cannot starve the event loop; the rest waits
-        if link.closed.is_set():
-            self._link_lost(link.close_reason or "connection closed")
-            return
+    @on(lm.Telemetry)
+    def _on_telemetry(self, message: lm.Telemetry) -> None:
+        if message.link is not self.link:
+            return  # from a link the app has left
+        self.store.ingest(message.push)
         if self.store.state in FINAL_STATES:
             self._withdraw_live_questions()
+        self._run_changed("numbers")
+
+    @on(lm.EngineEvent)
+    def _on_engine_event(self, message: lm.EngineEvent) -> None:
+        if message.link is self.link:
+            self.store.ingest(message.push)
+            self._run_changed("numbers")
+
+    @on(lm.Frame)
+    def _on_frame(self, message: lm.Frame) -> None:
+        if message.link is self.link:
+            self.store.ingest(message.push)
+            self._run_changed("frame")
+
+    @on(lm.LinkLost)
+    def _on_link_lost(self, message: lm.LinkLost) -> None:
+        if message.link is self.link:
+            self._link_lost(message.reason)
+
+    def _run_changed(self, *parts: str, urgent: bool = False) -> None:
+        for screen in self.screen_stack:
+            screen.post_message(lm.RunChanged(frozenset(parts), urgent))
+
+    def _set_link_state(self, state: str | None) -> None:
+        if state != self.link_state:
+            self.link_state = state
+            self._announce_link_state()
+
+    def _announce_link_state(self) -> None:
+        for screen in self.screen_stack:  # say so now, not at the next redraw
+            screen.post_message(lm.LinkStateChanged(self.link_state, self.link is not None))
+
+    def _watch_silence(self) -> None:
+        if self.link is None:
+            return
         quiet = self.store.silence()
         if quiet > SILENCE_PING_S and time.monotonic() - self._last_ping > SILENCE_PING_S:
             self._last_ping = time.monotonic()
             self.engine_request("status", quiet=True, timeout=1.0)
-        link_state = "not responding" if quiet > NOT_RESPONDING_S else None
-        if link_state != self.link_state:
-            self.link_state = link_state
-            for screen in self.screen_stack:  # say so now, not at the next redraw tick
-                if isinstance(screen, DashboardScreen):
-                    screen.refresh_frame()
-
-    def _heard(self, _push: dict) -> None:
-        self.store.last_message = time.monotonic()  # a float store: safe from any thread
+        self._set_link_state(lm.NOT_RESPONDING if quiet > NOT_RESPONDING_S else None)
 
     def _link_lost(self, reason: str) -> None:
         if self.link is not None:
@@ -187,19 +222,18 @@ class PufferApp(App):
             self.engine_handle = None
         state = self.store.state
         ended = state in FINAL_STATES and state != RunState.ERROR
-        self.link_state = None if ended else "disconnected"
+        self.link_state = None if ended else lm.DISCONNECTED
         self.store.add_event("app" if ended else "error", f"engine link closed: {reason}")
         self._withdraw_live_questions()
-        self._refresh_footers()
+        self._announce_link_state()
+        self._run_changed("numbers", urgent=True)
         if ended:
             self.notify(f"the run is {state}: b opens the launcher, q quits", timeout=10)
         elif not self._crash_shown and self.run_dir is not None:
             self._show_crash(reason)
 
     def can_steer(self) -> bool:
-        """Pause, checkpoint, stop and set mean something only while a live engine listens."""
-        return (self.link_state in (None, "not responding")
-                and self.store.state not in FINAL_STATES)
+        return lm.can_steer(self.link_state, self.store.state)
 
     def _withdraw_live_questions(self) -> None:
         """A "stop the run?" left open when the run ends on its own would stop nothing."""
@@ -207,11 +241,6 @@ class PufferApp(App):
         if isinstance(screen, ChoiceDialog) and screen.live_run_only:
             screen.dismiss(None)
             self.notify(f"the run is {self.store.state}: nothing left to stop", timeout=10)
-
-    def _refresh_footers(self) -> None:
-        for screen in self.screen_stack:
-            if hasattr(screen, "sync_footer"):
-                screen.sync_footer()
 
     def _show_crash(self, reason: str) -> None:
         from puffer_tui.screens.crash import last_error_text
@@ -231,68 +260,66 @@ class PufferApp(App):
 
     # -- requests (from the screens) -------------------------------------------------------
 
-    def engine_request(self, cmd: str, args: dict | None = None,
+    @on(lm.EngineRequest)
+    def _on_engine_request(self, message: lm.EngineRequest) -> None:
+        message.stop()
+        self.engine_request(message.cmd, message.args, reply_to=message.reply_to,
+                            quiet=message.quiet, timeout=message.timeout)
+
+    def engine_request(self, cmd: str, args: dict | None = None, reply_to=None,
                        on_reply: Callable[[dict], None] | None = None,
                        quiet: bool = False, timeout: float = 3.0) -> None:
-        """Send `cmd` from a worker; log the outcome; call `on_reply(reply)` on the UI thread."""
+        """Send `cmd` from a worker; its reply comes back as a `Replied` message, is logged,
+        and goes on to `reply_to` (a screen) or `on_reply(reply)` (the app's own dialogs)."""
         link = self.link
         if link is None:
             self.notify("not connected to an engine", severity="error")
             return
-        self._request_worker(link, cmd, args, on_reply, quiet, timeout)
+        self._request_worker(link, cmd, args, reply_to, on_reply, quiet, timeout)
 
     @work(thread=True, group="requests")
-    def _request_worker(self, link, cmd, args, on_reply, quiet, timeout) -> None:
+    def _request_worker(self, link, cmd, args, reply_to, on_reply, quiet, timeout) -> None:
         start = time.perf_counter()
         try:
             reply = link.request(cmd, timeout=timeout, **(args or {}))
         except EngineClientError as e:
             reply = {"ok": False, "error": str(e)}
         reply["_round_trip_ms"] = (time.perf_counter() - start) * 1000
-        self.call_from_thread(self._replied, cmd, reply, on_reply, quiet)
+        self.post_message(lm.Replied(cmd, args, reply, link, quiet=quiet, reply_to=reply_to,
+                                     on_reply=on_reply))
 
-    def _replied(self, cmd: str, reply: dict, on_reply, quiet: bool) -> None:
-        if reply.get("ok"):
+    @on(lm.Replied)
+    def _on_replied(self, message: lm.Replied) -> None:
+        cmd, reply, quiet = message.cmd, message.reply, message.quiet
+        if reply.get("ok") and message.link is self.link:
             self.store.touch()
             if cmd == "status":
                 self.store.ingest({"type": MessageType.TELEMETRY, **reply})
+                self._run_changed("numbers")
         if not quiet:  # quiet ones (status pings, render choice) would only flood the log
             self.store.add_event("app" if reply.get("ok") else "error", _reply_text(cmd, reply))
+            self._run_changed("numbers")
         if not reply.get("ok") and not quiet:
             self.notify(f"{cmd}: {reply.get('error')}", severity="error")
-        if cmd in ("pause", "resume") and reply.get("ok"):
-            # Show the new state now, not at the next telemetry or redraw tick.
+        if cmd in ("pause", "resume") and reply.get("ok") and message.link is self.link:
+            # Show the new state now, not at the next telemetry or redraw slot.
             self.store.latest = {**self.store.latest, "state": reply.get("state")}
-            self.store.version += 1
-            for screen in self.screen_stack:
-                if isinstance(screen, DashboardScreen):
-                    screen.refresh_panels()
-        if on_reply is not None:
-            on_reply(reply)
+            self._run_changed("numbers", urgent=True)
+        if message.reply_to is not None:
+            message.reply_to.post_message(lm.Replied(cmd, message.args, reply, message.link))
+        if message.on_reply is not None:
+            message.on_reply(reply)
 
-    def select_render_env(self, delta: int) -> None:
+    @on(lm.RenderEnvStep)
+    def _on_render_env_step(self, message: lm.RenderEnvStep) -> None:
+        message.stop()
         count = int(self.store.hello.get("num_envs") or 1)
-        self.render_env = (self.render_env + delta) % max(count, 1)
+        self.render_env = (self.render_env + message.delta) % max(count, 1)
         for screen in self.screen_stack:
-            if hasattr(screen, "set_render_env"):
-                screen.set_render_env(self.render_env)
+            screen.post_message(lm.RenderEnvChanged(self.render_env))
         self.engine_request("render", {"env": self.render_env}, quiet=True)
 
     # -- dialogs and screens ---------------------------------------------------------------
-
-    def confirm_stop(self) -> None:
-        if not self.can_steer() or any(isinstance(s, ChoiceDialog) for s in self.screen_stack):
-            return  # nothing to stop, or the question is already on screen
-
-        def stop(choice: str | None) -> None:
-            if choice == "stop":
-                self.engine_request("stop", {"checkpoint": True})
-
-        self.push_screen(ChoiceDialog(
-            "Stop training? The engine saves a checkpoint and exits.",
-            [("stop", "Stop the run", "error"), ("cancel", "Keep training", "default")],
-            live_run_only=True,
-        ), stop)
 
     def confirm_quit(self) -> None:
         if self.link is None:
@@ -326,12 +353,6 @@ class PufferApp(App):
             self.link.close()
             self.link = None
         self.exit()
-
-    def open_hyperparameters(self) -> None:
-        self.push_screen(HyperparameterScreen(self.store))
-
-    def open_render_view(self) -> None:
-        self.push_screen(RenderScreen(self.store, self.render_env))
 
     def open_help(self) -> None:
         self.push_screen(HelpScreen())
@@ -378,10 +399,10 @@ class PufferApp(App):
             else:
                 yield SystemCommand("Pause training", "Pause the engine", screen.action_pause)
             yield SystemCommand("Checkpoint now", "Save a checkpoint", screen.action_checkpoint)
-            yield SystemCommand("Stop run", "Checkpoint and stop the engine", self.confirm_stop)
+            yield SystemCommand("Stop run", "Checkpoint and stop the engine", screen.action_stop)
             yield SystemCommand("Hyperparameters", "Edit live hyperparameters",
-                                self.open_hyperparameters)
-        yield SystemCommand("Render view", "Full-screen render", self.open_render_view)
+                                screen.action_hyperparameters)
+        yield SystemCommand("Render view", "Full-screen render", screen.action_render_view)
         if self.link is not None:
             yield SystemCommand("Detach", "Quit the app, keep training", self.detach)
         yield SystemCommand("Next loss curve", "Plot the next loss", screen.action_next_loss)

@@ -69,6 +69,8 @@ class EngineClient:
         self._pending_lock = threading.Lock()
         self._callbacks: list[Callable[[dict], None]] = []
         self._pushes: queue.Queue = queue.Queue()
+        self._push_lock = threading.Lock()  # orders subscribe() against the reader's pushes
+        self._subscriber: tuple | None = None  # (on_push, on_close) once subscribed
         self._reader = threading.Thread(target=self._read_loop, name="engine-client",
                                         daemon=True)
 
@@ -148,6 +150,28 @@ class EngineClient:
         """Call `callback(push)` on the reader thread for every push from now on."""
         self._callbacks.append(callback)
 
+    def subscribe(self, on_push: Callable[[dict], None],
+                  on_close: Callable[[str], None]) -> None:
+        """Hand every push to `on_push` and the end of the connection to `on_close(reason)`,
+        on the reader thread, instead of queueing them for `pushes()`. Pushes already queued
+        (they arrived since connecting) are handed over first, in order, so none is lost."""
+        ended = False  # the end is queued, so the reader will not call on_close: we do
+        with self._push_lock:
+            while True:
+                try:
+                    item = self._pushes.get_nowait()
+                except queue.Empty:
+                    break
+                if item is _END:
+                    ended = True
+                else:
+                    on_push(item)
+            if ended:
+                self._pushes.put(_END)
+            self._subscriber = (on_push, on_close)
+        if ended:
+            on_close(self.close_reason or "connection closed")
+
     def pushes(self, timeout: float | None = None) -> Iterator[dict]:
         """Pushes in arrival order; ends when the connection closes, or after `timeout` seconds
         without one."""
@@ -183,14 +207,18 @@ class EngineClient:
 
     def _dispatch(self, message: dict) -> None:
         if "type" in message and "id" not in message:
-            if self._pushes.qsize() >= PUSH_QUEUE_LIMIT:
-                try:
-                    self._pushes.get_nowait()  # nobody is reading: keep the newest
-                except queue.Empty:
-                    pass
-            self._pushes.put(message)
             for callback in list(self._callbacks):
                 callback(message)
+            with self._push_lock:
+                if self._subscriber is not None:
+                    self._subscriber[0](message)
+                    return
+                if self._pushes.qsize() >= PUSH_QUEUE_LIMIT:
+                    try:
+                        self._pushes.get_nowait()  # nobody is reading: keep the newest
+                    except queue.Empty:
+                        pass
+                self._pushes.put(message)
             return
         with self._pending_lock:
             waiter = self._pending.pop(message.get("id"), None)
@@ -209,7 +237,11 @@ class EngineClient:
             waiting, self._pending = list(self._pending.values()), {}
         for waiter in waiting:
             waiter[0].set()  # reply stays None: EngineDisconnected in request()
-        self._pushes.put(_END)
+        with self._push_lock:
+            subscriber = self._subscriber
+            self._pushes.put(_END)
+        if subscriber is not None:
+            subscriber[1](reason)
 
     def close(self) -> None:
         # The reason first: the reader, woken by the shutdown, would say "closed by the engine".

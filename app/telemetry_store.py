@@ -1,8 +1,9 @@
 """What the app knows about the run: the engine's latest telemetry plus short histories.
 
-The connection worker feeds messages in (`ingest`); the dashboard reads from here on its own
-clock, so a burst of telemetry never turns into a burst of redraws. Nothing here touches
-Textual, which keeps it easy to test and cheap to update from any thread-safe call site.
+The app feeds the link's messages in (`ingest`, on the app's thread) and tells the screens
+what changed; they read from here when they redraw, at their own pace, so a burst of
+telemetry never turns into a burst of redraws. Nothing here touches Textual, which keeps it
+easy to test.
 """
 
 from __future__ import annotations
@@ -54,7 +55,6 @@ class TelemetryStore:
     events: deque = field(init=False)
     frame: Frame | None = None
     last_message: float = 0.0  # time.monotonic() of the last line received
-    version: int = 0  # bumped on every change so views can skip redraws when nothing moved
     events_seen: int = 0  # total events ever ingested, so a log can append only the new ones
     events_reordered: int = 0  # bumped when an event lands before others: a log redraws all
     telemetry_seen: int = 0  # telemetry pushes ingested (tests wait for "a few more pushes")
@@ -71,7 +71,6 @@ class TelemetryStore:
 
     def set_hello(self, reply: dict) -> None:
         self.hello = dict(reply)
-        self.version += 1
 
     def ingest(self, message: dict, now: float | None = None) -> None:
         """One push from the engine (telemetry, event or frame); unknown types are ignored."""
@@ -84,9 +83,6 @@ class TelemetryStore:
                            message.get("time"))
         elif kind == MessageType.FRAME:
             self._frame(message)
-        else:
-            return
-        self.version += 1
 
     def touch(self, now: float | None = None) -> None:
         """Any sign of life from the engine (a reply counts too)."""
@@ -105,7 +101,6 @@ class TelemetryStore:
         else:
             self.events.append(event)
         self.events_seen += 1
-        self.version += 1
 
     def load_history(self, rows: list[dict], events: list[Event]) -> None:
         """What happened before this client connected: metrics.jsonl rows (one per epoch,
@@ -126,7 +121,6 @@ class TelemetryStore:
         self.events = deque(merged, maxlen=self.event_capacity)
         self.events_seen += len(merged)
         self.events_reordered += 1
-        self.version += 1
 
     def _telemetry(self, t: dict) -> None:
         self.latest = t

@@ -1,20 +1,28 @@
 """The dashboard: every panel of a live run on one screen, and the keys that steer it.
 
-The screen polls the app's TelemetryStore on its own timers and hands each widget plain data;
-it never waits on the engine. Redraws are the app's main cost, so each panel is refreshed at
-the rate its data really changes: the render ~4 Hz, numbers and plots once a second, and a
-widget whose data did not change is not redrawn at all. Keys turn into requests the app
-sends from a worker.
+The app folds the engine's messages into the TelemetryStore and tells this screen what
+changed (`RunChanged`); the screen hands each widget plain data from the store. Redraws are
+the app's main cost, so they are throttled per kind: the render at most ~4 times a second,
+numbers and plots at most once a second (plots only when a new epoch arrived); a change a
+key asked for (pause, resume, the link lost) is drawn at once. With no messages, nothing
+runs. Keys become `EngineRequest` messages that the app sends from a worker; it never waits
+on the engine.
 """
 
 from __future__ import annotations
 
+import time
+
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
+from textual.reactive import reactive
 from textual.screen import Screen
+from textual.timer import Timer
 from textual.widgets import Footer
 
+from puffer_tui.app import link_messages as lm
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.cpu_panel import CpuPanel
 from puffer_tui.app.widgets.env_render import EnvRender
@@ -25,11 +33,15 @@ from puffer_tui.app.widgets.run_header import RunHeader
 from puffer_tui.app.widgets.sps_history import SpsHistory
 from puffer_tui.app.widgets.timing_bars import TimingBars
 from puffer_tui.engine.protocol import FINAL_STATES, RunState, palette_from_wire
+from puffer_tui.screens.confirm import ChoiceDialog
+from puffer_tui.screens.help import HelpScreen
+from puffer_tui.screens.hyperparameters import HyperparameterScreen
+from puffer_tui.screens.render import RenderScreen
 
 # keys that need a live engine (hidden once the run has ended or the link is gone)
 STEERING = ("pause", "resume", "checkpoint", "stop", "hyperparameters")
-FRAME_REFRESH_S = 0.25
-PANEL_REFRESH_S = 1.0  # numbers and plots (plots only when a new epoch arrived)
+FRAME_REFRESH_S = 0.25  # the render, at most this often
+PANEL_REFRESH_S = 1.0  # numbers and plots, at most this often (plots only when a new epoch arrived)
 
 
 class DashboardScreen(Screen):
@@ -65,16 +77,25 @@ class DashboardScreen(Screen):
         Binding("l", "next_loss", "Next loss", show=False),
         Binding("b", "launcher", "Launcher"),
         Binding("question_mark", "help", "Help"),
-        Binding("q", "quit_run", "Quit"),
+        Binding("q", "app.quit", "Quit"),
     ]
 
-    def __init__(self, store: TelemetryStore, **kwargs):
+    link_state: reactive[str | None] = reactive(None, init=False)
+    linked: reactive[bool] = reactive(False, init=False)
+
+    def __init__(self, store: TelemetryStore, link_state: str | None = None,
+                 render_env: int = 0, **kwargs):
         super().__init__(**kwargs)
         self.store = store
-        self._shown_version = -1
+        self.set_reactive(DashboardScreen.link_state, link_state)
+        self.render_env = render_env
         self._shown_frame = None
         self._plotted_epochs = -1
         self._last_state = ""
+        # When each kind of panel was last drawn, and the redraw waiting for its slot.
+        self._drawn_at = {"numbers": 0.0, "frame": 0.0}
+        self._waiting: dict[str, Timer] = {}
+        self.redraws = 0  # numbers-and-plots redraws so far (tests wait on it)
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -91,22 +112,58 @@ class DashboardScreen(Screen):
         yield Footer(compact=True)  # every key's label fits 80 columns
 
     def on_mount(self) -> None:
-        self.set_render_env(getattr(self.app, "render_env", 0))
+        self._set_render_env(self.render_env)
+        self.query_one(RunHeader).link_state = self.link_state
         self.refresh_frame()
-        self.refresh_panels()
-        self.refresh_plots()
-        self.set_interval(FRAME_REFRESH_S, self.refresh_frame)
-        self.set_interval(PANEL_REFRESH_S, self.refresh_numbers_and_plots)
+        self.refresh_numbers_and_plots()
+
+    # -- messages from the app -------------------------------------------------------------
+
+    @on(lm.RunChanged)
+    def _on_run_changed(self, message: lm.RunChanged) -> None:
+        for part in message.parts:
+            self._schedule(part, message.urgent)
+
+    def _schedule(self, part: str, urgent: bool) -> None:
+        """Draw `part` now if its slot is free (or it is urgent), else once, when it is."""
+        interval = FRAME_REFRESH_S if part == "frame" else PANEL_REFRESH_S
+        wait = 0.0 if urgent else self._drawn_at[part] + interval - time.monotonic()
+        if wait <= 0:
+            if part in self._waiting:
+                self._waiting.pop(part).stop()
+            self._draw(part)
+        elif part not in self._waiting:
+            self._waiting[part] = self.set_timer(wait, lambda: self._draw(part))
+
+    def _draw(self, part: str) -> None:
+        self._waiting.pop(part, None)
+        self._drawn_at[part] = time.monotonic()
+        if part == "frame":
+            self.refresh_frame()
+        else:
+            self.refresh_numbers_and_plots()
+
+    @on(lm.LinkStateChanged)
+    def _on_link_state(self, message: lm.LinkStateChanged) -> None:
+        self.linked = message.linked
+        self.link_state = message.state
+
+    def watch_link_state(self, state: str | None) -> None:
+        for header in self.query(RunHeader):
+            header.link_state = state  # "not responding" shows without waiting
+        self.sync_footer()  # connected or lost: the steering keys come or go
+
+    def watch_linked(self) -> None:
+        self.sync_footer()
+
+    @on(lm.RenderEnvChanged)
+    def _on_render_env(self, message: lm.RenderEnvChanged) -> None:
+        self._set_render_env(message.index)
 
     # -- attributes down -------------------------------------------------------------------
 
     def refresh_frame(self) -> None:
         store = self.store
-        header = self.query_one(RunHeader)
-        link_state = getattr(self.app, "link_state", None)
-        if header.link_state != link_state:
-            header.link_state = link_state  # "not responding" shows without waiting
-            self.sync_footer()  # connected or lost: the steering keys come or go
         if store.frame is self._shown_frame:
             return
         self._shown_frame = store.frame
@@ -118,12 +175,10 @@ class DashboardScreen(Screen):
     def refresh_numbers_and_plots(self) -> None:
         self.refresh_panels()
         self.refresh_plots()
+        self.redraws += 1
 
     def refresh_panels(self) -> None:
         store = self.store
-        if store.version == self._shown_version:
-            return
-        self._shown_version = store.version
         t = store.latest
         self.query_one(RunHeader).telemetry = {**self._identity(), **t}
         sps = self.query_one(SpsHistory)
@@ -180,13 +235,16 @@ class DashboardScreen(Screen):
 
     # -- keys (messages up, to the app) ----------------------------------------------------
 
+    def can_steer(self) -> bool:
+        return lm.can_steer(self.link_state, self.store.state)
+
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         state = self.store.state
-        if action in STEERING and not self.app.can_steer():
+        if action in STEERING and not self.can_steer():
             return False  # hidden from the footer: the run is over or not connected yet
         if action == "launcher":  # back to the launcher once this run is over (or lost)
-            return self.app.link is None and (self.store.state in FINAL_STATES
-                                              or self.app.link_state == "disconnected")
+            return not self.linked and (state in FINAL_STATES
+                                        or self.link_state == lm.DISCONNECTED)
         if action == "pause":
             return state != RunState.PAUSED
         if action == "resume":
@@ -194,38 +252,47 @@ class DashboardScreen(Screen):
         return True
 
     def action_pause(self) -> None:
-        self.app.engine_request("pause")
+        self.post_message(lm.EngineRequest("pause"))
 
     def action_resume(self) -> None:
-        self.app.engine_request("resume")
+        self.post_message(lm.EngineRequest("resume"))
 
     def action_checkpoint(self) -> None:
-        self.app.engine_request("checkpoint")
+        self.post_message(lm.EngineRequest("checkpoint"))
 
     def action_stop(self) -> None:
-        self.app.confirm_stop()
+        if not self.can_steer() or any(isinstance(s, ChoiceDialog) for s in self.app.screen_stack):
+            return  # nothing to stop, or the question is already on screen
+
+        def stop(choice: str | None) -> None:
+            if choice == "stop":
+                self.post_message(lm.EngineRequest("stop", {"checkpoint": True}))
+
+        self.app.push_screen(ChoiceDialog(
+            "Stop training? The engine saves a checkpoint and exits.",
+            [("stop", "Stop the run", "error"), ("cancel", "Keep training", "default")],
+            live_run_only=True,
+        ), stop)
 
     def action_hyperparameters(self) -> None:
-        self.app.open_hyperparameters()
+        self.app.push_screen(HyperparameterScreen(self.store, self.link_state))
 
     def action_render_view(self) -> None:
-        self.app.open_render_view()
+        self.app.push_screen(RenderScreen(self.store, self.render_env, self.link_state))
 
     def action_help(self) -> None:
-        self.app.open_help()
+        self.app.push_screen(HelpScreen())
 
     def action_launcher(self) -> None:
         self.app.open_launcher()
-
-    def action_quit_run(self) -> None:
-        self.app.confirm_quit()
 
     def action_next_loss(self) -> None:
         self.query_one(LossPanel).cycle()
 
     def action_env(self, delta: int) -> None:
-        self.app.select_render_env(delta)
+        self.post_message(lm.RenderEnvStep(delta))
 
-    def set_render_env(self, index: int) -> None:
+    def _set_render_env(self, index: int) -> None:
+        self.render_env = index
         for render in self.query(EnvRender):
             render.env_index = index

@@ -9,12 +9,14 @@ under the field. Other fields are read-only: they are fixed when a run starts.
 from __future__ import annotations
 
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Input, Label, Static
 
+from puffer_tui.app import link_messages as lm
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.field_input import VALUE_WIDTH, FieldInput, value_text
 from puffer_tui.engine.config import ConfigError, FieldSpec
@@ -72,9 +74,10 @@ class HyperparameterScreen(Screen):
 
     BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
 
-    def __init__(self, store: TelemetryStore):
+    def __init__(self, store: TelemetryStore, link_state: str | None = None):
         super().__init__()
         self.store = store
+        self.link_state = link_state  # kept current by LinkStateChanged
         self.specs = schema_from_wire(store.hello.get("schema"))
         self.key_width = name_width(self.specs)
 
@@ -130,23 +133,34 @@ class HyperparameterScreen(Screen):
             self._verdict(row, f"refused: {e}", "bold red")
             self.query_one("#status", Static).update(Text(f"not sent: {e}", style="red"))
             return
-        if not self.app.can_steer():  # the run ended (or the link is gone) under the editor
-            text = f"not sent: the run is {self.app.link_state or self.store.state}"
+        if not lm.can_steer(self.link_state, self.store.state):
+            # the run ended (or the link is gone) under the editor
+            text = f"not sent: the run is {self.link_state or self.store.state}"
             self._verdict(row, text, "bold red")
             self.query_one("#status", Static).update(Text(text, style="red"))
             return
         self._verdict(row, "sending...", "yellow")
+        self.post_message(lm.EngineRequest("set", {"key": row.spec.key, "value": value},
+                                           reply_to=self))
 
-        def replied(reply: dict) -> None:
-            if reply.get("ok"):
-                text = f"engine: {reply.get('key')} = {reply.get('value')}; {reply.get('applies', '')}"
-                self._verdict(row, text, "green")
-            else:
-                text = f"engine refused: {reply.get('error')}"
-                self._verdict(row, text, "bold red")
-            self.query_one("#status", Static).update(text)
+    @on(lm.LinkStateChanged)
+    def _on_link_state(self, message: lm.LinkStateChanged) -> None:
+        self.link_state = message.state
 
-        self.app.engine_request("set", {"key": row.spec.key, "value": value}, on_reply=replied)
+    @on(lm.Replied)
+    def _on_replied(self, message: lm.Replied) -> None:
+        """The engine's answer to a `set` sent from a field here."""
+        reply, key = message.reply, (message.args or {}).get("key")
+        rows = [r for r in self.query(FieldRow) if r.spec.key == key]
+        if message.cmd != "set" or not rows:
+            return
+        if reply.get("ok"):
+            text = f"engine: {reply.get('key')} = {reply.get('value')}; {reply.get('applies', '')}"
+            self._verdict(rows[0], text, "green")
+        else:
+            text = f"engine refused: {reply.get('error')}"
+            self._verdict(rows[0], text, "bold red")
+        self.query_one("#status", Static).update(text)
 
     @staticmethod
     def _verdict(row: FieldRow, text: str, style: str) -> None:

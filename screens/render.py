@@ -1,18 +1,24 @@
-"""One environment, full screen, with the keys to pick which one."""
+"""One environment, full screen, with the keys to pick which one.
+
+Redrawn when the app says the run changed (`RunChanged`), at most ~15 times a second."""
 
 from __future__ import annotations
 
+import time
+
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from puffer_tui.app import link_messages as lm
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.env_render import EnvRender
 from puffer_tui.app.widgets.run_header import RunHeader
 from puffer_tui.engine.protocol import RunState, palette_from_wire
 
-REFRESH_S = 1 / 15  # frames arrive at up to ~15 Hz
+REFRESH_S = 1 / 15  # frames arrive at up to ~15 Hz: draw no more often than that
 
 
 class RenderScreen(Screen):
@@ -28,12 +34,14 @@ class RenderScreen(Screen):
         Binding("p", "resume", "Resume"),
     ]
 
-    def __init__(self, store: TelemetryStore, env_index: int):
+    def __init__(self, store: TelemetryStore, env_index: int, link_state: str | None = None):
         super().__init__()
         self.store = store
         self.env_index = env_index
-        self._shown = -1
+        self.link_state = link_state
         self._state = ""
+        self._drawn_at = 0.0
+        self._waiting = None  # the redraw waiting for its slot
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -43,14 +51,32 @@ class RenderScreen(Screen):
     def on_mount(self) -> None:
         render = self.query_one(EnvRender)
         render.env_index = self.env_index
-        self.set_interval(REFRESH_S, self.refresh_frame)
         self.refresh_frame()
 
+    @on(lm.RunChanged)
+    def _on_run_changed(self, message: lm.RunChanged) -> None:
+        wait = 0.0 if message.urgent else self._drawn_at + REFRESH_S - time.monotonic()
+        if wait <= 0:
+            self.refresh_frame()
+        elif self._waiting is None:
+            self._waiting = self.set_timer(wait, self.refresh_frame)
+
+    @on(lm.LinkStateChanged)
+    def _on_link_state(self, message: lm.LinkStateChanged) -> None:
+        self.link_state = message.state
+        self.refresh_bindings()
+
+    @on(lm.RenderEnvChanged)
+    def _on_render_env(self, message: lm.RenderEnvChanged) -> None:
+        self.env_index = message.index
+        self.query_one(EnvRender).env_index = message.index
+
     def refresh_frame(self) -> None:
+        if self._waiting is not None:
+            self._waiting.stop()
+            self._waiting = None
+        self._drawn_at = time.monotonic()
         store = self.store
-        if store.version == self._shown:
-            return
-        self._shown = store.version
         if store.state != self._state:
             self._state = store.state
             self.refresh_bindings()  # p only while there is a run to pause
@@ -62,22 +88,18 @@ class RenderScreen(Screen):
         render.num_envs = int(hello.get("num_envs") or 0)
         render.frame = store.frame
 
-    def set_render_env(self, index: int) -> None:
-        self.env_index = index
-        self.query_one(EnvRender).env_index = index
-
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         # p says what it will do (Pause or Resume), and only while there is a run to steer
         if action in ("pause", "resume"):
             paused = self.store.state == RunState.PAUSED
-            return self.app.can_steer() and paused == (action == "resume")
+            return lm.can_steer(self.link_state, self.store.state) and paused == (action == "resume")
         return True
 
     def action_env(self, delta: int) -> None:
-        self.app.select_render_env(delta)
+        self.post_message(lm.RenderEnvStep(delta))
 
     def action_pause(self) -> None:
-        self.app.engine_request("pause")
+        self.post_message(lm.EngineRequest("pause"))
 
     def action_resume(self) -> None:
-        self.app.engine_request("resume")
+        self.post_message(lm.EngineRequest("resume"))

@@ -86,3 +86,10 @@ def system_sample() -> SystemSample:
         processes=[ProcessLoad("engine", 4242, 96.0, 512 * 2**20),
                    ProcessLoad("worker 0", 4243, 55.0, 64 * 2**20)],
     )
+
+
+def push(app, message: dict) -> None:
+    """Hand the app one push from the engine as its link's reader thread does: a typed message."""
+    from puffer_tui.app.link_messages import message_for_push
+
+    app.post_message(message_for_push(app.link, message))

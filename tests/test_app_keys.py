@@ -104,6 +104,8 @@ async def test_footer_follows_the_state_even_when_the_terminal_reports_no_focus(
     def footer_text(app) -> str:
         return "\n".join(s.text for s in app.screen._compositor.render_strips()).splitlines()[-1]
 
+    from app_fakes import push
+
     app = OfflineApp()
     async with app.run_test(size=(100, 30)) as pilot:
         for _ in range(100):  # the first footer; a loaded machine draws it late (bounded)
@@ -112,7 +114,7 @@ async def test_footer_follows_the_state_even_when_the_terminal_reports_no_focus(
                 break
         assert "Pause" in footer_text(app)
         app.app_focus = False  # what a terminal's focus-out report sets
-        app.store.ingest(telemetry(41, state="paused"))
+        push(app, telemetry(41, state="paused"))
         for _ in range(50):  # a panel refresh (1 s) and the footer's recompose; bounded
             await pilot.pause(0.1)
             if "Resume" in footer_text(app):

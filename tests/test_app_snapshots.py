@@ -48,7 +48,7 @@ class FixedDataApp(PufferApp):
         elif self.which == "render":
             self.push_screen(RenderScreen(self.store, 0))
         elif self.which == "stop":
-            self.confirm_stop()
+            self.screen_stack[-1].action_stop()
         elif self.which == "quit":
             self.link = FakeLink()  # connected, so q asks detach or stop
             self.confirm_quit()
@@ -59,7 +59,7 @@ class FixedDataApp(PufferApp):
         if isinstance(self.screen, DashboardScreen):
             self.screen.show_system(system_sample())
 
-    def _drain(self) -> None:  # no engine
+    def _watch_silence(self) -> None:  # no engine: nothing to ping
         pass
 
 
@@ -108,7 +108,7 @@ async def render_screen(screen: str, size: tuple[int, int], runs_root: Path) -> 
             dashboard = app.screen_stack[1]
             dashboard.show_system(system_sample())
             deadline = time.monotonic() + 30  # bounds a hang; a loaded machine only waits longer
-            while not (dashboard._shown_version == app.store.version
+            while not (dashboard.redraws >= 1
                        and dashboard._plotted_epochs == len(app.store.steps)):
                 assert time.monotonic() < deadline, "the dashboard never drew the fixed data"
                 await pilot.pause(0.05)

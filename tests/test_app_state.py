@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 
-from app_fakes import FIXED_TIME, HELLO, filled_store, telemetry
+from app_fakes import FIXED_TIME, HELLO, filled_store, push, telemetry
 from test_app_keys import OfflineApp
 from test_app_snapshots import FixedDataApp, screen_text
 
@@ -37,7 +37,7 @@ def footer_line(app) -> str:
 async def test_paused_run_shows_no_speed_in_the_sps_panel():
     app = FixedDataApp("dashboard")
     async with app.run_test(size=(100, 30)) as pilot:
-        app.store.ingest(telemetry(41, state="paused") | {"sps": 0.0})
+        push(app, telemetry(41, state="paused") | {"sps": 0.0})
         panel = app.screen.query_one(SpsHistory)
         await eventually(pilot, lambda: panel.state == "paused", "a panel refresh")
         text = panel.summary().plain
@@ -47,7 +47,7 @@ async def test_paused_run_shows_no_speed_in_the_sps_panel():
 async def test_a_finished_run_offers_no_steering_keys():
     app = OfflineApp()
     async with app.run_test(size=(100, 30)) as pilot:
-        await pilot.pause(0.2)
+        await eventually(pilot, lambda: "Pause" in footer_line(app), "the first footer")
         assert "Pause" in footer_line(app) and "Stop" in footer_line(app)
         app.store.ingest(telemetry(41, state="finished"))
         app._link_lost("connection closed")  # the engine exits after its last telemetry
@@ -93,7 +93,7 @@ async def test_attach_shows_no_made_up_epoch_before_the_first_telemetry():
 async def test_progress_past_the_target_reads_at_most_100_percent():
     app = FixedDataApp("dashboard")
     async with app.run_test(size=(100, 30)) as pilot:
-        app.store.ingest(telemetry(41) | {"global_step": 4_063_232, "total_timesteps": 4_000_000})
+        push(app, telemetry(41) | {"global_step": 4_063_232, "total_timesteps": 4_000_000})
         header_widget = app.screen.query_one(RunHeader)
         await eventually(pilot, lambda: header_widget.telemetry.get("epoch") == 41, "a refresh")
         header = header_widget.render().plain

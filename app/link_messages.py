@@ -1,0 +1,171 @@
+"""The app's typed messages: what the engine link says, and what screens ask of it.
+
+Three directions, one vocabulary:
+- link -> app: the reader thread (and the connect and request workers) post `Telemetry`,
+  `EngineEvent`, `Frame`, `Linked`, `LinkLost` and `Replied` to the app; the app folds them
+  into its TelemetryStore. A message carries the link it came from, so one that arrives
+  after the app moved to another run is recognised and dropped.
+- app -> screens: `RunChanged`, `LinkStateChanged`, `RenderEnvChanged` and `Replied` are
+  posted to the screens, which set their reactives from them (they do not bubble back up).
+- screens -> app: `EngineRequest` and `RenderEnvStep` bubble up from a screen to the app,
+  which sends the request from a worker; no screen calls the app by name for them.
+
+Telemetry and frames supersede older ones still waiting in the queue (`can_replace`): under
+load the app processes the newest state, not a backlog. Events and replies never do.
+"""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from puffer_tui.engine.protocol import FINAL_STATES, MessageType
+
+# Link states the header shows; None means linked and answering.
+CONNECTING = "connecting"
+STARTING = "starting engine"
+NOT_RESPONDING = "not responding"
+DISCONNECTED = "disconnected"
+
+
+def can_steer(link_state: str | None, run_state: str) -> bool:
+    """Pause, checkpoint, stop and set mean something only while a live engine listens."""
+    return link_state in (None, NOT_RESPONDING) and run_state not in FINAL_STATES
+
+
+# -- link -> app --------------------------------------------------------------------------------
+
+
+class LinkMessage(Message, bubble=False):
+    """A message from one engine link; `link` is the EngineClient (None: no link, in tests)."""
+
+    def __init__(self, link) -> None:
+        super().__init__()
+        self.link = link
+
+
+class Telemetry(LinkMessage):
+    def __init__(self, link, push: dict) -> None:
+        super().__init__(link)
+        self.push = push
+
+    def can_replace(self, message: Message) -> bool:
+        # A newer push of the same epoch holds everything this one does (the counters are
+        # cumulative, losses and stats are per epoch), so the older one may be skipped.
+        return (isinstance(message, Telemetry) and message.link is self.link
+                and message.push.get("epoch") == self.push.get("epoch"))
+
+
+class EngineEvent(LinkMessage):
+    def __init__(self, link, push: dict) -> None:
+        super().__init__(link)
+        self.push = push
+
+
+class Frame(LinkMessage):
+    def __init__(self, link, push: dict) -> None:
+        super().__init__(link)
+        self.push = push
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, Frame) and message.link is self.link
+
+
+class Linked(LinkMessage):
+    """The connect worker reached the engine: its hello, and the run's history before now."""
+
+    def __init__(self, link, hello: dict, history: tuple) -> None:
+        super().__init__(link)
+        self.hello = hello
+        self.history = history
+
+
+class LinkLost(LinkMessage):
+    def __init__(self, link, reason: str) -> None:
+        super().__init__(link)
+        self.reason = reason
+
+
+PUSH_MESSAGES = {MessageType.TELEMETRY: Telemetry, MessageType.EVENT: EngineEvent,
+                 MessageType.FRAME: Frame}
+
+
+def message_for_push(link, push: dict) -> LinkMessage | None:
+    """The typed message for one push off the wire (None for a type the app ignores)."""
+    kind = PUSH_MESSAGES.get(push.get("type"))
+    return kind(link, push) if kind is not None else None
+
+
+# -- screens -> app -----------------------------------------------------------------------------
+
+
+class EngineRequest(Message):
+    """A screen asks for an engine command. The reply comes back as `Replied` to `reply_to`
+    (the screen that asked) when given, and is logged in the event log unless `quiet`."""
+
+    def __init__(self, cmd: str, args: dict | None = None, reply_to=None, quiet: bool = False,
+                 timeout: float = 3.0) -> None:
+        super().__init__()
+        self.cmd = cmd
+        self.args = args
+        self.reply_to = reply_to
+        self.quiet = quiet
+        self.timeout = timeout
+
+
+class RenderEnvStep(Message):
+    """A screen asks to watch the previous (-1) or next (+1) env."""
+
+    def __init__(self, delta: int) -> None:
+        super().__init__()
+        self.delta = delta
+
+
+# -- app -> screens -----------------------------------------------------------------------------
+
+
+class Replied(Message, bubble=False):
+    """The engine's answer to an `EngineRequest` (`reply["ok"]` says whether it was done)."""
+
+    def __init__(self, cmd: str, args: dict | None, reply: dict, link=None, *, quiet: bool = False,
+                 reply_to=None, on_reply=None) -> None:
+        super().__init__()
+        self.cmd = cmd
+        self.args = args
+        self.reply = reply
+        self.link = link
+        # Where the app sends it on (set on the copy the request worker posts to the app).
+        self.quiet = quiet
+        self.reply_to = reply_to
+        self.on_reply = on_reply
+
+
+class RunChanged(Message, bubble=False):
+    """The store changed. `parts` says what ("numbers", "frame"); `urgent` asks to redraw now
+    rather than at the screen's next redraw slot (a key's effect should show at once)."""
+
+    def __init__(self, parts: frozenset[str], urgent: bool = False) -> None:
+        super().__init__()
+        self.parts = parts
+        self.urgent = urgent
+
+    def can_replace(self, message: Message) -> bool:
+        if not isinstance(message, RunChanged):
+            return False
+        message.parts = message.parts | self.parts  # the newer one carries both
+        message.urgent = message.urgent or self.urgent
+        return True
+
+
+class LinkStateChanged(Message, bubble=False):
+    """The link's state (None: linked and answering) and whether a link exists at all."""
+
+    def __init__(self, state: str | None, linked: bool) -> None:
+        super().__init__()
+        self.state = state
+        self.linked = linked
+
+
+class RenderEnvChanged(Message, bubble=False):
+    def __init__(self, index: int) -> None:
+        super().__init__()
+        self.index = index
