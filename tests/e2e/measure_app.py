@@ -11,6 +11,8 @@
    (key -> app -> engine -> reply -> redraw), and the app's own request->reply round trip
    as it logs it ("[N ms]" in the event log).
 4. How long a frozen engine (SIGSTOP) takes to show as "not responding".
+With --launcher N, instead: N times, how long `puffer-tui` takes from the command to a
+launcher with its env list and preset form drawn (80x24).
 With --paired, instead: two identical engines train side by side and the app attaches to each
 in turn, which cancels load from other processes far better than windows taken in sequence.
 Not a test: it prints figures; nothing here passes or fails on a timing.
@@ -157,6 +159,8 @@ def main() -> int:
     parser.add_argument("--window-s", type=float, default=15.0)
     parser.add_argument("--envs", type=int, default=256)
     parser.add_argument("--presses", type=int, default=10)
+    parser.add_argument("--launcher", type=int, default=0, metavar="N",
+                        help="only time the launcher's start, N times")
     parser.add_argument("--paired", action="store_true",
                         help="two engines side by side, the app on each in turn (see paired())")
     args = parser.parse_args()
@@ -164,6 +168,8 @@ def main() -> int:
         print("tmux is required")
         return 2
     command = f"{sys.executable} -m puffer_tui.app.cli"
+    if args.launcher:
+        return time_launcher(command, args.launcher)
     work = Path(tempfile.mkdtemp())
     config = cfg.load_config("squared", {"vec.num_envs": args.envs, "train.checkpoint_interval": 0,
                                          "train.total_timesteps": 10**12})
@@ -241,6 +247,28 @@ def run_paired(command: str, work: Path, config, args) -> int:
             except Exception:
                 handle.process.kill()
         shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+def time_launcher(command: str, times: int) -> int:
+    """Seconds from starting `puffer-tui` to the launcher drawn: the env list and the first
+    env's preset form (its "[env]" section) on screen."""
+    work = Path(tempfile.mkdtemp())
+    seconds = []
+    try:
+        for _ in range(times):
+            start = time.perf_counter()
+            tmux("new-session", "-d", "-s", "m", "-x", "80", "-y", "24", "-c", str(work),
+                 f"env PUFFER_TUI_RUNS={work}/runs {command}")
+            wait_screen("[env]", timeout=60, poll=0.01)
+            wait_screen("breakout", timeout=60, poll=0.01)
+            seconds.append(time.perf_counter() - start)
+            stop_app()
+    finally:
+        stop_app()
+        shutil.rmtree(work, ignore_errors=True)
+    print(f"launcher drawn: median {statistics.median(seconds):.2f} s over {times} starts "
+          f"({', '.join(f'{x:.2f}' for x in seconds)})")
     return 0
 
 
