@@ -1,13 +1,15 @@
-"""The window renderer: tile frames drawn with an env's palette in a raylib window, through
-the PyPI `raylib` package (`pyray`), so no C env links raylib itself.
+"""The window renderer: env frames in a raylib window, through the PyPI `raylib` package
+(`pyray`), so no C env links raylib itself.
 
 It draws what the dashboard's env panel draws (app/widgets/env_render.py): `Frame`s decoded
 from the protocol's `frame` messages and the palette decoded from its wire form; the frames
 come from the engine (`eval --render window` plays them from engine/evaluate.py).
 
-Each frame becomes an RGBA image through a colour lookup table (one flat colour per tile,
-taken from the palette's rich colour), is uploaded to a W x H texture, and is drawn scaled
-up to `cell` pixels per tile, so the cost per frame does not grow with Python calls per tile.
+A tile frame becomes an RGBA image through a colour lookup table (one flat colour per tile,
+taken from the palette's rich colour), an RGB frame (Gymnasium's rgb_array) is its pixels;
+either is uploaded to a W x H texture and drawn scaled up to `cell` pixels per tile or pixel,
+so the cost per frame does not grow with Python calls per tile. A text frame (ansi) is drawn
+character by character on a grid, in its colours.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from rich.color import Color, ColorType
 from rich.errors import StyleSyntaxError
 from rich.style import Style
 
-from puffer_tui.app.telemetry_store import Frame
+from puffer_tui.engine.protocol import Frame, FrameKind
 
 BACKGROUND = (12, 12, 18)
 FOREGROUND = (220, 220, 220)  # for palette entries without a colour, or "default"
@@ -74,17 +76,38 @@ def cell_size(frame_shape: tuple[int, int], max_window=MAX_WINDOW) -> int:
     return max(1, min(MAX_CELL, max_window[0] // cols, max_window[1] // rows))
 
 
-def _tiles(frame: Frame) -> np.ndarray:
+def _kind(frame) -> FrameKind:
+    """The frame's kind; frames are the Frame objects of the protocol (or of the app's store,
+    which decodes tile frames only)."""
+    if not all(hasattr(frame, name) for name in ("env", "height", "width", "tiles")):
+        raise ValueError(f"frames must be Frame objects (engine/protocol.py decode_frame), "
+                         f"got {type(frame).__name__}")
+    return getattr(frame, "kind", FrameKind.TILES)
+
+
+def _tiles(frame) -> np.ndarray:
     """The frame's tile ids as an H x W uint8 grid (a view of its bytes)."""
-    if not isinstance(frame, Frame):
-        raise ValueError(f"frames must be Frame objects (app/telemetry_store.py), got "
-                         f"{type(frame).__name__}")
+    _kind(frame)
     if frame.height < 1 or frame.width < 1 or len(frame.tiles) != frame.height * frame.width:
         raise ValueError(
             f"frames must hold height x width tile ids, got {frame.height} x {frame.width} "
             f"with {len(frame.tiles)} tiles"
         )
     return np.frombuffer(frame.tiles, np.uint8).reshape(frame.height, frame.width)
+
+
+def frame_rgba(frame, table: np.ndarray) -> np.ndarray:
+    """An H x W x 4 uint8 image of a tile frame (through the palette's `table`) or an RGB one."""
+    if _kind(frame) == FrameKind.RGB:
+        if frame.height < 1 or frame.width < 1 or len(frame.data) != frame.height * frame.width * 3:
+            raise ValueError(f"an rgb frame must hold height x width x 3 bytes, got "
+                             f"{frame.height} x {frame.width} with {len(frame.data)}")
+        pixels = np.frombuffer(frame.data, np.uint8).reshape(frame.height, frame.width, 3)
+        rgba = np.empty((frame.height, frame.width, 4), np.uint8)
+        rgba[:, :, :3] = pixels
+        rgba[:, :, 3] = 255
+        return rgba
+    return table[_tiles(frame)]
 
 
 def _has_display() -> bool:
@@ -112,6 +135,54 @@ class _Canvas:
 
     def close(self) -> None:
         self.rl.unload_texture(self.texture)
+
+
+TEXT_FONT = 20  # pixels: raylib's default font at twice its size
+TEXT_CELL = (12, 22)  # pixels per character cell (w, h): a grid, so columns line up
+
+
+class _TextCanvas:
+    """A text frame drawn one character per grid cell, with its colours (FrozenLake's agent is
+    a coloured background)."""
+
+    shape = None  # never equal to a texture canvas's shape
+
+    def __init__(self, rl, frame):
+        self.rl = rl
+        rl.set_window_size(max(frame.width, 8) * TEXT_CELL[0] + 16,
+                           max(frame.height, 1) * TEXT_CELL[1] + 16)
+
+    def draw(self, frame) -> None:
+        from rich.console import Console
+
+        from puffer_tui.app.widgets.frame_drawing import text_lines
+
+        rl = self.rl
+        console = Console(color_system="truecolor", width=max(frame.width, 1))
+        rl.begin_drawing()
+        rl.clear_background(rl.Color(*BACKGROUND, 255))
+        for row, line in enumerate(text_lines(frame, frame.width, frame.height)):
+            col = 0
+            for segment in line.render(console):
+                style = segment.style
+                fg = _rgb(style.color if style else None, FOREGROUND)
+                bg = _rgb(style.bgcolor if style else None, None)
+                for char in segment.text:
+                    x, y = 8 + col * TEXT_CELL[0], 8 + row * TEXT_CELL[1]
+                    if bg is not None:
+                        rl.draw_rectangle(x, y, TEXT_CELL[0], TEXT_CELL[1], rl.Color(*bg, 255))
+                    rl.draw_text(char, x + 1, y + 1, TEXT_FONT, rl.Color(*fg, 255))
+                    col += 1
+        rl.end_drawing()
+
+    def close(self) -> None:
+        pass
+
+
+def _rgb(colour, default):
+    if colour is None or colour.is_default:
+        return default
+    return tuple(colour.get_truecolor())
 
 
 def _save_screen(rl, path: Path) -> None:
@@ -146,14 +217,15 @@ def run_window(
     frame = next_frame()
     if frame is None:
         return 0
-    first = _tiles(frame)
+    first = (frame.height, frame.width) if _kind(frame) == FrameKind.TEXT else \
+        frame_rgba(frame, table).shape[:2]
     if not _has_display():
         raise WindowUnavailableError(f"no display (DISPLAY is not set): {NO_DISPLAY_HINT}")
     import pyray as rl  # imported late: it prints a banner and needs nothing until now
 
     rl.set_trace_log_level(rl.LOG_WARNING)
-    cell = cell_size(first.shape)
-    rl.init_window(first.shape[1] * cell, first.shape[0] * cell, title)
+    cell = cell_size(first)
+    rl.init_window(first[1] * cell, first[0] * cell, title)
     if not rl.is_window_ready():
         raise WindowUnavailableError(
             f"could not open a window on display {os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')!r}: "
@@ -164,16 +236,23 @@ def run_window(
     try:
         rl.set_target_fps(fps)
         while frame is not None and not rl.window_should_close():
-            tiles = _tiles(frame)
-            if canvas is None or canvas.shape != tiles.shape:
-                if canvas is not None:
-                    canvas.close()
-                canvas = _Canvas(rl, tiles.shape, cell_size(tiles.shape))
-            rgba = table[tiles]
-            canvas.draw(rgba)
+            if _kind(frame) == FrameKind.TEXT:
+                if not isinstance(canvas, _TextCanvas):
+                    if canvas is not None:
+                        canvas.close()
+                    canvas = _TextCanvas(rl, frame)
+                picture = frame
+            else:
+                picture = frame_rgba(frame, table)
+                shape = picture.shape[:2]
+                if canvas is None or canvas.shape != shape:
+                    if canvas is not None:
+                        canvas.close()
+                    canvas = _Canvas(rl, shape, cell_size(shape))
+            canvas.draw(picture)
             drawn += 1
             if screenshot is not None and drawn >= screenshot_after:
-                canvas.draw(rgba)  # both buffers now hold this frame, whichever one is read
+                canvas.draw(picture)  # both buffers now hold this frame, whichever one is read
                 _save_screen(rl, Path(screenshot))
                 break
             frame = next_frame()

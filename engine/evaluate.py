@@ -90,8 +90,8 @@ class Evaluator:
 
     @property
     def has_frames(self) -> bool:
-        """Whether env 0 draws tile frames (what --render shows)."""
-        return self.envs[0].frame_shape is not None
+        """Whether env 0 draws frames (tiles, an image or text: what --render shows)."""
+        return self.envs[0].frame(0) is not None
 
     @property
     def palette(self) -> dict:
@@ -100,8 +100,8 @@ class Evaluator:
 
     def frame_message(self) -> dict | None:
         """Env 0's current frame as a protocol `frame` message (None: the env draws none)."""
-        tiles = self.envs[0].frame(0)
-        return None if tiles is None else frame_message(0, tiles)
+        frame = self.envs[0].frame(0)
+        return None if frame is None else frame_message(0, frame)
 
     @property
     def episodes(self) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from enum import StrEnum
 
 from puffer_tui.engine.config import ConfigError, FieldSpec, live_specs, spec_for
@@ -67,7 +68,7 @@ COMMANDS = {
     "set": {"key", "value"},
     "checkpoint": set(),
     "stop": {"checkpoint"},
-    "render": {"env"},
+    "render": {"env", "view"},
 }
 # commands the trainer applies at its safe points (the rest the server answers itself)
 QUEUED = ("pause", "resume", "set", "checkpoint", "stop")
@@ -155,6 +156,16 @@ def parse_request(line: bytes) -> tuple[int, str, dict]:
     return request_id, cmd, args
 
 
+def check_render_view(args: dict) -> str:
+    """The view a `render` asks for: "env" (what the env draws, the default) or "obs" (the
+    observation itself drawn as an image, e.g. an Atari frame stack)."""
+    view = args.get("view", VIEW_ENV)
+    if view not in VIEWS:
+        raise RequestError(f"render: \"view\" must be one of {', '.join(map(repr, VIEWS))}, "
+                           f"got {view!r}")
+    return view
+
+
 def check_render(args: dict, num_envs: int) -> int | None:
     """The env index a `render` asks for (None: stop streaming)."""
     env = args.get("env")
@@ -214,14 +225,110 @@ def schema_from_wire(fields: list[dict] | None) -> list[FieldSpec]:
 
 
 # -- frames and palettes: what every renderer draws (the dashboard, the eval window) ----------
+#
+# A `frame` push is one of three kinds (engine/native/frames.py says what an env may return):
+#   tiles: {"type", "env", "height", "width", "tiles": base64 H*W tile ids}     (no "kind": the
+#          original form, byte for byte; drawn with the palette from hello)
+#   rgb:   {"type", "env", "kind": "rgb", "height", "width", "rgb": base64 H*W*3 bytes}
+#   text:  {"type", "env", "kind": "text", "text": str with SGR colour codes}
+# plus "view": "obs" when it shows the observation rather than the env's own drawing.
 
-def frame_message(env: int, tiles) -> dict:
-    """A `frame` push: env `env`'s H x W uint8 tile grid, row-major, base64 on the wire."""
+
+class FrameKind(StrEnum):
+    TILES = "tiles"
+    RGB = "rgb"
+    TEXT = "text"
+
+
+VIEW_ENV, VIEW_OBS = "env", "obs"
+VIEWS = (VIEW_ENV, VIEW_OBS)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A decoded `frame` push. `data`: the tile ids (TILES, H*W bytes), the pixels (RGB, H*W*3
+    bytes, row-major RGB) or the text (TEXT; height x width are its lines x widest line)."""
+
+    env: int
+    height: int
+    width: int
+    data: bytes | str
+    kind: FrameKind = FrameKind.TILES
+    view: str = VIEW_ENV
+
+    @property
+    def tiles(self) -> bytes:
+        return self.data
+
+
+def frame_message(env: int, frame, view: str = VIEW_ENV) -> dict:
+    """A `frame` push of what an env's frame() returned: a tile grid, an RGB image (cut to the
+    frame bounds here if the env did not) or text. ValueError for anything else."""
     import base64
 
-    height, width = tiles.shape
-    return {"type": MessageType.FRAME, "env": int(env), "height": int(height), "width": int(width),
-            "tiles": base64.b64encode(tiles.tobytes()).decode("ascii")}
+    from puffer_tui.engine.native import frames
+
+    message = {"type": MessageType.FRAME, "env": int(env)}
+    if view != VIEW_ENV:
+        message["view"] = view
+    kind = frames.frame_kind(frame)
+    if kind == frames.TILES:
+        height, width = frame.shape
+        message.update(height=int(height), width=int(width),
+                       tiles=base64.b64encode(frame.tobytes()).decode("ascii"))
+    elif kind == frames.RGB:
+        pixels = frames.bound_frame(frame)
+        height, width = pixels.shape[:2]
+        message.update(kind=FrameKind.RGB, height=int(height), width=int(width),
+                       rgb=base64.b64encode(pixels.tobytes()).decode("ascii"))
+    elif kind == frames.TEXT:
+        message.update(kind=FrameKind.TEXT, text=frames.clean_text(frame))
+    else:
+        raise ValueError(f"a frame is an H x W tile grid, an H x W x 3 image or a str, got "
+                         f"{type(frame).__name__} {getattr(frame, 'shape', '')}")
+    return message
+
+
+def decode_frame(message: dict) -> Frame | None:
+    """The Frame of a `frame` push; None for a malformed one or one over the frame bounds,
+    which a renderer drops, keeping its last good frame."""
+    import base64
+
+    try:
+        kind = FrameKind(message.get("kind", FrameKind.TILES))
+        view = message.get("view", VIEW_ENV)
+        env = int(message.get("env", 0))
+        if view not in VIEWS:
+            return None
+        if kind == FrameKind.TEXT:
+            return _text_frame(env, message["text"], view)
+        field = "tiles" if kind == FrameKind.TILES else "rgb"
+        data = base64.b64decode(message[field], validate=True)
+        height, width = int(message["height"]), int(message["width"])
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return None
+    if height < 1 or width < 1:
+        return None
+    if kind == FrameKind.RGB:
+        from puffer_tui.engine.native import frames
+
+        if height > frames.MAX_RGB_HEIGHT or width > frames.MAX_RGB_WIDTH:
+            return None
+        if height * width * 3 != len(data):
+            return None
+    elif height * width != len(data):
+        return None
+    return Frame(env, height, width, data, kind, view)
+
+
+def _text_frame(env: int, text, view: str) -> Frame | None:
+    from puffer_tui.engine.native import frames
+
+    if not isinstance(text, str) or len(text) > frames.MAX_TEXT_CHARS:
+        return None
+    text = frames.clean_text(text)  # the engine cleaned it; a renderer never trusts the wire
+    lines = frames.strip_colour(text).split("\n")
+    return Frame(env, len(lines), max(len(line) for line in lines), text, FrameKind.TEXT, view)
 
 
 def palette_to_wire(palette: dict) -> dict:
@@ -235,8 +342,8 @@ def palette_from_wire(raw: dict | None) -> dict[int, tuple[str, str]]:
 
 
 def frame_from_wire(message: dict) -> tuple[int, int, int, bytes] | None:
-    """(env, height, width, tiles) of a `frame` message; None for a malformed one, which a
-    renderer drops, keeping its last good frame."""
+    """(env, height, width, tiles) of a tiles `frame` message; None for a malformed one and for
+    rgb and text frames (the older form of decode_frame, for callers that draw only tiles)."""
     import base64
 
     try:

@@ -8,19 +8,29 @@
 Gymnasium envs. Observations are flattened into one Box and actions into one Discrete,
 MultiDiscrete or Box (see `gym_spaces`); `env.observation_layout.unflatten(batch)` gives a
 policy the original structure back.
+
+Rendering: `from_gymnasium` builds the envs with `render_mode` "rgb_array" or "ansi" (the
+first of them in the env's own list of modes, unless told otherwise), and `frame(i)` returns env i's `render()`
+(an image cut to the frame bounds, or text; engine/native/frames.py). Gymnasium envs draw
+only when render() is called, so this costs nothing until a renderer asks for a frame.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import numbers
 
 import gymnasium
+from gymnasium import spaces
 
+from puffer_tui.engine.native import frames
 from puffer_tui.engine.native.pufferenv import PufferEnv
 from puffer_tui.envs.gym_spaces import ActionLayout, ObservationLayout
 
 LOG_FIELDS = ("episode_return", "episode_length", "score")
+FRAME_MODES = ("rgb_array", "ansi")  # the render modes frame() draws
+AUTO = "auto"
 
 
 class GymnasiumPufferEnv(PufferEnv):
@@ -85,6 +95,46 @@ class GymnasiumPufferEnv(PufferEnv):
         self._log = dict.fromkeys((*LOG_FIELDS, "n"), 0.0)
         self._steps_since_log = 0
         self._reset_done = False
+        self._render_error: str | None = None
+
+    # -- frames: what renderers draw (engine/frame_source.py asks only while someone watches) --
+
+    @property
+    def render_mode(self) -> str | None:
+        return self.envs[0].render_mode if self.envs else None
+
+    def frame(self, env_index: int = 0):
+        """Env `env_index`'s render(): an RGB image within the frame bounds, text, or None
+        when the envs render neither way. A render that fails says so as a text frame (once
+        failed, it is not retried: the panel shows why instead of waiting for frames)."""
+        if self.render_mode not in FRAME_MODES:
+            return None
+        if self._render_error is not None:
+            return self._render_error
+        try:
+            picture = self.envs[env_index].render()
+        except IndexError:
+            raise
+        except Exception as e:
+            self._render_error = f"{self.name}: render() failed: {type(e).__name__}: {e}"
+            return self._render_error
+        if hasattr(picture, "getvalue"):  # older ansi envs return a StringIO
+            picture = picture.getvalue()
+        return None if picture is None else frames.bound_frame(picture)
+
+    def observation_frame(self, env_index: int = 0):
+        """Env `env_index`'s current observation as an RGB image (its first image leaf: an
+        Atari frame stack, MiniGrid's `image`), or a text frame saying it holds no image."""
+        row = self.observations[env_index].reshape(-1)
+        for leaf in self.observation_layout.leaves:
+            space = leaf.space
+            if isinstance(space, spaces.Box) and len(space.shape) >= 2:
+                values = row[leaf.offset:leaf.offset + leaf.size].reshape(space.shape)
+                low, high = (space.low, space.high) if space.is_bounded() else (None, None)
+                image = frames.observation_image(values, low, high)
+                if image is not None:
+                    return frames.bound_frame(image)
+        return frames.no_image_text(self.gymnasium_observation_space)
 
     def unflatten_observations(self, flat):
         """Flat observation rows (numpy or torch, any leading dims) -> the Gymnasium structure."""
@@ -216,7 +266,7 @@ def _common_spaces(envs):
     return first.observation_space, first.action_space
 
 
-def from_gymnasium(gym_env_creator, log_interval: int = 32, **kwargs):
+def from_gymnasium(gym_env_creator, log_interval: int = 32, render_mode=AUTO, **kwargs):
     """A picklable `creator(num_envs=, seed=, buf=None)` of `GymnasiumPufferEnv`s.
 
     `gym_env_creator` is a registered Gymnasium id (e.g. "CartPole-v1") or a callable that
@@ -224,9 +274,46 @@ def from_gymnasium(gym_env_creator, log_interval: int = 32, **kwargs):
     the multiprocessing backend it must pickle: an id or a module-level function, not a lambda.
     One env is built here and closed again so that unsupported spaces fail now, not later
     inside a worker.
+
+    `render_mode`: "auto" (default) picks the first "rgb_array" or "ansi" in the env's
+    metadata["render_modes"] (so toy-text envs such as FrozenLake and Taxi, which list "ansi"
+    first, draw text, and CartPole or Atari draw images), for an id or a callable that takes `render_mode` (a callable that does not
+    keeps the mode its envs were built with); None renders nothing; any other value is passed
+    on as given.
     """
+    if render_mode != AUTO:
+        kwargs["render_mode"] = render_mode
     creator = functools.partial(
         GymnasiumPufferEnv, gym_env_creator, log_interval=log_interval, env_kwargs=kwargs
     )
-    creator(num_envs=1).close()
-    return creator
+    probe = creator(num_envs=1)
+    try:
+        mode = _auto_render_mode(probe) if render_mode == AUTO else None
+    finally:
+        probe.close()
+    if mode is None or not _takes_render_mode(gym_env_creator):
+        return creator
+    try:
+        return from_gymnasium(gym_env_creator, log_interval, render_mode=mode, **kwargs)
+    except TypeError:  # **kwargs that do not reach an env taking render_mode: draw nothing
+        return creator
+
+
+def _auto_render_mode(probe: GymnasiumPufferEnv) -> str | None:
+    """The frame mode to build with: None when the envs already render one, or draw neither."""
+    if probe.render_mode in FRAME_MODES:
+        return None
+    supported = (probe.envs[0].metadata or {}).get("render_modes") or ()
+    return next((mode for mode in supported if mode in FRAME_MODES), None)
+
+
+def _takes_render_mode(gym_env_creator) -> bool:
+    """Whether render_mode= can be passed: always to gymnasium.make, to a callable that names
+    it or takes **kwargs."""
+    if isinstance(gym_env_creator, str):
+        return True
+    try:
+        parameters = inspect.signature(gym_env_creator).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == "render_mode" or p.kind == p.VAR_KEYWORD for p in parameters)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 EPISODES = 100
 RENDER_EPISODES = 3  # watched at --fps: a solved cartpole episode is 500 frames
+RGB_ROWS = 30  # cell rows of an image frame written to a file or pipe (a terminal: its height)
 
 
 def add_parser(sub, name, help_text):
@@ -24,8 +25,9 @@ def add_parser(sub, name, help_text):
     p.add_argument("--num-envs", type=int, default=None,
                    help="envs played at once (default 64; 1 with --render)")
     p.add_argument("--render", choices=("ascii", "window"), default=None,
-                   help="animate env 0 with the env's palette: in the terminal (ascii) or in a "
-                        "raylib window (window; needs a display, e.g. xvfb-run)")
+                   help="animate env 0 (tiles in the env's palette, Gymnasium images in half "
+                        "blocks, or its ansi text): in the terminal (ascii) or in a raylib "
+                        "window (window; needs a display, e.g. xvfb-run)")
     p.add_argument("--fps", type=float, default=10.0, help="frames per second with --render")
     p.add_argument("--screenshot", metavar="PATH", type=Path,
                    help="with --render window: save a PNG after --screenshot-after frames, exit")
@@ -149,8 +151,7 @@ def play_in_window(evaluator, fps: float, screenshot: Path | None,
 
 
 class _Renderer:
-    """Env 0's tile grid drawn with its palette, at most `fps` frames a second: animated in a
-    terminal; written to a file or pipe as one line per finished episode, then the last
+    """Env 0's frames, at most `fps` a second: animated in a terminal; written to a file or pipe as one line per finished episode, then the last
     frame, so a log shows progress as it happens and the summary starts on its own line."""
 
     def __init__(self, palette: dict, fps: float, target: int, console=None):
@@ -170,12 +171,24 @@ class _Renderer:
             self.live.start()
 
     def _grid(self, message: dict | None):
-        """The frame one glyph per tile, as the dashboard's env panel draws it."""
-        from puffer_tui.app.widgets.env_render import frame_from_message, frame_text
+        """The frame as the dashboard's env panel draws it: one glyph per tile, an image in
+        half blocks fitted to the terminal (in characters by brightness when the output has
+        no colours), or the env's text."""
+        from rich.text import Text
+
+        from puffer_tui.app.widgets.env_render import frame_from_message, frame_kind, frame_text
+        from puffer_tui.app.widgets.frame_drawing import FrameImage, text_lines
+        from puffer_tui.engine.protocol import FrameKind
 
         frame = None if message is None else frame_from_message(message)
         if frame is None:
             return None
+        kind = frame_kind(frame)
+        if kind == FrameKind.RGB:
+            rows = self.console.size.height - 2 if self.live is not None else RGB_ROWS
+            return FrameImage(frame, self.console.size.width, max(rows, 4))
+        if kind == FrameKind.TEXT:
+            return Text("\n").join(text_lines(frame, frame.width, frame.height))
         return frame_text(frame, self.palette, frame.width, frame.height)
 
     def _status(self, episodes: int, returns: list) -> str:

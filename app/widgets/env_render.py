@@ -1,4 +1,5 @@
-"""One environment drawn live from the engine's tile frames, in the env's palette.
+"""One environment drawn live from the engine's frames: tile grids in the env's palette, RGB
+images in half blocks (app/widgets/frame_drawing.py), text frames with their colours.
 
 Every renderer (this panel, `eval --render ascii`, the raylib window) draws the same inputs:
 a `Frame` decoded from the protocol's `frame` message and a palette decoded from its wire form
@@ -14,14 +15,23 @@ from textual.reactive import reactive
 from textual.strip import Strip
 from textual.widget import Widget
 
-from puffer_tui.app.telemetry_store import Frame
-from puffer_tui.engine.protocol import frame_from_wire
+from puffer_tui.app.widgets.frame_drawing import (
+    fit_image,
+    halfblock_lines,
+    image_pixels,
+    text_lines,
+)
+from puffer_tui.engine.protocol import Frame, FrameKind, decode_frame
 
 
 def frame_from_message(message: dict) -> Frame | None:
-    """The Frame of a protocol `frame` message; None for a malformed one."""
-    parts = frame_from_wire(message)
-    return None if parts is None else Frame(*parts)
+    """The Frame of a protocol `frame` message (tiles, rgb or text); None for a malformed one."""
+    return decode_frame(message)
+
+
+def frame_kind(frame) -> FrameKind:
+    """The kind of a frame (a tile-only Frame of an older decoder has none: tiles)."""
+    return getattr(frame, "kind", FrameKind.TILES)
 
 
 def frame_text(frame: Frame, palette: dict, max_width: int, max_height: int) -> Text:
@@ -69,6 +79,7 @@ class EnvRender(Widget):
     env_index: reactive[int] = reactive(0)
     num_envs: reactive[int] = reactive(0)
     enabled: reactive[bool] = reactive(True)
+    view: reactive[str] = reactive("env")  # "obs": the frames show the observation
 
     def on_mount(self) -> None:
         self._titles()
@@ -79,9 +90,13 @@ class EnvRender(Widget):
     def watch_num_envs(self) -> None:
         self._titles()
 
+    def watch_view(self) -> None:
+        self._titles()
+
     def _titles(self) -> None:
         total = f"/{self.num_envs}" if self.num_envs else ""
-        self.border_title = f"env {self.env_index}{total}"
+        observation = " observation" if self.view == "obs" else ""
+        self.border_title = f"env {self.env_index}{total}{observation}"
         self.border_subtitle = "[ ] env  r full screen"
 
     # -- the Line API: whole rows of pre-styled segments, rebuilt only when the frame changes --
@@ -110,17 +125,27 @@ class EnvRender(Widget):
             text = Text(message.center(width)[:width], style=base + Style(dim=True))
             lines = [Strip(list(text.render(self.app.console)), width)]
         else:
-            text = frame_text(self.frame, self.palette, width, height)
-            lines = []
-            for line in text.split("\n"):
-                segments = [Segment(span_text, self._style(style) if style else base)
-                            for span_text, style in _runs(line)]
-                pad = max((width - line.cell_len) // 2, 0)
-                strip = Strip([Segment(" " * pad, base), *segments])
-                lines.append(strip.adjust_cell_length(width, base))
+            lines = [_centred(segments, width, base) for segments in self._frame_rows()]
         top = max((height - len(lines)) // 2, 0)
         blank = Strip.blank(width, base)
         return [blank] * top + lines + [blank] * max(height - top - len(lines), 0)
+
+    def _frame_rows(self) -> list[list[Segment]]:
+        """The frame as rows of segments that fit the widget."""
+        frame, width, height, base = self.frame, self.size.width, self.size.height, self.rich_style
+        kind = frame_kind(frame)
+        if kind == FrameKind.RGB:
+            styles = self.__dict__.setdefault("_pixel_styles", {})
+            pixels = fit_image(image_pixels(frame), width, height)
+            return halfblock_lines(pixels, base, styles)
+        if kind == FrameKind.TEXT:
+            return [list(line.render(self.app.console)) for line in
+                    text_lines(frame, width, height, base)]
+        rows = []
+        for line in frame_text(frame, self.palette, width, height).split("\n"):
+            rows.append([Segment(span_text, self._style(style) if style else base)
+                         for span_text, style in _runs(line)])
+        return rows
 
     def render_line(self, y: int) -> Strip:
         if getattr(self, "_strips", None) is None:
@@ -128,6 +153,12 @@ class EnvRender(Widget):
         if 0 <= y < len(self._strips):
             return self._strips[y]
         return Strip.blank(self.size.width, self.rich_style)
+
+
+def _centred(segments: list[Segment], width: int, base: Style) -> Strip:
+    """One row centred in `width` cells (cut at the right when wider)."""
+    pad = max((width - Segment.get_line_length(segments)) // 2, 0)
+    return Strip([Segment(" " * pad, base), *segments]).adjust_cell_length(width, base)
 
 
 def _runs(line: Text):

@@ -164,10 +164,10 @@ class Multiprocessing(WorkerPool):
         for w in held:
             self._command(w, lambda s: s.send(channel.STEP))
 
-    def _frame(self, w: int, local: int):
-        """Asked of worker w between steps."""
+    def _frame(self, w: int, local: int, view: str = "env"):
+        """Asked of worker w between steps (view "obs": the observation drawn as an image)."""
         self._frames.pop(w, None)
-        self._command(w, lambda s: channel.send_object(s, ("frame", local)), step=False)
+        self._command(w, lambda s: channel.send_object(s, ("frame", local, view)), step=False)
         self._wait(lambda: w in self._frames, [w])
         return self._frames.pop(w)
 

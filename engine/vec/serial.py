@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from puffer_tui.engine.native.buffers import allocate_buffers
+from puffer_tui.engine.native.frames import observation_frame
 from puffer_tui.engine.vec import env_state
 from puffer_tui.engine.vec.vec_api import VecAPI
 
@@ -82,7 +83,10 @@ class Serial(VecAPI):
             infos, self.env_ids, self.masks,
         )
 
-    def frame(self, env_index: int = 0):
+    def frame(self, env_index: int = 0, view: str = "env"):
+        """Env `env_index`'s frame: its own drawing ("env"), or its observation ("obs")."""
+        if view == "obs":
+            return observation_frame(self.env, env_index)
         return self.env.frame(env_index)
 
     def get_state(self) -> dict | None:

@@ -14,6 +14,7 @@ import signal
 import sys
 import traceback
 
+from puffer_tui.engine.native.frames import observation_frame
 from puffer_tui.engine.vec import channel
 
 PARENT_CHECK_S = 1.0  # how often a blocked worker checks that its parent is alive
@@ -122,8 +123,10 @@ def _serve(env, buffers, sock, spin_s, parent_pid) -> None:
             buffers["terminals"][:] = False
             buffers["truncations"][:] = False
             _reply(sock, ("done", infos))
-        elif kind == "frame":
-            _reply(sock, ("frame", env.frame(command[1])))
+        elif kind == "frame":  # ("frame", env, view): view "obs" draws the observation
+            view = command[2] if len(command) > 2 else "env"
+            frame = observation_frame(env, command[1]) if view == "obs" else env.frame(command[1])
+            _reply(sock, ("frame", frame))
         elif kind == "get_state":
             _reply(sock, ("state", env.get_state()))
         elif kind == "set_state":
