@@ -1,0 +1,56 @@
+"""Loaded by every rank of a DDP engine whose PYTHONPATH holds this folder (tests/test_ddp.py):
+
+  PUFFER_TEST_DDP_TRACE=DIR    each rank appends to DIR/rank-N.jsonl one line per command it
+                               applies ({"cmd", "epoch", "step", "ent_coef", "paused"}) and one
+                               per epoch ({"epoch", "step", "ent_coef"})
+  PUFFER_TEST_CRASH_RANK=N     rank N raises at the start of epoch PUFFER_TEST_CRASH_EPOCH (2)
+"""
+
+import json
+import os
+
+_TRACE = os.environ.get("PUFFER_TEST_DDP_TRACE")
+_CRASH_RANK = os.environ.get("PUFFER_TEST_CRASH_RANK")
+_RANK = os.environ.get("RANK", "0")
+
+if _TRACE:
+    from puffer_tui.engine import commands as _commands
+    from puffer_tui.engine import trainer as _trainer
+
+    def _write(record):
+        with open(os.path.join(_TRACE, f"rank-{_RANK}.jsonl"), "a") as f:
+            f.write(json.dumps(record) + "\n")
+
+    _apply = _commands.CommandQueue._apply
+
+    def _traced_apply(self, command, boundary):
+        _apply(self, command, boundary)
+        trainer = self._trainer()
+        if trainer is not None and not command.name.startswith("_"):
+            _write({"cmd": command.name, "epoch": trainer.epoch, "step": trainer.global_step,
+                    "ent_coef": trainer.config.train.ent_coef, "paused": self.state.paused})
+
+    _commands.CommandQueue._apply = _traced_apply
+
+    _run_epoch = _trainer.Trainer.run_epoch
+
+    def _traced_epoch(self):
+        row = _run_epoch(self)
+        _write({"epoch": self.epoch, "step": self.global_step,
+                "ent_coef": self.config.train.ent_coef})
+        return row
+
+    _trainer.Trainer.run_epoch = _traced_epoch
+
+if _CRASH_RANK == _RANK:
+    from puffer_tui.engine import trainer as _trainer2
+
+    _crash_epoch = int(os.environ.get("PUFFER_TEST_CRASH_EPOCH", "2"))
+    _run_epoch2 = _trainer2.Trainer.run_epoch
+
+    def _crashing_epoch(self):
+        if self.epoch + 1 >= _crash_epoch:
+            raise RuntimeError(f"injected crash on rank {_RANK}")
+        return _run_epoch2(self)
+
+    _trainer2.Trainer.run_epoch = _crashing_epoch
