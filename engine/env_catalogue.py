@@ -20,7 +20,8 @@ def space_text(space) -> str:
 
 
 def describe_env(name: str) -> dict:
-    """{name, description, observation_space, action_space} of an env's default settings."""
+    """{name, description, observation_space, action_space} of an env's default settings
+    (any env spec; a gym: or MODULE:CALLABLE one builds an env to learn its spaces)."""
     from puffer_tui.envs import env_class
 
     cls = env_class(name)
@@ -33,10 +34,10 @@ def describe_env(name: str) -> dict:
 def describe_envs() -> list[dict]:
     """Every registered env described; one that fails to load is listed with why, so a broken
     env shows up in the list instead of hiding the others."""
-    from puffer_tui.envs import ENV_NAMES
+    from puffer_tui.envs import env_names
 
     infos = []
-    for name in ENV_NAMES:
+    for name in env_names():  # built-ins, then the installed plugins
         try:
             infos.append(describe_env(name))
         except Exception as e:

@@ -35,7 +35,7 @@ def space_text(space) -> str:
 
 
 def describe(name: str) -> dict:
-    from puffer_tui.envs import env_class
+    from puffer_tui.envs import ENV_NAMES, env_class
 
     cls = env_class(name)
     settings = cls.resolve({})
@@ -43,18 +43,23 @@ def describe(name: str) -> dict:
     return {
         "name": name,
         "description": cls.description,
+        "source": "built-in" if name in ENV_NAMES else f"plugin ({cls.__module__})",
         "observation_space": str(layout.observation_space),
         "action_space": str(layout.action_space),
         "agents_per_env": layout.agents_per_env,
         "settings": settings,
+        "layout": layout,
     }
 
 
-def _layout(name: str):
-    from puffer_tui.envs import env_class
-
-    cls = env_class(name)
-    return cls.layout(cls.resolve({}))
+def _describe_or_why(name: str) -> dict:
+    """A plugin that fails to load is listed with the reason instead of hiding the others."""
+    try:
+        return describe(name)
+    except Exception as e:
+        return {"name": name, "description": f"unavailable: {e}", "source": "plugin",
+                "observation_space": "?", "action_space": "?", "agents_per_env": 0,
+                "settings": {}, "layout": None}
 
 
 def run(args) -> int:
@@ -63,11 +68,12 @@ def run(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from puffer_tui.envs import ENV_NAMES
+    from puffer_tui.envs import env_names
 
-    rows = [describe(name) for name in ENV_NAMES]
+    rows = [_describe_or_why(name) for name in env_names()]
     if args.json:
-        print(json.dumps({"envs": rows}, indent=2))
+        print(json.dumps({"envs": [{k: v for k, v in r.items() if k != "layout"}
+                                   for r in rows]}, indent=2))
         return 0
     table = Table(title="puffer-tui environments")
     table.add_column("env", no_wrap=True)
@@ -75,12 +81,15 @@ def run(args) -> int:
     table.add_column("action space", no_wrap=True)
     table.add_column("agents", justify="right")
     table.add_column("description", ratio=1)
-    for name, r in zip(ENV_NAMES, rows):
-        layout = _layout(name)
+    for r in rows:
+        layout = r["layout"]
+        name = r["name"] if r["source"] == "built-in" else f"{r['name']} (plugin)"
         table.add_row(
-            r["name"], space_text(layout.observation_space), space_text(layout.action_space),
+            name, space_text(layout.observation_space) if layout else "?",
+            space_text(layout.action_space) if layout else "?",
             str(r["agents_per_env"]), r["description"],
         )
-    table.caption = f"{VARYING_MARK} bounds differ per element, the widest shown (--json: all)"
+    table.caption = (f"{VARYING_MARK} bounds differ per element, the widest shown (--json: "
+                     f"all). Any Gymnasium id trains as gym:ID, your own env as MODULE:CALLABLE.")
     Console().print(table)
     return 0
