@@ -21,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from puffer_tui.engine.commands import Command, CommandQueue
+from puffer_tui.engine.connection_tracker import ConnectionTracker, TrackedStreamProtocol
 from puffer_tui.engine.engine_state import EngineState
 from puffer_tui.engine.frame_source import FrameSource
 from puffer_tui.engine.protocol import (
@@ -89,12 +90,15 @@ class ControlServer:
         self.num_envs = num_envs
         self.telemetry_every = max(1, round(1 / (rate_hz * TICK)))
         self._clients: set[_Client] = set()
+        self._connections = ConnectionTracker()  # some never reach _serve_client
+        self._closing = False  # set by _shutdown: a connection served from now on is closed
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._stopping: asyncio.Event | None = None
         self._main_task: asyncio.Task | None = None
         self._server: asyncio.AbstractServer | None = None
+        self._listener: socket.socket | None = None
         self._error: BaseException | None = None
 
     # -- lifecycle (main thread) -------------------------------------------------------------
@@ -119,6 +123,10 @@ class ControlServer:
             except Exception:
                 pass
             self._thread.join(timeout)
+            if self._thread.is_alive():
+                # The loop is stuck (a hello_fn or telemetry_fn that blocks): end the
+                # connections from here, so no client waits on an engine that is going away.
+                self._connections.shut_down_all()
         try:
             if self.path.is_socket():
                 self.path.unlink()
@@ -160,7 +168,10 @@ class ControlServer:
     async def _main(self, sock: socket.socket) -> None:
         self._stopping = asyncio.Event()
         self._main_task = asyncio.current_task()
-        self._server = await asyncio.start_unix_server(self._serve_client, sock=sock)
+        loop = asyncio.get_running_loop()
+        self._listener = sock
+        self._server = await loop.create_unix_server(
+            lambda: TrackedStreamProtocol(self._connections, self._serve_client), sock=sock)
         self._ready.set()
         tick = 0
         try:
@@ -176,9 +187,12 @@ class ControlServer:
             self._server.close()
 
     async def _shutdown(self, final: dict | None, timeout: float) -> None:
-        self._server.close()  # no new clients; let the ones just accepted register
-        for _ in range(3):
-            await asyncio.sleep(0)
+        # Stop accepting, but close the listener only once the connections asyncio already
+        # accepted have their transports: asyncio cannot make one for a closed server, and
+        # leaves that connection's socket open with nobody serving it (the client hangs).
+        # Those connections reach _serve_client, which closes them at once from now on.
+        self._closing = True
+        asyncio.get_running_loop().remove_reader(self._listener.fileno())
         if final is not None:
             self._broadcast(final)
         for client in list(self._clients):
@@ -193,15 +207,32 @@ class ControlServer:
             except (TimeoutError, ConnectionError, OSError):
                 pass
             self._close(client)
-        # Each client's reader task ends once its transport is closed; wait for them so that
-        # nothing is left pending when the loop closes.
-        others = [t for t in asyncio.all_tasks()
-                  if t is not asyncio.current_task() and t is not self._main_task]
-        if others:
-            _, still = await asyncio.wait(others, timeout=1.0)
-            for task in still:
-                task.cancel()
+        await self._finish_tasks(loop.time() + 1.0)
+        self._server.close()  # the kernel resets the connections still in the backlog
+        # Whatever is still open never reached _serve_client (or outlived it): close it, and
+        # give the transports the loop turns in which they close their sockets.
+        self._connections.abort_all()
+        for _ in range(3):
+            await asyncio.sleep(0)
         self._stopping.set()
+
+    async def _finish_tasks(self, deadline: float) -> None:
+        """Wait for the connection tasks (accepting, serving) to end, the ones they start
+        included; cancel those still running at `deadline`, so nothing is left pending when
+        the loop closes."""
+        loop = asyncio.get_running_loop()
+        skip = {asyncio.current_task(), self._main_task}
+        while True:
+            others = [t for t in asyncio.all_tasks() if t not in skip]
+            if not others:
+                return
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                for task in others:
+                    task.cancel()
+                await asyncio.wait(others, timeout=0.5)
+                return
+            await asyncio.wait(others, timeout=remaining)
 
     # -- pushes (any thread) -------------------------------------------------------------------
 
@@ -270,6 +301,9 @@ class ControlServer:
 
     async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
         client = _Client(writer)
+        if self._closing:  # accepted just before the stop: the client sees the end at once
+            writer.transport.abort()
+            return
         if len(self._clients) >= MAX_CLIENTS:
             writer.write(encode(error_reply(
                 None, f"too many clients ({MAX_CLIENTS}) connected to this engine; "
