@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
+import sys
 
 # bench kind -> (module in puffer_tui.benchmarks, help)
 KINDS = {
@@ -20,4 +22,15 @@ def add_parser(sub, name, help_text):
         module = importlib.import_module(f"puffer_tui.benchmarks.{kind}")
         kp = kinds.add_parser(kind, help=kind_help, description=kind_help)
         module.add_arguments(kp)
-        kp.set_defaults(run=module.run)
+        kp.set_defaults(run=functools.partial(_bad_input_exits_2, module.run))
+
+
+def _bad_input_exits_2(run, args) -> int:
+    """A benchmark refuses bad input with SystemExit(message); the CLI's code for that is 2."""
+    try:
+        return run(args)
+    except SystemExit as e:
+        if not isinstance(e.code, str):
+            raise
+        print(e.code, file=sys.stderr)
+        return 2
