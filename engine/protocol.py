@@ -46,7 +46,7 @@ TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")  # where an epoch's wa
 
 # Per-worker throughput (multi-process learners, Ray actors): the row's and telemetry's
 # "workers" list, one {"rank"|"actor", "node", "sps"} entry each; telemetry only, not a
-# metrics.jsonl column group. "cluster": Ray's CPU totals {"cpus", "cpus_used"} when Ray runs.
+# metrics.jsonl column group. "cluster": Ray's CPUs {"cpus", "cpus_reserved"} when Ray runs.
 WORKERS, CLUSTER = "workers", "cluster"
 
 
