@@ -8,11 +8,12 @@ command ends while the engine it started still runs, it says how to attach to it
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 from rich.console import Console
 
-from puffer_tui.app.engine_client import EngineClient, EngineClientError
+from puffer_tui.app.engine_client import EngineClient, EngineClientError, EngineDisconnected
 from puffer_tui.app.engine_launcher import EngineHandle, EngineStartError, launch_engine, tail
 from puffer_tui.app.headless_display import HeadlessDisplay
 from puffer_tui.engine import run_dir as rd
@@ -20,6 +21,8 @@ from puffer_tui.engine.protocol import FINAL_STATES, RunState
 
 HELLO_PATIENCE = 600.0  # seconds an alive engine may take to answer its first hello
 REPORT_EVERY = 5.0  # seconds between "still starting" lines
+EXIT_GRACE = 5.0  # seconds an engine that ended our connection gets to exit before we decide
+FINISHING_PATIENCE = 30.0  # ...and one whose status already says the run ended
 
 
 class _StartProgress:
@@ -54,7 +57,10 @@ def greet(handle: EngineHandle, progress: _StartProgress,
                 raise TimeoutError(f"the engine did not answer within {patience:g} s")
             progress(handle, seconds, "to answer")
         reply = waiter[1]
-        if reply is None or not reply.get("ok"):
+        if reply is None:
+            raise EngineDisconnected(
+                f"the engine ended the connection before it answered ({client.close_reason})")
+        if not reply.get("ok"):
             raise EngineClientError(f"the engine refused the hello: {reply}")
         client.hello = reply
         return client
@@ -85,10 +91,15 @@ def run_headless(run_dir, resume: bool, fallback: bool, console: Console | None 
     try:
         client = greet(handle, progress)
     except EngineStartError as e:
+        state = rd.run_state(run_dir)
+        if state in (RunState.FINISHED, RunState.STOPPED):  # a short run, over before the hello
+            return _report_end(console, run_dir, state, None)
         console.print("[bold red]the engine failed to start[/]")
         console.print(str(e), markup=False, highlight=False)
         return 1
     except (EngineClientError, TimeoutError, KeyboardInterrupt) as e:
+        if isinstance(e, EngineClientError):
+            _wait_for_exit(handle, run_dir)  # the connection ends a moment before the process
         if handle.poll() is None:
             console.print(f"{e or 'interrupted'}; " + attach_hint(run_dir, handle.pid),
                           markup=False, highlight=False)
@@ -117,6 +128,20 @@ def run_headless(run_dir, resume: bool, fallback: bool, console: Console | None 
     elif handle.poll() is None:  # the connection ended, the engine did not
         console.print(attach_hint(run_dir, handle.pid), markup=False, highlight=False)
     return _report_end(console, run_dir, state, display)
+
+
+def _wait_for_exit(handle: EngineHandle, run_dir) -> None:
+    """Give an engine that ended our connection the time to exit: EXIT_GRACE seconds, longer
+    when its status says the run is over (closing its workers can take a while)."""
+    for patience in (EXIT_GRACE, FINISHING_PATIENCE):
+        try:
+            handle.wait(patience)
+            return
+        except subprocess.TimeoutExpired:
+            if rd.run_state(run_dir) not in FINAL_STATES:
+                return  # it lives on: the caller says how to attach to it
+        except KeyboardInterrupt:
+            return
 
 
 def _left_stopping(console: Console, run_dir, handle: EngineHandle) -> int:

@@ -325,6 +325,27 @@ def test_slow_engine_start_is_waited_for_and_the_run_completes(tmp_path):
     assert [ckpt.parse_name(p.name)[0] for p in ckpt.list_checkpoints(run)] == [2048]
 
 
+def test_a_run_that_ends_before_its_engine_answers_is_reported_not_left_hanging(tmp_path):
+    # the hello comes 60 s late, long after this tiny run has finished: the engine's stop ends
+    # the connection, and the engine then takes 3 s more to exit (tests/engine_patches), the
+    # window in which the command used to say "goes on training" and exit 1
+    patches = Path(__file__).parent / "engine_patches"
+    path = os.pathsep.join(filter(None, [str(patches), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "PUFFER_TEST_HELLO_DELAY": "60",
+           "PUFFER_TEST_EXIT_DELAY": "3"}
+    result = subprocess.run(
+        [sys.executable, "-m", "puffer_tui.app.cli", "train", "squared", "--headless",
+         "--runs-dir", str(tmp_path), "--vec.num-envs", "64", "--train.horizon", "16",
+         "--train.minibatch-size", "256", "--train.hidden-size", "32",
+         "--train.torch-threads", "1", "--train.total-timesteps", str(2 * STEPS_PER_EPOCH)],
+        capture_output=True, text=True, timeout=180, env=env)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "finished: 2,048 steps" in result.stdout, result.stdout
+    assert "goes on training" not in result.stdout, result.stdout
+    (run,) = rd.list_runs(tmp_path)
+    assert rd.run_state(run) == "finished"
+
+
 def test_a_hung_env_is_reported_with_the_workers_stack(tmp_path):
     import numpy as np
     from crashy_env import HANG, CrashyEnv

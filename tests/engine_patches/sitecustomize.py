@@ -3,6 +3,8 @@ the engine it launches), this slows the engine down on request, to test the CLI 
 slow engine without timing anything:
 
   PUFFER_TEST_HELLO_DELAY=S    the engine answers its first hello only after S seconds
+  PUFFER_TEST_EXIT_DELAY=S     the engine lingers S seconds after its shutdown (its
+                               connections already ended) before the process exits
   PUFFER_TEST_CHECKPOINT_GATE=PATH   a checkpoint save creates PATH.waiting, then waits
                                until PATH exists
 """
@@ -12,6 +14,7 @@ import time
 
 _DELAY = os.environ.get("PUFFER_TEST_HELLO_DELAY")
 _GATE = os.environ.get("PUFFER_TEST_CHECKPOINT_GATE")
+_EXIT_DELAY = os.environ.get("PUFFER_TEST_EXIT_DELAY")
 
 if _DELAY:
     from puffer_tui.engine import process as _process
@@ -25,6 +28,19 @@ if _DELAY:
         return _hello(self)
 
     _process.Engine.hello = _slow_hello
+
+if _EXIT_DELAY:
+    from puffer_tui.engine import process as _process
+
+    _shutdown = _process.Engine._shutdown
+
+    def _slow_exit(self, *args, **kwargs):
+        try:
+            return _shutdown(self, *args, **kwargs)
+        finally:
+            time.sleep(float(_EXIT_DELAY))
+
+    _process.Engine._shutdown = _slow_exit
 
 if _GATE:
     from puffer_tui.engine import checkpoint as _checkpoint
