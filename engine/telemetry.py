@@ -4,7 +4,9 @@ Built from explicit inputs: the run's config and name, the engine's `EngineState
 `trainer()` (the trainer once built, else None). Reads only what is safe from another
 thread: `trainer.progress` (the trainer keeps it cheap and consistent), the last metrics row
 (handed over whole by the main thread through `record`), the live config fields and the
-worker pids. Field meanings are in docs/protocol.md.
+worker pids, and the vec env's own telemetry calls (Ray: `worker_stats`, `cluster_usage`,
+which keep their own counters and sample Ray at a low rate). Field meanings are in
+docs/protocol.md; "workers" and "cluster" in docs/many-machines.md.
 """
 
 from __future__ import annotations
@@ -15,7 +17,15 @@ from collections.abc import Callable
 
 from puffer_tui.engine.config import Config, live_specs
 from puffer_tui.engine.engine_state import EngineState
-from puffer_tui.engine.protocol import ENV, LOSSES, TIMING, TIMING_PCT, RunState
+from puffer_tui.engine.protocol import (
+    CLUSTER,
+    ENV,
+    LOSSES,
+    TIMING,
+    TIMING_PCT,
+    WORKERS,
+    RunState,
+)
 
 
 class Telemetry:
@@ -66,6 +76,9 @@ class Telemetry:
                 s.key: getattr(getattr(live_config, s.section), s.name) for s in live_specs()
             },
             "processes": self._processes(trainer),
+            # per learner rank (last epoch) and per Ray actor (last second): where, how fast
+            WORKERS: [*(row.get(WORKERS) or ()), *_vec_call(trainer, "worker_stats", [])],
+            CLUSTER: _vec_call(trainer, "cluster_usage", None),
             "device": self._device_name(trainer),
             "gpu": self._gpu(),
         }
@@ -101,3 +114,15 @@ class Telemetry:
                     "memory_used": total - free, "memory_total": total}
         except Exception:
             return None
+
+
+def _vec_call(trainer, name: str, default):
+    """The vec env's telemetry method `name` (only some backends have one); `default` when it
+    has none or it fails (a vec env closed by a worker error)."""
+    method = getattr(getattr(trainer, "vecenv", None), name, None)
+    if method is None:
+        return default
+    try:
+        return method()
+    except Exception:
+        return default

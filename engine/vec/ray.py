@@ -27,16 +27,20 @@ from puffer_tui.engine.vec.pool_base import WorkerPool
 from puffer_tui.engine.vec.ray_actor import RESULT_BUFFERS, EnvBlock
 from puffer_tui.engine.vec.ray_lifecycle import shutdown_actors, worker_error
 from puffer_tui.engine.vec.sizing import plan_workers
+from puffer_tui.engine.vec.worker_rates import WorkerRates
 
 DEFAULT_TIMEOUT_S = 15.0  # no step or reset should take this long; then the actor is hung/lost
 START_TIMEOUT_S = 120.0  # placing actors may mean starting worker processes on a busy cluster
+CLUSTER_SAMPLE_S = 5.0  # the cluster's CPU use is asked of Ray's GCS at most this often
 
 
 class RayVec(WorkerPool):
     """`num_envs` envs in `num_workers` Ray actors; recv() returns `batch_size` envs' rows.
 
     Same API and attributes as Multiprocessing (`envs_per_worker`, `workers_per_batch`), plus
-    `actor_pids` and `actor_nodes` (Ray node ids). `address`: the Ray cluster ("" : RAY_ADDRESS,
+    `actor_pids`, `actor_nodes` (Ray node ids) and `actor_hosts` (host names), and for telemetry
+    `worker_stats()` (each actor's delivered agent-steps/s) and `cluster_usage()` (the
+    cluster's CPUs, sampled at most every CLUSTER_SAMPLE_S seconds). `address`: the Ray cluster ("" : RAY_ADDRESS,
     a running local Ray, else start one). `num_cpus`: CPUs each actor asks Ray for. `timeout`:
     seconds recv()/frame() wait for an actor before calling it hung or lost.
     """
@@ -63,6 +67,9 @@ class RayVec(WorkerPool):
         self._finalizer = weakref.finalize(self, shutdown_actors, self._actors, probe,
                                            self._connected)
         self._refs: list = [None] * self.num_workers  # each actor's outstanding step/reset
+        self._rates = WorkerRates(self.num_workers)
+        self._cluster: tuple[float, dict | None] = (float("-inf"), None)  # (when, usage)
+        self.actor_hosts: list[str] = []
         try:
             ray_session.acquire(address, self.num_workers * num_cpus)
             self._connected[0] = True
@@ -87,8 +94,9 @@ class RayVec(WorkerPool):
         where = [a.where.remote() for a in self._actors]
         places = [self._get(w, ref, time.monotonic() + max(self.timeout, START_TIMEOUT_S))
                   for w, ref in enumerate(where)]
-        self.actor_pids = [pid for pid, _ in places]
-        self.actor_nodes = [node for _, node in places]
+        self.actor_pids = [pid for pid, _, _ in places]
+        self.actor_nodes = [node for _, node, _ in places]
+        self.actor_hosts = [host for _, _, host in places]
 
     # -- the async API ---------------------------------------------------------------------------
 
@@ -105,6 +113,25 @@ class RayVec(WorkerPool):
     def _frame(self, w: int, local: int):
         """From actor w, after any step it is running."""
         return self._call(w, self._actors[w].frame.remote(local))
+
+    # -- telemetry (called from the control server's thread) ------------------------------------
+
+    def worker_stats(self) -> list[dict]:
+        """[{"actor", "node", "sps"}]: where each actor runs and the agent-steps/s it delivered
+        over the last second or so."""
+        rates = self._rates.rates()
+        return [{"actor": w, "node": host, "sps": rates[w]}
+                for w, host in enumerate(self.actor_hosts)]
+
+    def cluster_usage(self) -> dict | None:
+        """{"cpus", "cpus_reserved"} of the whole Ray cluster (None if Ray cannot say), asked at
+        most every CLUSTER_SAMPLE_S seconds."""
+        when, usage = self._cluster
+        now = time.monotonic()
+        if now - when >= CLUSTER_SAMPLE_S:
+            usage = ray_session.cluster_usage(self._ray) if self._connected[0] else None
+            self._cluster = (now, usage)
+        return usage
 
     # -- saved state ----------------------------------------------------------------------------
 
@@ -135,6 +162,7 @@ class RayVec(WorkerPool):
             self._infos[w].extend(infos)
         self._refs[w] = None
         self._ready.append(w)
+        self._rates.add(w, self._rows)
 
     def _wait(self, satisfied, workers) -> None:
         """Land results until `satisfied()`; an error, a death or the timeout is WorkerError."""

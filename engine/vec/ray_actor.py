@@ -31,11 +31,14 @@ class EnvBlock:
         self.buffers = allocate_buffers(observation_space, action_space, rows)
         self.env = env_creator(num_envs=num_envs, seed=seed, buf=self.buffers, **env_kwargs)
 
-    def where(self) -> tuple[int, str]:
-        """(pid, node id) of this actor's process, for the caller's records and tests."""
+    def where(self) -> tuple[int, str, str]:
+        """(pid, node id, host name) of this actor's process, for the caller's records, the
+        dashboard's workers table and tests."""
+        import socket
+
         import ray
 
-        return os.getpid(), ray.get_runtime_context().get_node_id()
+        return os.getpid(), ray.get_runtime_context().get_node_id(), socket.gethostname()
 
     def reset(self, seed: int) -> tuple:
         infos = self.env.reset(seed)[1]

@@ -88,6 +88,17 @@ def cluster_cpus(ray) -> float:
     return float(ray.cluster_resources().get("CPU", 0.0))
 
 
+def cluster_usage(ray) -> dict | None:
+    """{"cpus": the cluster's CPUs, "cpus_reserved": those Ray has handed out (to actors and
+    tasks, ours and others')}; None when Ray cannot say (shut down, GCS unreachable)."""
+    try:
+        total = float(ray.cluster_resources().get("CPU", 0.0))
+        free = float(ray.available_resources().get("CPU", 0.0))
+    except Exception:
+        return None
+    return {"cpus": total, "cpus_reserved": max(0.0, total - free)}
+
+
 def check_reachable(address: str) -> None:
     """Refuse at once an address nothing listens on (ValueError naming it and the fix)."""
     target = address.split("://", 1)[-1]
