@@ -72,6 +72,16 @@ COMMANDS = {
 }
 # commands the trainer applies at its safe points (the rest the server answers itself)
 QUEUED = ("pause", "resume", "set", "checkpoint", "stop")
+# a sweep driver's commands (engine/sweep/server.py, steering in engine/sweep/steering.py)
+SWEEP_COMMANDS = {
+    "hello": {"client"},
+    "status": set(),
+    "stop": set(),
+    "pause": set(),
+    "resume": set(),
+    "prune": {"trial"},
+    "add": {"trials"},
+}
 
 
 def json_safe(value):
@@ -125,8 +135,9 @@ def oversized_reply() -> dict:
     return error_reply(None, f"message exceeds {MAX_MESSAGE} bytes; discarded")
 
 
-def parse_request(line: bytes) -> tuple[int, str, dict]:
-    """(id, cmd, args) of one request line, its args checked; RequestError says what is wrong."""
+def parse_request(line: bytes, commands: dict = COMMANDS) -> tuple[int, str, dict]:
+    """(id, cmd, args) of one request line, its args checked against `commands` (the
+    engine's, or SWEEP_COMMANDS); RequestError says what is wrong."""
     try:
         request = json.loads(line.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
@@ -140,15 +151,15 @@ def parse_request(line: bytes) -> tuple[int, str, dict]:
     if not isinstance(request_id, int) or isinstance(request_id, bool):
         raise RequestError("a request needs an integer \"id\"")
     cmd = request.get("cmd")
-    if not isinstance(cmd, str) or cmd not in COMMANDS:
-        raise RequestError(f"unknown command {cmd!r}; commands: {', '.join(COMMANDS)}",
+    if not isinstance(cmd, str) or cmd not in commands:
+        raise RequestError(f"unknown command {cmd!r}; commands: {', '.join(commands)}",
                            request_id)
     args = request.get("args") or {}
     if not isinstance(args, dict):
         raise RequestError(f"{cmd}: \"args\" must be a JSON object", request_id)
-    unknown = sorted(set(args) - COMMANDS[cmd])
+    unknown = sorted(set(args) - commands[cmd])
     if unknown:
-        allowed = ", ".join(sorted(COMMANDS[cmd])) or "none"
+        allowed = ", ".join(sorted(commands[cmd])) or "none"
         raise RequestError(f"{cmd}: unknown argument {unknown[0]!r} (allowed: {allowed})",
                            request_id)
     if cmd == "stop" and not isinstance(args.get("checkpoint", True), bool):
