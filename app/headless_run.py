@@ -32,8 +32,11 @@ class _StartProgress:
     def __init__(self, console: Console):
         self.console = console
         self.next_report = 2.0
+        self.what = "to start"
 
     def __call__(self, handle: EngineHandle, seconds: float, what: str = "to start") -> None:
+        if what != self.what:  # a new wait, timed from 0: its first line comes at 2 s too
+            self.what, self.next_report = what, 2.0
         if seconds >= self.next_report:
             self.console.print(f"waiting for the engine (pid {handle.pid}) {what}: {seconds:.0f} s",
                                highlight=False)
