@@ -1,0 +1,51 @@
+"""What the trainer is built from: its device, its torch threads and its vec env (the
+config's `vec` section). engine/trainer.py re-exports these names."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from puffer_tui.engine.config import Config, ConfigError
+from puffer_tui.engine.vec.sizing import available_cores
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("train.device = cuda, but torch sees no CUDA device (use auto or cpu)")
+    return torch.device(name)
+
+
+def auto_threads(config: Config) -> int:
+    """Torch threads for `train.torch_threads = 0`: the cores this process may use, less the
+    cores env workers take, less the load other processes put on the machine right now
+    (1-minute load average). Oversubscribing is far worse than idling a core: each parallel
+    op then waits for a descheduled thread (measured on a busy 2-core box: 2 threads train
+    3-5x slower than 1)."""
+    # learner ranks on this machine (torchrun) share its cores
+    cores = max(1, available_cores() // int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+    workers = config.vec.num_workers if config.vec.backend in ("multiprocessing", "ray") else 0
+    try:
+        busy = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        busy = 0.0
+    free = cores - workers - int(busy)
+    return max(1, min(cores - workers, free))
+
+
+def make_vecenv(config: Config, seed: int | None = None):
+    from puffer_tui.engine import vec
+    from puffer_tui.envs import creator
+
+    v = config.vec
+    seed = config.train.seed if seed is None else seed
+    kwargs = {"num_envs": v.num_envs, "backend": v.backend, "seed": seed}
+    if v.backend != "serial":
+        kwargs.update(num_workers=v.num_workers, batch_size=v.batch_size or v.num_envs,
+                      zero_copy=v.zero_copy, timeout=v.worker_timeout)
+    if v.backend == "ray":
+        kwargs.update(address=v.ray_address, num_cpus=v.ray_num_cpus)
+    return vec.make(creator(config.env_name, **config.env), **kwargs)
