@@ -41,9 +41,11 @@ class PufferApp(App):
     CSS_PATH = Path(__file__).with_name("panels.tcss")  # absolute: subclasses live elsewhere
 
     def __init__(self, run_dir: str | Path | None = None, attach: bool = False,
-                 runs_root: str | Path | None = None):
+                 runs_root: str | Path | None = None, sweep_dir: str | Path | None = None):
         super().__init__()
         self.run_dir = Path(run_dir) if run_dir else None
+        self.sweep_dir = Path(sweep_dir) if sweep_dir else None
+        self.viewing_trial = False  # a sweep trial's dashboard, over the sweep view
         self.attached = attach  # True: we joined a running engine; False: we started it
         self.runs_root = runs_root
         self.store = TelemetryStore()
@@ -65,7 +67,9 @@ class PufferApp(App):
         self.show_first_screen()
 
     def show_first_screen(self) -> None:
-        if self.run_dir is None:
+        if self.sweep_dir is not None:
+            self.open_sweep(self.sweep_dir)
+        elif self.run_dir is None:
             self.open_launcher()
         else:
             self.open_run(self.run_dir, attach=self.attached)
@@ -84,6 +88,29 @@ class PufferApp(App):
         self.link_state, self._crash_shown = lm.STARTING if not attach else lm.CONNECTING, False
         self.switch_or_push(DashboardScreen(self.store, self.link_state, self.render_env))
         self._connect(self.run_dir, launch=not attach, resume=resume)
+
+    def open_sweep(self, sweep_dir: Path) -> None:
+        from puffer_tui.screens.sweep import SweepScreen
+
+        self.sweep_dir = Path(sweep_dir)
+        self.switch_or_push(SweepScreen(self.sweep_dir))
+
+    def open_trial(self, run_dir: Path) -> None:
+        """A running sweep trial's dashboard, pushed over the sweep view (b goes back)."""
+        self.run_dir, self.attached, self.viewing_trial = Path(run_dir), True, True
+        self.store = TelemetryStore()
+        self.link_state, self._crash_shown = lm.CONNECTING, False
+        self.push_screen(DashboardScreen(self.store, self.link_state, self.render_env,
+                                         over_sweep=True))
+        self._connect(self.run_dir)
+
+    def back_to_sweep(self) -> None:
+        """Leave a trial's dashboard (its engine trains on) for the sweep view under it."""
+        if self.link is not None:
+            self.link.close()
+        self.link, self.run_dir, self.viewing_trial = None, None, False
+        self.store, self.link_state = TelemetryStore(), None
+        self.pop_screen()
 
     def switch_or_push(self, screen: Screen) -> None:
         # The default screen stays at the bottom of the stack; ours sit on top of it.
@@ -227,7 +254,9 @@ class PufferApp(App):
         self._withdraw_live_questions()
         self._announce_link_state()
         self._run_changed("numbers", urgent=True)
-        if ended:
+        if self.viewing_trial:  # the sweep records how it ended; no resume offer here
+            self.notify(f"trial's engine: {reason}; b goes back to the sweep", timeout=10)
+        elif ended:
             self.notify(f"the run is {state}: b opens the launcher, q quits", timeout=10)
         elif not self._crash_shown and self.run_dir is not None:
             self._show_crash(reason)
@@ -446,9 +475,9 @@ def _reply_body(cmd: str, reply: dict) -> str:
 
 
 def run_app(run_dir: str | Path | None = None, attach: bool = False,
-            runs_root: str | Path | None = None) -> int:
+            runs_root: str | Path | None = None, sweep_dir: str | Path | None = None) -> int:
     """Run the app until it exits; print how to reattach when it detached from a live run."""
-    app = PufferApp(run_dir=run_dir, attach=attach, runs_root=runs_root)
+    app = PufferApp(run_dir=run_dir, attach=attach, runs_root=runs_root, sweep_dir=sweep_dir)
     app.run()
     if app.exit_message:
         print(app.exit_message)

@@ -169,3 +169,19 @@ class RenderEnvChanged(Message, bubble=False):
     def __init__(self, index: int) -> None:
         super().__init__()
         self.index = index
+
+
+# -- a sweep driver's status (its socket answers requests; the sweep view asks once a second) --
+
+
+class SweepStatus(Message, bubble=False):
+    """The driver's snapshot (engine/sweep/snapshot.py); `live` is False when it came from
+    status.json because no driver answers (the sweep has ended, or its driver died)."""
+
+    def __init__(self, snapshot: dict, live: bool) -> None:
+        super().__init__()
+        self.snapshot = snapshot
+        self.live = live
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, SweepStatus)

@@ -76,6 +76,7 @@ class DashboardScreen(Screen):
         Binding("right_square_bracket", "env(1)", "Next env", show=False),
         Binding("l", "next_loss", "Next loss", show=False),
         Binding("b", "launcher", "Launcher"),
+        Binding("b", "back_to_sweep", "Sweep"),
         Binding("question_mark", "help", "Help"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -84,9 +85,10 @@ class DashboardScreen(Screen):
     linked: reactive[bool] = reactive(False, init=False)
 
     def __init__(self, store: TelemetryStore, link_state: str | None = None,
-                 render_env: int = 0, **kwargs):
+                 render_env: int = 0, over_sweep: bool = False, **kwargs):
         super().__init__(**kwargs)
         self.store = store
+        self.over_sweep = over_sweep  # a sweep trial's: b goes back to the sweep view
         self.set_reactive(DashboardScreen.link_state, link_state)
         self.render_env = render_env
         self._shown_frame = None
@@ -242,8 +244,10 @@ class DashboardScreen(Screen):
         state = self.store.state
         if action in STEERING and not self.can_steer():
             return False  # hidden from the footer: the run is over or not connected yet
+        if action == "back_to_sweep":
+            return self.over_sweep
         if action == "launcher":  # back to the launcher once this run is over (or lost)
-            return not self.linked and (state in FINAL_STATES
+            return not self.over_sweep and not self.linked and (state in FINAL_STATES
                                         or self.link_state == lm.DISCONNECTED)
         if action == "pause":
             return state != RunState.PAUSED
@@ -285,6 +289,9 @@ class DashboardScreen(Screen):
 
     def action_launcher(self) -> None:
         self.app.open_launcher()
+
+    def action_back_to_sweep(self) -> None:
+        self.app.back_to_sweep()
 
     def action_next_loss(self) -> None:
         self.query_one(LossPanel).cycle()

@@ -1,4 +1,5 @@
-"""`puffer-tui attach [RUN]`: open the dashboard of an engine that is already training.
+"""`puffer-tui attach [RUN | SWEEP]`: open the dashboard of an engine that is already
+training, or the sweep view of a sweep (running or ended).
 
 With no RUN, the most recent run whose engine is alive. The engine does not notice the app
 coming or going: detaching (q, then "detach") or killing the app leaves it training.
@@ -12,7 +13,8 @@ import sys
 def add_parser(sub, name, help_text):
     p = sub.add_parser(name, help=help_text, description=help_text)
     p.add_argument("run_name", nargs="?", metavar="RUN",
-                   help="a run name or path (default: the latest run that is still training)")
+                   help="a run name or path, or a sweep's name or path (default: the latest "
+                        "run that is still training)")
     p.add_argument("--runs-dir", metavar="D",
                    help="where runs live (default $PUFFER_TUI_RUNS or ./runs)")
     p.set_defaults(run=run)
@@ -43,9 +45,27 @@ def choose_run(run_name: str | None, runs_dir: str | None):
                          f"({rd.run_state(latest)}): {resume_advice(latest)}")
 
 
+def find_sweep(name: str | None, runs_dir: str | None):
+    """The sweep directory `name` names, or None when it names no sweep."""
+    from puffer_tui.engine.sweep.settings import SweepError
+    from puffer_tui.engine.sweep.settings import find_sweep as find
+
+    if not name:
+        return None
+    try:
+        return find(name, runs_dir)
+    except SweepError:
+        return None
+
+
 def run(args) -> int:
     from puffer_tui.engine.run_dir import RunDirError
 
+    sweep = find_sweep(args.run_name, args.runs_dir)
+    if sweep is not None:
+        from puffer_tui.app.app import run_app
+
+        return int(run_app(sweep_dir=sweep, runs_root=args.runs_dir) or 0)
     try:
         path = choose_run(args.run_name, args.runs_dir)
     except RunDirError as e:

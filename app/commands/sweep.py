@@ -44,7 +44,7 @@ def add_parser(sub, name, help_text):
     p.add_argument("--resume", metavar="NAME", help="continue a sweep (a name or a path)")
     p.add_argument("--trial", type=int, metavar="N", help="with `best`: this trial instead")
     p.add_argument("--headless", action="store_true",
-                   help="a plain live table (the app's sweep view is not built yet)")
+                   help="a plain live table and a summary instead of the app's sweep view")
     p.add_argument("--runs-dir", metavar="D", help="runs root (default $PUFFER_TUI_RUNS or ./runs)")
     add_arguments(p)
     p.set_defaults(run=run, accepts_extra=True, extra_flags=extra_flags)
@@ -104,10 +104,10 @@ def run(args) -> int:
         sweep_dir, settings, watch = (resume_sweep(args) if args.resume else new_sweep(args))
     except (ConfigError, SweepError, RunDirError) as e:
         return _fail(str(e))
-    from puffer_tui.app.commands.sweep_watch import launch_and_watch
+    from puffer_tui.app.commands.sweep_watch import launch_and_view, launch_and_watch
 
     if not args.headless:
-        print("(the app's sweep view is not built yet: showing the headless table)")
+        return launch_and_view(sweep_dir, settings, args.runs_dir)
     return launch_and_watch(sweep_dir, settings, watch)
 
 

@@ -26,6 +26,26 @@ def launch_driver(sweep_dir: Path) -> subprocess.Popen:
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
+def launch_and_view(sweep_dir: Path, settings, runs_root=None) -> int:
+    """Start the driver, then the app's sweep view; the sweep survives the app (attach again
+    with `puffer-tui attach NAME`)."""
+    from puffer_tui.app.app import run_app
+    from puffer_tui.app.engine_launcher import tail
+    from puffer_tui.engine.sweep import settings as st
+
+    process = launch_driver(sweep_dir)
+    deadline = time.monotonic() + START_TIMEOUT
+    while process.poll() is None and not _answers(sweep_dir / st.SOCKET_FILE):
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    if process.poll() is not None and process.returncode != 0:
+        print(f"puffer-tui sweep: the driver exited with status {process.returncode}:\n"
+              f"{tail(sweep_dir / st.DRIVER_OUT_FILE)}", file=sys.stderr)
+        return 1
+    return int(run_app(sweep_dir=sweep_dir, runs_root=runs_root) or 0)
+
+
 def launch_and_watch(sweep_dir: Path, settings, watch: bool = True) -> int:
     from rich.console import Console
 

@@ -26,14 +26,16 @@ from puffer_tui.engine.sweep import settings as st
 from puffer_tui.engine.sweep import study as sd
 from puffer_tui.engine.sweep.control import ControlError, request
 from puffer_tui.engine.sweep.server import SweepServer
-from puffer_tui.engine.sweep.snapshot import snapshot
+from puffer_tui.engine.sweep.snapshot import param_importance, snapshot
 from puffer_tui.engine.sweep.space import distributions, space_from_json
+from puffer_tui.engine.sweep.steering import Steering
 from puffer_tui.engine.sweep.trial_run import TrialRun
 from puffer_tui.engine.vec.sizing import usable_cores
 
 TICK = 0.2  # seconds between looks at the running trials
 SNAPSHOT_EVERY = 1.0
 ORPHAN_CHECK_EVERY = 30.0
+IMPORTANCE_EVERY = 10.0
 
 
 class Driver:
@@ -54,6 +56,9 @@ class Driver:
         self._snapshot: dict = {}
         self._beats: dict[int, float] = {}
         self.cores = usable_cores()  # divided between the trials running at once
+        self.steering = Steering(self)  # clients' pause/resume/prune/add, applied by the loop
+        self._importance: dict = {}
+        self._importance_at = 0.0
 
     # -- the process ------------------------------------------------------------------------
 
@@ -66,7 +71,8 @@ class Driver:
             print(f"trials {failed} lost their driver: marked FAIL, not counted", flush=True)
         (self.dir / st.PID_FILE).write_text(f"{os.getpid()}\n")
         server = SweepServer(self.dir / st.SOCKET_FILE, self.hello, lambda: self._snapshot,
-                             lambda: self.request_stop("stopped by a client"))
+                             lambda: self.request_stop("stopped by a client"),
+                             self.steering.request)
         self.refresh()
         server.start()
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -84,6 +90,7 @@ class Driver:
             print(traceback.format_exc(), file=sys.stderr, flush=True)
             self.wind_down()
         finally:
+            self.steering.refuse_all(f"the sweep has ended ({self.state})")
             self.refresh()
             server.close()
             (self.dir / st.PID_FILE).unlink(missing_ok=True)
@@ -104,7 +111,8 @@ class Driver:
     def loop(self) -> None:
         next_snapshot = next_orphans = 0.0
         while True:
-            if self.stopping is None and not self.failures_exceeded():
+            self.steering.apply_pending()
+            if self.stopping is None and self.steering.launching and not self.failures_exceeded():
                 while len(self.running) < self.settings.parallel and self.launch_next():
                     pass
             for number in list(self.running):
@@ -257,10 +265,22 @@ class Driver:
             snap = snapshot(self.study, self.settings, self.running)
         except Exception as e:  # a database hiccup must not end the sweep
             snap = dict(self._snapshot, warning=f"could not read the study: {e}")
-        snap.update(state=self.state, driver_pid=os.getpid(), uptime=time.time() - self.started,
-                    stopping=self.stopping)
+        paused = self.state == RunState.RUNNING and not self.steering.launching
+        snap.update(state=RunState.PAUSED if paused else self.state, driver_pid=os.getpid(),
+                    uptime=time.time() - self.started, stopping=self.stopping,
+                    importance=self.importance())
         self._snapshot = snap
         rd.write_json_atomic(self.dir / st.STATUS_FILE, snap)
+
+
+    def importance(self) -> dict:
+        """Optuna's parameter importances, recomputed at most every IMPORTANCE_EVERY seconds
+        once enough trials completed ({} before; a failure leaves the last ones)."""
+        now = time.monotonic()
+        if now - self._importance_at >= IMPORTANCE_EVERY:
+            self._importance_at = now
+            self._importance = param_importance(self.study, self._importance)
+        return self._importance
 
 
 def stop_engine(run_dir: Path) -> None:

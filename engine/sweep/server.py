@@ -1,6 +1,8 @@
 """The sweep driver's control socket: the engine's JSON-lines protocol (engine/protocol.py),
-commands `hello`, `status` (the trial table) and `stop` (end the sweep; running trials are
-stopped and recorded as failed, so `--resume` runs them again).
+commands `hello`, `status` (the trial table), `stop` (end the sweep; running trials are
+stopped and recorded as failed, so `--resume` runs them again), and the steering commands of
+engine/sweep/steering.py: `pause`/`resume` (launching new trials), `prune {"trial": N}` and
+`add {"trials": K}`.
 
 Answers come from a snapshot the driver's loop refreshes, so a client never touches the
 database or waits on the loop. One thread per client; the socket is 0600 like the engine's.
@@ -15,8 +17,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from puffer_tui.engine.protocol import (
+    COMMANDS,
     MAX_MESSAGE,
     PROTOCOL_VERSION,
+    SWEEP_COMMANDS,
     RequestError,
     RunState,
     encode,
@@ -25,15 +29,16 @@ from puffer_tui.engine.protocol import (
     parse_request,
 )
 from puffer_tui.engine.run_dir import unix_address
-
-SWEEP_COMMANDS = ("hello", "status", "stop")
+from puffer_tui.engine.sweep.steering import STEERING_COMMANDS
 
 
 class SweepServer:
     def __init__(self, path: Path, hello: Callable[[], dict], status: Callable[[], dict],
-                 stop: Callable[[], None]):
+                 stop: Callable[[], None],
+                 steer: Callable[[str, dict], dict] | None = None):
         self.path = Path(path)
         self.hello, self.status, self.stop_sweep = hello, status, stop
+        self.steer = steer
         self._server: socketserver.UnixStreamServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -92,7 +97,8 @@ class SweepServer:
 
     def answer(self, line: bytes) -> dict:
         try:
-            request_id, cmd, _args = parse_request(line)
+            # the engine's words too, so that one sent here gets the advice below
+            request_id, cmd, args = parse_request(line, {**COMMANDS, **SWEEP_COMMANDS})
         except RequestError as e:
             return error_reply(e.request_id, str(e))
         if cmd not in SWEEP_COMMANDS:
@@ -104,5 +110,9 @@ class SweepServer:
                     **self.hello()}
         if cmd == "status":
             return {"id": request_id, "ok": True, **self.status()}
+        if cmd in STEERING_COMMANDS:
+            if self.steer is None:
+                return error_reply(request_id, f"{cmd}: this driver takes no steering")
+            return {"id": request_id, **self.steer(cmd, args or {})}
         self.stop_sweep()
         return {"id": request_id, "ok": True, "state": RunState.STOPPING}

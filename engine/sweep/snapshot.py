@@ -51,3 +51,24 @@ def best_numbers(study) -> list[int]:
         return sorted(t.number for t in study.best_trials)
     except ValueError:  # no completed trial yet
         return []
+
+
+MIN_TRIALS_FOR_IMPORTANCE = 4
+
+
+def param_importance(study, previous: dict) -> dict:
+    """{param: importance} by Optuna's default evaluator (per objective for several:
+    the first, the score), once enough trials completed with more than one parameter."""
+    import optuna
+    from optuna.trial import TrialState
+
+    complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    params = {name for t in complete for name in t.params}
+    if len(complete) < MIN_TRIALS_FOR_IMPORTANCE or len(params) < 2:
+        return previous
+    try:
+        importances = optuna.importance.get_param_importances(
+            study, target=(lambda t: t.values[0]) if len(study.directions) > 1 else None)
+    except Exception:  # e.g. a parameter that never varied: keep what was there
+        return previous
+    return {name: round(float(value), 4) for name, value in importances.items()}

@@ -1,0 +1,83 @@
+"""The sweep's progress as a plot: best score so far by trial (one objective), or every
+finished trial's score against its wall-clock cost with the Pareto front marked (pareto)."""
+
+from __future__ import annotations
+
+import math
+
+from textual.app import ComposeResult
+from textual.reactive import reactive
+from textual.widget import Widget
+from textual_plotext import PlotextPlot
+
+
+def best_so_far(trials: list[dict], maximize: bool = True) -> tuple[list[int], list[float]]:
+    """(trial numbers, best score up to each) over completed trials, in trial order."""
+    xs, ys, best = [], [], None
+    for row in sorted(trials, key=lambda r: r.get("number", 0)):
+        score = row.get("score")
+        if row.get("state") != "COMPLETE" or not _finite(score):
+            continue
+        if best is None or (score > best if maximize else score < best):
+            best = score
+        xs.append(row["number"])
+        ys.append(best)
+    return xs, ys
+
+
+def _finite(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+class SweepPlot(Widget):
+    """`snapshot` is the driver's status (engine/sweep/snapshot.py)."""
+
+    DEFAULT_CLASSES = "panel"
+    DEFAULT_CSS = "SweepPlot PlotextPlot { height: 1fr; }"
+
+    snapshot: reactive[dict] = reactive(dict)
+
+    def compose(self) -> ComposeResult:
+        yield PlotextPlot()
+
+    def on_mount(self) -> None:
+        self._draw()
+
+    def watch_snapshot(self) -> None:
+        self._draw()
+
+    def on_resize(self) -> None:
+        self._draw()
+
+    def _draw(self) -> None:
+        if not self.is_mounted:
+            return
+        snap = self.snapshot or {}
+        plt = self.query_one(PlotextPlot).plt
+        plt.clear_data()
+        plt.clear_figure()
+        trials = snap.get("trials") or []
+        maximize = (snap.get("directions") or ["maximize"])[0] == "maximize"
+        if snap.get("objective") == "pareto":
+            self.border_title = "score vs seconds (Pareto front *)"
+            front = set(snap.get("best") or ())
+            done = [t for t in trials if t.get("state") == "COMPLETE"
+                    and _finite(t.get("score")) and _finite(t.get("seconds"))]
+            others = [t for t in done if t["number"] not in front]
+            on_front = sorted((t for t in done if t["number"] in front), key=lambda t: t["seconds"])
+            if others:
+                plt.scatter([t["seconds"] for t in others], [t["score"] for t in others],
+                            marker="dot")
+            if on_front:
+                plt.plot([t["seconds"] for t in on_front], [t["score"] for t in on_front],
+                         marker="*", color="green")
+            empty = not done
+        else:
+            self.border_title = f"best {snap.get('metric', 'score')} so far"
+            xs, ys = best_so_far(trials, maximize)
+            if xs:
+                plt.plot(xs, ys, marker="braille", color="green")
+            empty = not xs
+        if empty:
+            plt.title("no completed trial yet")
+        self.query_one(PlotextPlot).refresh()
