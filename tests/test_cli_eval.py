@@ -89,3 +89,46 @@ def test_piped_render_streams_progress_and_ctrl_c_prints_the_partial_score(run_d
     assert summary.startswith("squared: interrupted after "), rest[-3:]
     assert " of 100000 episodes " in summary and "score " in summary
     assert "last frame:\n" in rest and rest[-2] == "\n"  # the frame ends before the summary
+
+
+# ---- Gymnasium envs: rgb_array frames in half blocks (by brightness into a pipe), ansi as text --
+
+def gym_run(tmp_path_factory, spec: str):
+    """A run directory of an untrained policy on a Gymnasium env spec (serial, tiny)."""
+    run = tmp_path_factory.mktemp("runs") / spec.replace(":", "-")
+    (run / "checkpoints").mkdir(parents=True)
+    config = cfg.load_config(spec, {
+        "vec.backend": "serial", "vec.num_envs": 8, "train.horizon": 16,
+        "train.minibatch_size": 128, "train.hidden_size": 16, "train.torch_threads": 1,
+    })
+    trainer = Trainer(config)
+    try:
+        save_checkpoint(run, trainer.state_dict())
+    finally:
+        trainer.close()
+    return run
+
+
+@pytest.fixture(scope="module")
+def cartpole_run(tmp_path_factory):
+    return gym_run(tmp_path_factory, "gym:CartPole-v1")
+
+
+def test_render_ascii_draws_a_gym_rgb_env(capsys, cartpole_run):
+    capsys.readouterr()
+    assert main(["eval", str(cartpole_run), "--render", "ascii", "--fps", "1000",
+                 "--episodes", "1"]) == 0
+    out = capsys.readouterr().out
+    picture = out[out.index("last frame:\n"):].splitlines()[1:-2]
+    assert len(picture) >= 10, out
+    assert all(set(line) <= set(" .:-=+*#%@") for line in picture), "no colours in a pipe"
+    assert any(set(line) - {"@"} for line in picture), "the cart and pole, darker than the sky"
+    assert out.rstrip().splitlines()[-1].startswith("gym:CartPole-v1: 1 episodes from ")
+
+
+def test_render_ascii_shows_a_gym_ansi_env_as_its_text(capsys, tmp_path_factory):
+    run = gym_run(tmp_path_factory, "gym:FrozenLake-v1")
+    capsys.readouterr()
+    assert main(["eval", str(run), "--render", "ascii", "--fps", "1000", "--episodes", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "\nSFFF\nFHFH\nFFFH\nHFFG\n" in out, out

@@ -65,3 +65,21 @@ def test_window_screenshot_under_xvfb_shows_the_env(trained_run, tmp_path):
     palette = Squared.palette
     expected = {tile_rgb(*palette[1]), tile_rgb(*palette[2])}  # the agent and a target
     assert expected <= colours, f"agent/target colours {expected} not in {colours}"
+
+
+@pytest.mark.skipif(shutil.which("xvfb-run") is None, reason="xvfb-run is not installed")
+def test_window_screenshot_under_xvfb_shows_a_gym_rgb_env(tmp_path_factory, tmp_path):
+    from test_cli_eval import gym_run
+
+    run = gym_run(tmp_path_factory, "gym:CartPole-v1")
+    shot = tmp_path / "cartpole.png"
+    result = subprocess.run(
+        ["xvfb-run", "-a", *CLI, "eval", str(run), "--render", "window",
+         "--screenshot", str(shot), "--screenshot-after", "3", "--fps", "60"],
+        capture_output=True, text=True, timeout=180,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    pixels = read_png(shot)[..., :3]
+    assert pixels.shape[:2] == (107 * 7, 160 * 7), "the 107 x 160 frame at 7 pixels a pixel"
+    colours = {tuple(int(c) for c in p) for p in np.unique(pixels.reshape(-1, 3), axis=0)}
+    assert (255, 255, 255) in colours and (0, 0, 0) in colours, "white sky, black cart"

@@ -180,3 +180,63 @@ def test_a_window_under_xvfb_draws_the_env_frame_and_saves_a_screenshot(tmp_path
     centres = pixels[cell // 2 :: cell, cell // 2 :: cell, :3]
     expected = colour_table(CPR.palette)[frame][..., :3]
     assert np.array_equal(centres, expected)
+
+
+# RGB frames (Gymnasium's rgb_array, cut to the frame bounds by the engine) and text frames
+# (ansi) go through the same window; the script saves the frame it showed last.
+RGB_WINDOW_SCRIPT = """
+import json, sys
+import numpy as np
+from puffer_tui.app.render_window import run_window
+from puffer_tui.app.widgets.env_render import frame_from_message
+from puffer_tui.engine.protocol import encode, frame_message
+from puffer_tui.envs import from_gymnasium
+
+env = from_gymnasium(sys.argv[3])(num_envs=1, seed=0)
+env.reset(0)
+shown = []
+def next_frame():
+    if shown:
+        env.step(np.zeros(env.actions.shape, env.actions.dtype))
+    frame = frame_from_message(json.loads(encode(frame_message(0, env.frame(0)))))
+    shown.append(frame)
+    return frame
+drawn = run_window(next_frame, {}, title="test", fps=0, screenshot=sys.argv[1],
+                   screenshot_after=6)
+last = shown[-1]
+np.save(sys.argv[2], np.frombuffer(last.data, np.uint8).reshape(last.height, last.width, 3)
+        if last.kind == "rgb" else np.zeros(0))
+print("drawn", drawn, last.kind)
+"""
+
+
+def run_under_xvfb(tmp_path, env_id):
+    png, npy = tmp_path / f"{env_id}.png", tmp_path / f"{env_id}.npy"
+    out = subprocess.run(
+        ["xvfb-run", "-a", "-s", "-screen 0 1280x1024x24", sys.executable, "-c",
+         RGB_WINDOW_SCRIPT, str(png), str(npy), env_id],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    return out.stdout, read_png(png), np.load(npy)
+
+
+@pytest.mark.skipif(shutil.which("xvfb-run") is None, reason="xvfb-run is not installed")
+def test_a_window_under_xvfb_draws_a_gym_rgb_frame_pixel_for_pixel(tmp_path):
+    stdout, pixels, frame = run_under_xvfb(tmp_path, "CartPole-v1")
+    assert "drawn 6 rgb" in stdout
+    assert frame.shape == (107, 160, 3), "CartPole's 400 x 600 cut to the frame bounds"
+    cell = cell_size(frame.shape[:2])
+    assert pixels.shape == (frame.shape[0] * cell, frame.shape[1] * cell, 4)
+    centres = pixels[cell // 2 :: cell, cell // 2 :: cell, :3]
+    assert np.array_equal(centres, frame)
+
+
+@pytest.mark.skipif(shutil.which("xvfb-run") is None, reason="xvfb-run is not installed")
+def test_a_window_under_xvfb_draws_a_gym_text_frame_in_its_colours(tmp_path):
+    stdout, pixels, _ = run_under_xvfb(tmp_path, "FrozenLake-v1")
+    assert "drawn 6 text" in stdout
+    colours = {tuple(int(c) for c in p) for p in np.unique(pixels[..., :3].reshape(-1, 3), axis=0)}
+    assert BACKGROUND in colours and FOREGROUND in colours, "text on the background"
+    red = tuple(Color.parse("red").get_truecolor())
+    assert red in colours, "the agent's square: ansi red background"
