@@ -74,6 +74,14 @@ class World:
 
         cuda = device_name == "cuda" or (device_name == "auto" and torch.cuda.is_available())
         if cuda:
+            gpus = torch.cuda.device_count()
+            if self.local_rank >= gpus:
+                from puffer_tui.engine.config import ConfigError
+
+                raise ConfigError(
+                    f"{self.local_size} learner ranks on this machine but torch sees {gpus} "
+                    f"CUDA device(s): NCCL needs one GPU per rank; lower train.nproc to {gpus} "
+                    "or train on the CPU (train.device cpu)")
             torch.cuda.set_device(self.local_rank)
         dist.init_process_group("nccl" if cuda else "gloo", timeout=PAUSE_TIMEOUT)
         self._objects = dist.new_group(backend="gloo", timeout=PAUSE_TIMEOUT) if cuda else None
