@@ -144,3 +144,41 @@ def test_vector_policy_keeps_its_state_dict_names():
     # checkpoints of earlier runs (MLP on a vector) still load: same parameter names
     policy = make_policy(spaces.Box(0, 2, (9,), np.uint8), spaces.Discrete(2), _config())
     assert {"encoder.table", "encoder.bias", "hidden.weight"} <= set(policy.state_dict())
+
+
+def _train_save_and_load(spec, overrides, tmp_path):
+    from puffer_tui.engine.checkpoint import save_checkpoint
+    from puffer_tui.engine.config import load_config
+    from puffer_tui.engine.policy import load_policy
+    from puffer_tui.engine.trainer import Trainer
+
+    base = {"train.torch_threads": 1, "vec.backend": "serial", "vec.num_envs": 2,
+            "train.horizon": 4, "train.minibatch_size": 8, "train.hidden_size": 16,
+            "train.cnn_channels": 4, "train.total_timesteps": 8}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        config = load_config(spec, {**base, **overrides})
+        with Trainer(config) as trainer:
+            trainer.run_epoch()
+            path = save_checkpoint(tmp_path, trainer.state_dict())
+            saved = trainer.policy
+        loaded, loaded_config = load_policy(path)
+    assert loaded_config.env_name == spec
+    for name, value in saved.state_dict().items():
+        torch.testing.assert_close(loaded.state_dict()[name], value, msg=name)
+    return loaded
+
+
+def test_a_dict_policy_checkpoint_loads_through_load_policy(tmp_path):
+    pytest.importorskip("minigrid", reason="minigrid not installed (pip install "
+                        "'puffer-tui[minigrid]')")
+    loaded = _train_save_and_load("gym:MiniGrid-Empty-5x5-v0", {}, tmp_path)
+    assert isinstance(loaded.encoder, LeafEncoders)
+
+
+def test_a_cnn_policy_checkpoint_loads_through_load_policy(tmp_path):
+    pytest.importorskip("ale_py", reason="ale-py not installed (pip install 'puffer-tui[atari]')")
+    loaded = _train_save_and_load("gym:ALE/Pong-v5", {"vec.num_envs": 1, "train.minibatch_size": 4},
+                                   tmp_path)
+    assert isinstance(loaded.encoder, ImageEncoder)
+    assert loaded.observation_space.shape == (4, 84, 84)

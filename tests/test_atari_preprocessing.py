@@ -1,0 +1,73 @@
+"""Atari with the standard preprocessing (envs/atari_preprocessing.py) and presets/atari.toml."""
+
+import os
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ale_py", reason="ale-py not installed (pip install 'puffer-tui[atari]')")
+pytest.importorskip("cv2", reason="AtariPreprocessing needs opencv (pip install "
+                    "opencv-python-headless)")
+
+from puffer_tui.envs.atari_preprocessing import atari_env  # noqa: E402
+
+PRESET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                      "presets", "atari.toml")
+
+
+def _wrappers(env):
+    names = []
+    while hasattr(env, "env"):
+        names.append(type(env).__name__)
+        env = env.env
+    return names
+
+
+def test_observations_are_four_stacked_84x84_gray_frames():
+    env = atari_env("ALE/Pong-v5")
+    try:
+        assert env.observation_space.shape == (4, 84, 84)
+        assert env.observation_space.dtype == np.uint8
+        obs, _ = env.reset(seed=0)
+        assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8
+        obs, *_ = env.step(0)
+        assert obs.shape == (4, 84, 84)
+        names = _wrappers(env)
+        assert "FrameStackObservation" in names and "AtariPreprocessing" in names
+        pre = env.env
+        assert pre.frame_skip == 4 and pre.noop_max == 30
+        # the emulator skips nothing itself: the wrapper skips, with max-pooling
+        assert env.unwrapped._frameskip == 1
+    finally:
+        env.close()
+
+
+def test_life_loss_ends_episodes_only_while_training():
+    train_env, eval_env = atari_env("ALE/Breakout-v5"), atari_env("ALE/Breakout-v5", training=False)
+    try:
+        assert train_env.env.terminal_on_life_loss is True
+        assert eval_env.env.terminal_on_life_loss is False
+    finally:
+        train_env.close()
+        eval_env.close()
+
+
+def test_options_reach_the_preprocessing_and_gymnasium_make():
+    env = atari_env("ALE/Pong-v5", frame_stack=2, screen_size=64, repeat_action_probability=0.0)
+    try:
+        assert env.observation_space.shape == (2, 64, 64)
+        assert env.spec.kwargs["repeat_action_probability"] == 0.0
+    finally:
+        env.close()
+    with pytest.raises(ValueError, match="pass frame_skip instead"):
+        atari_env("ALE/Pong-v5", frameskip=4)
+
+
+def test_the_preset_is_a_valid_config_with_the_cnn():
+    from puffer_tui.engine.config import load_config
+    from puffer_tui.engine.sweep.preset import preset_overrides, read_preset
+
+    config = load_config("cartpole", preset_overrides(read_preset(PRESET), "cartpole", PRESET))
+    assert config.train.policy == "cnn" and config.train.reward_clamp == 1.0
+    assert config.vec.backend == "multiprocessing"
+    assert config.vec.num_envs * config.train.horizon == 1024
