@@ -197,15 +197,21 @@ def has_image(space) -> bool:
     return image_layout(space.shape) is not None
 
 
+def check_encoder_choice(space, kind: str) -> None:
+    """ValueError naming the problem and the fix when `train.policy` `kind` cannot encode
+    `space` (cheap: no model is built; preflight calls it before a run dir exists)."""
+    if kind == "cnn" and not has_image(space):
+        raise ValueError(
+            f"train.policy cnn needs an image observation (H x W x C, C x H x W or H x W with "
+            f"H, W >= {MIN_IMAGE_SIDE}), this env observes {space}; use train.policy auto or mlp")
+
+
 def make_encoder(space, hidden_size: int, kind: str = "auto", channels: int = 32) -> nn.Module:
     """The encoder for an observation space. `kind`: "auto"/"lstm" (a CNN for images, an MLP
     otherwise), "mlp" (never a CNN), "cnn" (a CNN, refused when there is no image)."""
     if not isinstance(space, spaces.Box):
         raise TypeError(f"observations must be a Box space, got {space!r}")
-    if kind == "cnn" and not has_image(space):
-        raise ValueError(
-            f"train.policy cnn needs an image observation (H x W x C, C x H x W or H x W with "
-            f"H, W >= {MIN_IMAGE_SIDE}), this env observes {space}; use train.policy auto or mlp")
+    check_encoder_choice(space, kind)
     if getattr(space, "leaves", None) is not None:
         return LeafEncoders(space, hidden_size, kind, channels)
     return _encoder_for(space, hidden_size, kind, channels)

@@ -15,6 +15,7 @@ from puffer_tui.engine.encoders import (
     ImageEncoder,
     LeafEncoders,
     ObservationEncoder,
+    check_encoder_choice,
     image_layout,
 )
 from puffer_tui.engine.policy import make_policy
@@ -59,6 +60,10 @@ def test_auto_picks_the_cnn_for_images_and_the_mlp_for_vectors():
     assert isinstance(forced, ObservationEncoder)
     with pytest.raises(ValueError, match="train.policy cnn needs an image observation"):
         make_policy(vector, spaces.Discrete(2), _config(policy="cnn"))
+    with pytest.raises(ValueError, match="use train.policy auto or mlp"):
+        check_encoder_choice(vector, "cnn")  # what preflight asks before a run dir exists
+    check_encoder_choice(ATARI, "cnn")
+    check_encoder_choice(vector, "lstm")
 
 
 def test_uint8_pixels_are_scaled_inside_forward():
