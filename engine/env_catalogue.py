@@ -44,3 +44,35 @@ def describe_envs() -> list[dict]:
             infos.append({"name": name, "description": f"unavailable: {e}",
                           "observation_space": "?", "action_space": "?"})
     return infos
+
+
+# Packages that register Gymnasium ids on import, offered for completion when installed.
+REGISTERING_PACKAGES = ("ale_py", "minigrid")
+
+
+def spec_suggestions() -> list[str]:
+    """Completions for the launcher's spec field: every installed plugin env, then `gym:ID`
+    for every registered Gymnasium id (the packages above imported first where installed)."""
+    import importlib
+
+    from puffer_tui.envs import ENV_NAMES, env_names
+
+    names = [n for n in env_names() if n not in ENV_NAMES]
+    try:
+        import gymnasium
+    except ImportError:
+        return names
+    for module in REGISTERING_PACKAGES:
+        try:
+            importlib.import_module(module)
+        except Exception:  # not installed, or broken: its ids are just not offered
+            continue
+    return names + [f"gym:{env_id}" for env_id in sorted(gymnasium.registry, key=_newest_first)]
+
+
+def _newest_first(env_id: str):
+    """Sort key: ids by name, the highest version first (CartPole-v1 before CartPole-v0)."""
+    import re
+
+    match = re.fullmatch(r"(.*)-v(\d+)", env_id)
+    return (match.group(1), -int(match.group(2))) if match else (env_id, 0)

@@ -1,12 +1,15 @@
-"""The launcher: pick an env, adjust its preset, start; or reopen a recent run.
+"""The launcher: pick an env (or type any env spec), adjust its preset, start; or reopen a
+recent run.
 
 Everything here comes from the config schema and the engine's env catalogue (plain data: no
 native env module is imported here), so a new env or a new field shows up without touching
-this file.
+this file. The spec field completes plugin names and `gym:ID` for every registered Gymnasium
+id; the specs chosen there are remembered (engine/recent_specs.py) and listed under the envs.
 """
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from rich.text import Text
@@ -15,26 +18,49 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
+from textual.suggester import Suggester
 from textual.widgets import Button, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
 from puffer_tui.engine.config import ConfigError, load_config, schema
-from puffer_tui.engine.env_catalogue import describe_envs
+from puffer_tui.engine.env_catalogue import describe_envs, spec_suggestions
 from puffer_tui.engine.protocol import LIVE_STATES
 
 FORM_DELAY_S = 0.15  # the preset form follows the env cursor once it rests this long
 
 
 def env_option(info: dict) -> Option:
-    return Option(Text(info["name"], style="bold"), id=info["name"])
+    return Option(Text(info["name"], style="italic" if info.get("typed") else "bold"),
+                  id=info["name"])
 
 
 def env_spaces(info: dict) -> Text:
     text = Text(no_wrap=True, overflow="ellipsis")
     text.append(info["name"], "bold")
-    text.append(f"  obs {info['observation_space']}  act {info['action_space']}", "dim")
+    if "observation_space" in info:  # a typed spec's spaces are known once its env is built
+        text.append(f"  obs {info['observation_space']}  act {info['action_space']}", "dim")
     return text
+
+
+def typed_spec_info(spec: str) -> dict:
+    return {"name": spec, "typed": True,
+            "description": "a spec typed below (recent); Enter trains it with this preset"}
+
+
+class SpecSuggester(Suggester):
+    """Completes a typed env spec from candidates filled in once they are loaded (loading
+    Gymnasium's registry takes a moment, so it happens off the UI thread)."""
+
+    def __init__(self):
+        super().__init__(use_cache=False, case_sensitive=False)
+        self.candidates: list[str] = []
+
+    async def get_suggestion(self, value: str) -> str | None:
+        for candidate in self.candidates:
+            if candidate.casefold().startswith(value) and len(candidate) > len(value):
+                return candidate
+        return None
 
 
 def field_text(spec, value: str, error: str | None) -> Text:
@@ -57,6 +83,7 @@ class LauncherScreen(Screen):
                             text-wrap: nowrap; text-overflow: ellipsis; }
     LauncherScreen #left { width: 30; }
     LauncherScreen #envs { height: 11; border: round $primary 50%; }
+    LauncherScreen #spec-box { height: 3; border: round $primary 50%; }
     LauncherScreen #runs { height: 1fr; border: round $primary 50%; }
     LauncherScreen #right { width: 1fr; border: round $primary 50%; padding: 0 1; }
     LauncherScreen #start-row { height: auto; }
@@ -78,6 +105,7 @@ class LauncherScreen(Screen):
         self.env_name = "squared"
         self._infos: dict[str, dict] = {}
         self._form_timer = None
+        self._suggester = SpecSuggester()
 
     def compose(self) -> ComposeResult:
         yield Static("puffer-tui   Enter on an env: train it   tab: lists and fields   ?: help",
@@ -85,6 +113,9 @@ class LauncherScreen(Screen):
         with Horizontal():
             with Vertical(id="left"):
                 yield OptionList(id="envs")
+                with Vertical(id="spec-box"):
+                    yield Input(placeholder="gym:ID or module:fn", id="spec", compact=True,
+                                suggester=self._suggester)
                 yield OptionList(id="runs")
             with Vertical(id="right"):
                 with Horizontal(id="start-row"):
@@ -98,6 +129,9 @@ class LauncherScreen(Screen):
     async def on_mount(self) -> None:
         envs = self.query_one("#envs", OptionList)
         envs.border_title = "environments"
+        spec_box = self.query_one("#spec-box")
+        spec_box.border_title = "any env spec"
+        spec_box.border_subtitle = "→ completes"
         runs = self.query_one("#runs", OptionList)
         runs.border_title = "recent runs"
         runs.border_subtitle = "Enter: attach / resume"
@@ -107,10 +141,22 @@ class LauncherScreen(Screen):
         await self._show_env(self.env_name)
         envs.focus()
 
+    def _recent_specs(self) -> list[str]:
+        from puffer_tui.engine.recent_specs import recent
+        from puffer_tui.engine.run_dir import runs_root
+
+        return recent(runs_root(self.runs_root))
+
     @work(thread=True, group="launcher")
     def _load_envs(self) -> None:
         # Describing an env loads its native module (in the engine room): off the UI thread.
-        self.app.call_from_thread(self._fill_envs, describe_envs())
+        infos = describe_envs()
+        known = {i["name"] for i in infos}
+        infos += [typed_spec_info(s) for s in self._recent_specs() if s not in known]
+        self.app.call_from_thread(self._fill_envs, infos)
+        suggestions = spec_suggestions()
+        self._suggester.candidates = [*(i["name"] for i in infos if i.get("typed")),
+                                      *suggestions]
 
     def _fill_envs(self, infos: list[dict]) -> None:
         self._infos = {i["name"]: i for i in infos}
@@ -208,7 +254,34 @@ class LauncherScreen(Screen):
     def _show_field(self, row: OverrideRow) -> None:
         self.query_one("#field", Static).update(field_text(row.spec, row.text, row.check()))
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
+    async def _choose_spec(self, spec: str) -> None:
+        """A typed spec: checked off the UI thread (it may import a package), then listed,
+        remembered and shown with its preset; a bad one says why where it was typed."""
+        from puffer_tui.engine.recent_specs import remember
+        from puffer_tui.engine.run_dir import runs_root
+
+        if not spec:
+            return
+        try:
+            await asyncio.to_thread(load_config, spec)
+        except ConfigError as e:
+            self.query_one("#chosen", Static).update(Text(str(e), style="red"))
+            self.notify(str(e), severity="error")
+            return
+        remember(runs_root(self.runs_root), spec)
+        envs = self.query_one("#envs", OptionList)
+        if spec not in self._infos:
+            self._infos[spec] = typed_spec_info(spec)
+            envs.add_option(env_option(self._infos[spec]))
+        self.env_name = spec
+        envs.highlighted = list(self._infos).index(spec)
+        await self._show_env(spec)
+        envs.focus()
+
+    async def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "spec":
+            await self._choose_spec(event.value.strip())
+            return
         # The one Enter rule (see the help screen): Enter confirms what has the focus. In a
         # field that means "check this value and go on to the next field", as in the editor
         # it means "send this value"; starting is Enter on an env, the button, or ctrl+s.

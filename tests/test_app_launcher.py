@@ -85,14 +85,14 @@ async def test_enter_starts_a_run_from_the_launcher(tmp_path):
 async def test_moving_through_every_env_and_starting_a_non_default_one(tmp_path):
     """Down through the whole env list rebuilds the preset form each time (no DuplicateIds),
     and the env picked last, not squared, is the one that trains."""
-    from puffer_tui.envs import ENV_NAMES
+    from puffer_tui.envs import ENV_NAMES, env_names
 
     app = LauncherApp(tmp_path)
     run_dir = None
     try:
         async with app.run_test(size=(80, 24)) as pilot:
             await until(pilot, lambda: app.screen.query_one("#envs").option_count
-                        == len(ENV_NAMES), "the env list")
+                        == len(env_names()), "the env list (built-ins and plugins)")
             for name in ENV_NAMES[1:]:
                 await pilot.press("down")
                 await until(pilot, lambda name=name: app.screen.env_name == name
@@ -159,3 +159,45 @@ async def test_launcher_refuses_an_impossible_start_or_resume_before_writing_any
         assert any("has no checkpoint to resume from" in str(n.message)
                    for n in app._notifications)
         assert opened == [] and isinstance(app.screen, LauncherScreen)
+
+
+async def test_a_typed_spec_completes_is_remembered_and_starts(tmp_path):
+    """The spec field completes Gymnasium ids, refuses a bad spec where it was typed, and a
+    good one gets its preset form, a place in the env list (and next time too) and trains."""
+    from puffer_tui.engine.recent_specs import recent
+
+    app = LauncherApp(tmp_path)
+    opened = []
+    app.open_run = lambda run_dir, attach: opened.append(run_dir)  # no engine needed here
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: app.screen.query(OverrideForm), "the preset form")
+        spec = app.screen.query_one("#spec")
+        await until(pilot, lambda: app.screen._suggester.candidates, "the completions")
+        spec.focus()
+        await pilot.press(*"gym:cartpole-")
+        await until(pilot, lambda: spec._suggestion == "gym:CartPole-v1", "the completion")
+        await pilot.press("right")  # accept it
+        assert spec.value == "gym:CartPole-v1"
+        spec.value = "gym:CartPol-v1"
+        await pilot.press("enter")
+        await until(pilot, lambda: any("close matches: gym:CartPole-v1" in str(n.message)
+                                       for n in app._notifications), "the refusal")
+        assert "unknown Gymnasium id" in screen_text(app)  # also where the spec was typed
+        assert app.screen.env_name == "squared" and recent(tmp_path) == []
+        spec.value = "gym:CartPole-v1"
+        await pilot.press("enter")
+        await until(pilot, lambda: app.screen.query_one(OverrideForm).env_name
+                    == "gym:CartPole-v1", "the spec's preset form")
+        assert "max_episode_steps" in screen_text(app)
+        assert recent(tmp_path) == ["gym:CartPole-v1"]
+        await pilot.press("ctrl+s")
+        await until(pilot, lambda: opened, "the start")
+        saved = cfg.load(opened[0] / rd.CONFIG_FILE)
+        assert saved.env_name == "gym:CartPole-v1" and saved.vec.backend == "multiprocessing"
+        assert app.started == [("gym:CartPole-v1", {})]
+
+    again = LauncherApp(tmp_path)  # a new launcher lists the remembered spec
+    async with again.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "gym:CartPole-v1" in again.screen._infos,
+                    "the remembered spec")
+        assert again.screen.query_one("#envs").get_option("gym:CartPole-v1") is not None
