@@ -80,6 +80,6 @@ def test_window_screenshot_under_xvfb_shows_a_gym_rgb_env(tmp_path_factory, tmp_
     )
     assert result.returncode == 0, result.stdout + result.stderr
     pixels = read_png(shot)[..., :3]
-    assert pixels.shape[:2] == (107 * 7, 160 * 7), "the 107 x 160 frame at 7 pixels a pixel"
+    assert pixels.shape[:2] == (100 * 8, 150 * 8), "the 100 x 150 frame at 8 pixels a pixel"
     colours = {tuple(int(c) for c in p) for p in np.unique(pixels.reshape(-1, 3), axis=0)}
     assert (255, 255, 255) in colours and (0, 0, 0) in colours, "white sky, black cart"

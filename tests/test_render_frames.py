@@ -31,13 +31,24 @@ def test_a_big_image_is_area_averaged_down_to_the_bounds_keeping_its_aspect():
     image = np.zeros((400, 600, 3), np.uint8)
     image[:, 300:] = 200  # right half grey
     small = frames.bound_frame(image)
-    assert small.shape == (107, 160, 3) and small.dtype == np.uint8
-    assert small[:, :79].max() == 0 and small[:, 81:].min() == 200
+    assert small.shape == (100, 150, 3) and small.dtype == np.uint8, "4 x 4 blocks averaged"
+    assert small[:, :75].max() == 0 and small[:, 75:].min() == 200
     tall = frames.bound_frame(np.zeros((1000, 50, 4), np.uint8))  # RGBA: alpha dropped
-    assert tall.shape == (frames.MAX_RGB_HEIGHT, 6, 3)
+    assert tall.shape == (111, 5, 3), "9 x 9 blocks, the last row cut"
+    sliver = frames.bound_frame(np.full((1, 10000, 3), 7, np.uint8))
+    assert sliver.shape == (1, 160, 3) and sliver.max() == 7
     kept = np.arange(30, dtype=np.uint8).reshape(2, 5, 3)
     out = frames.bound_frame(kept)
     assert np.array_equal(out, kept) and out is not kept, "small images are copied as they are"
+
+
+def test_the_engine_averages_whole_blocks():
+    image = np.zeros((359, 480, 3), np.uint8)
+    image[0::3, :, 0] = 255  # every third row red: one row of each 3 x 3 block
+    image[:, 0::3, 2] = 90  # every third column a little blue
+    small = frames.bound_frame(image)
+    assert small.shape == (119, 160, 3), "3 x 3 blocks; the last 2 rows are cut"
+    assert np.all(small == [85, 0, 30])
 
 
 def test_area_averaging_is_the_mean_of_the_covered_pixels():
@@ -92,7 +103,7 @@ def test_rgb_frames_round_trip_within_the_bounds():
     assert len(encode(message)) < protocol.MAX_MESSAGE // 8
     frame = decode_frame(message)
     assert (frame.env, frame.kind, frame.view, frame.height, frame.width) == (
-        3, FrameKind.RGB, "obs", 107, 160)
+        3, FrameKind.RGB, "obs", 100, 150)
     assert frame.data == frames.bound_frame(image).tobytes()
     small = np.arange(2 * 3 * 3, dtype=np.uint8).reshape(2, 3, 3)
     assert decode_frame(over_the_wire(frame_message(0, small))).data == small.tobytes()
@@ -172,7 +183,7 @@ def test_cartpole_draws_images_and_frozenlake_text_through_the_backend(backend):
         vec.async_reset(0)
         vec.recv()
         image = vec.frame(1)
-        assert image.shape == (107, 160, 3) and image.dtype == np.uint8
+        assert image.shape == (100, 150, 3) and image.dtype == np.uint8
         assert len(np.unique(image.reshape(-1, 3), axis=0)) > 2, "a blank picture"
         message = over_the_wire(frame_message(1, image))
         assert decode_frame(message).kind == FrameKind.RGB
