@@ -82,7 +82,11 @@ class FaultHandling:
 
     def _recover(self) -> bool:
         """After a resume: reload good weights, write what the full disk refused. False when
-        that failed again and the run is paused once more."""
+        that failed again and the run is paused once more (on any rank: every rank then goes
+        back to the epoch boundary together instead of into the next epoch's collectives)."""
+        return not self.world.any(not self._recover_here())
+
+    def _recover_here(self) -> bool:
         if self._poisoned:
             if self._latest_checkpoint() is None:
                 self.commands.pause_for("the weights are not finite and there is no checkpoint "
