@@ -20,10 +20,18 @@ from textual.screen import Screen
 
 from puffer_tui.app import link_messages as lm
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
+from puffer_tui.app.reply_text import reply_text
 from puffer_tui.app.run_history import read_events, read_metric_rows
+from puffer_tui.app.run_start import (
+    RunRefused,
+    check_resume,
+    engine_finished,
+    prepare_new_run,
+    wait_for_previous_engine,
+)
 from puffer_tui.app.system_monitor import SystemMonitor
 from puffer_tui.app.telemetry_store import TelemetryStore
-from puffer_tui.engine.protocol import FINAL_STATES, LIVE_STATES, MessageType, RunState
+from puffer_tui.engine.protocol import FINAL_STATES, MessageType, RunState
 from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.crash import CrashScreen
 from puffer_tui.screens.dashboard import DashboardScreen
@@ -126,7 +134,7 @@ class PufferApp(App):
         from puffer_tui.engine.run_dir import socket_path
 
         if launch:
-            self._wait_for_previous_engine(run_dir)
+            wait_for_previous_engine(run_dir)
             try:
                 self.engine_handle = launch_engine(run_dir, resume=resume)
             except EngineStartError as e:
@@ -135,7 +143,7 @@ class PufferApp(App):
         sock = socket_path(run_dir)
         deadline = time.monotonic() + SOCKET_WAIT_S
         while not sock.exists():
-            if self._engine_finished(run_dir) or time.monotonic() > deadline:
+            if engine_finished(run_dir) or time.monotonic() > deadline:
                 self.post_message(lm.LinkLost(None, f"no engine is listening on {sock}"))
                 return
             time.sleep(0.1)
@@ -151,23 +159,6 @@ class PufferApp(App):
         # after Linked in the app's queue.
         client.subscribe(lambda push: self._pushed(client, push),
                          lambda reason: self.post_message(lm.LinkLost(client, reason)))
-
-    @staticmethod
-    def _wait_for_previous_engine(run_dir: Path, timeout: float = 20.0) -> None:
-        """A crashed engine may still be shutting down (closing workers, its socket): a new
-        one started now would find the run taken. Wait for the old process to be gone."""
-        from puffer_tui.engine.run_dir import engine_alive, read_status
-
-        deadline = time.monotonic() + timeout
-        while engine_alive(read_status(run_dir)) and time.monotonic() < deadline:
-            time.sleep(0.1)
-
-    @staticmethod
-    def _engine_finished(run_dir: Path) -> bool:
-        from puffer_tui.engine.run_dir import read_status, run_state
-
-        status = read_status(run_dir)
-        return bool(status) and run_state(run_dir, status) not in LIVE_STATES
 
     def _pushed(self, link: EngineClient, push: dict) -> None:
         """On the reader thread: stamp the arrival (silence is measured to the push, not to
@@ -326,7 +317,7 @@ class PufferApp(App):
                 self.store.ingest({"type": MessageType.TELEMETRY, **reply})
                 self._run_changed("numbers")
         if not quiet:  # quiet ones (status pings, render choice) would only flood the log
-            self.store.add_event("app" if reply.get("ok") else "error", _reply_text(cmd, reply))
+            self.store.add_event("app" if reply.get("ok") else "error", reply_text(cmd, reply))
             self._run_changed("numbers")
         if not reply.get("ok") and not quiet:
             self.notify(f"{cmd}: {reply.get('error')}", severity="error")
@@ -388,16 +379,9 @@ class PufferApp(App):
 
     def start_run(self, env_name: str, overrides: dict) -> None:
         """A new run from the launcher: write its run dir and config, then launch and watch."""
-        from puffer_tui.engine import config as cfg
-        from puffer_tui.engine import run_dir as rd
-        from puffer_tui.engine.preflight import check_start
-
         try:
-            config = cfg.load_config(env_name, overrides)
-            check_start(config)  # no CUDA, sizes that cannot fit: refused before the run dir
-            run_dir = rd.create_run_dir(env_name, rd.runs_root(self.runs_root))
-            cfg.save(config, run_dir / rd.CONFIG_FILE)
-        except (cfg.ConfigError, OSError) as e:
+            run_dir = prepare_new_run(env_name, overrides, self.runs_root)
+        except RunRefused as e:
             self.notify(f"cannot start {env_name}: {e}", severity="error", timeout=10)
             return
         self.open_run(run_dir, attach=False)
@@ -405,14 +389,9 @@ class PufferApp(App):
     def resume_run(self, run_dir: Path) -> None:
         """Start a new engine on `run_dir` from its latest checkpoint, after the same checks
         as `puffer-tui train --resume` (no checkpoint, finished, damaged, still training...)."""
-        from puffer_tui.app.commands.train import plan_resume
-        from puffer_tui.engine.checkpoint import CheckpointError
-        from puffer_tui.engine.config import ConfigError
-        from puffer_tui.engine.run_dir import RunDirError
-
         try:
-            plan_resume(run_dir, {}, run_dir.parent)
-        except (ConfigError, CheckpointError, RunDirError, OSError) as e:
+            check_resume(run_dir)
+        except RunRefused as e:
             self.notify(f"cannot resume {run_dir.name}: {e}", severity="error", timeout=10)
             return
         self.open_run(run_dir, attach=False, resume=True)
@@ -420,21 +399,10 @@ class PufferApp(App):
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)
         yield SystemCommand("Help", "The keys and what each one does", self.open_help)
-        if not isinstance(screen, DashboardScreen):
-            return
-        if self.can_steer():  # the same rule as the footer: only what can work now
-            if self.store.state == RunState.PAUSED:
-                yield SystemCommand("Resume training", "Resume the engine", screen.action_resume)
-            else:
-                yield SystemCommand("Pause training", "Pause the engine", screen.action_pause)
-            yield SystemCommand("Checkpoint now", "Save a checkpoint", screen.action_checkpoint)
-            yield SystemCommand("Stop run", "Checkpoint and stop the engine", screen.action_stop)
-            yield SystemCommand("Hyperparameters", "Edit live hyperparameters",
-                                screen.action_hyperparameters)
-        yield SystemCommand("Render view", "Full-screen render", screen.action_render_view)
-        if self.link is not None:
-            yield SystemCommand("Detach", "Quit the app, keep training", self.detach)
-        yield SystemCommand("Next loss curve", "Plot the next loss", screen.action_next_loss)
+        if isinstance(screen, DashboardScreen):
+            yield from screen.palette_commands()
+            if self.link is not None:
+                yield SystemCommand("Detach", "Quit the app, keep training", self.detach)
 
     def _sample_system(self) -> None:
         if isinstance(self.screen, DashboardScreen):
@@ -454,24 +422,6 @@ class PufferApp(App):
     def on_unmount(self) -> None:
         if self.link is not None:
             self.link.close()  # closing our socket never stops the engine
-
-
-def _reply_text(cmd: str, reply: dict) -> str:
-    """What the event log says about a reply, with how long the engine took to answer."""
-    took = reply.get("_round_trip_ms")
-    return _reply_body(cmd, reply) + (f" [{took:.0f} ms]" if took is not None else "")
-
-
-def _reply_body(cmd: str, reply: dict) -> str:
-    if not reply.get("ok"):
-        return f"{cmd} refused: {reply.get('error')}"
-    if cmd == "set":
-        return f"set {reply.get('key')} = {reply.get('value')} ({reply.get('applies', 'applied')})"
-    if cmd == "checkpoint":
-        return f"checkpoint written: {reply.get('path')}"
-    if "state" in reply:
-        return f"{cmd}: engine is {reply['state']}"
-    return f"{cmd}: ok"
 
 
 def run_app(run_dir: str | Path | None = None, attach: bool = False,

@@ -12,9 +12,10 @@ on the engine.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 
 from textual import on
-from textual.app import ComposeResult
+from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
@@ -239,6 +240,21 @@ class DashboardScreen(Screen):
 
     def can_steer(self) -> bool:
         return lm.can_steer(self.link_state, self.store.state)
+
+    def palette_commands(self) -> Iterable[SystemCommand]:
+        """The command palette's entries for this run: the same rule as the footer, only
+        what can work now."""
+        if self.can_steer():
+            if self.store.state == RunState.PAUSED:
+                yield SystemCommand("Resume training", "Resume the engine", self.action_resume)
+            else:
+                yield SystemCommand("Pause training", "Pause the engine", self.action_pause)
+            yield SystemCommand("Checkpoint now", "Save a checkpoint", self.action_checkpoint)
+            yield SystemCommand("Stop run", "Checkpoint and stop the engine", self.action_stop)
+            yield SystemCommand("Hyperparameters", "Edit live hyperparameters",
+                                self.action_hyperparameters)
+        yield SystemCommand("Render view", "Full-screen render", self.action_render_view)
+        yield SystemCommand("Next loss curve", "Plot the next loss", self.action_next_loss)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         state = self.store.state

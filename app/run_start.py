@@ -1,0 +1,61 @@
+"""Checks and waits around starting an engine from the app: a new run's directory, a
+resume's preconditions, an old engine still shutting down. No Textual here."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from puffer_tui.engine.protocol import LIVE_STATES
+
+
+class RunRefused(Exception):
+    """A run that cannot be started or resumed; the text says why."""
+
+
+def prepare_new_run(env_name: str, overrides: dict, runs_root) -> Path:
+    """Check the config and write a new run dir with it (refused before anything is written
+    when the config is wrong, CUDA is missing or the sizes cannot fit)."""
+    from puffer_tui.engine import config as cfg
+    from puffer_tui.engine import run_dir as rd
+    from puffer_tui.engine.preflight import check_start
+
+    try:
+        config = cfg.load_config(env_name, overrides)
+        check_start(config)
+        run_dir = rd.create_run_dir(env_name, rd.runs_root(runs_root))
+        cfg.save(config, run_dir / rd.CONFIG_FILE)
+    except (cfg.ConfigError, OSError) as e:
+        raise RunRefused(str(e)) from None
+    return run_dir
+
+
+def check_resume(run_dir: Path) -> None:
+    """The checks of `puffer-tui train --resume`: a checkpoint, not finished, not damaged,
+    not still training..."""
+    from puffer_tui.app.commands.train import plan_resume
+    from puffer_tui.engine.checkpoint import CheckpointError
+    from puffer_tui.engine.config import ConfigError
+    from puffer_tui.engine.run_dir import RunDirError
+
+    try:
+        plan_resume(run_dir, {}, run_dir.parent)
+    except (ConfigError, CheckpointError, RunDirError, OSError) as e:
+        raise RunRefused(str(e)) from None
+
+
+def wait_for_previous_engine(run_dir: Path, timeout: float = 20.0) -> None:
+    """A crashed engine may still be shutting down (closing workers, its socket): a new
+    one started now would find the run taken. Wait for the old process to be gone."""
+    from puffer_tui.engine.run_dir import engine_alive, read_status
+
+    deadline = time.monotonic() + timeout
+    while engine_alive(read_status(run_dir)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def engine_finished(run_dir: Path) -> bool:
+    from puffer_tui.engine.run_dir import read_status, run_state
+
+    status = read_status(run_dir)
+    return bool(status) and run_state(run_dir, status) not in LIVE_STATES
