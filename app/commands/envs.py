@@ -83,13 +83,13 @@ def run(args) -> int:
     table.add_column("description", ratio=1)
     for r in rows:
         layout = r["layout"]
-        name = r["name"] if r["source"] == "built-in" else f"{r['name']} (plugin)"
+        plugin = "" if r["source"] == "built-in" else " [plugin]"
         table.add_row(
-            name, space_text(layout.observation_space) if layout else "?",
+            r["name"], space_text(layout.observation_space) if layout else "?",
             space_text(layout.action_space) if layout else "?",
-            str(r["agents_per_env"]), r["description"],
+            str(r["agents_per_env"]), r["description"] + plugin,
         )
     table.caption = (f"{VARYING_MARK} bounds differ per element, the widest shown (--json: "
-                     f"all). Any Gymnasium id trains as gym:ID, your own env as MODULE:CALLABLE.")
+                     f"all); also gym:ID, MODULE:CALLABLE")
     Console().print(table)
     return 0
