@@ -107,7 +107,13 @@ def estimate(config: Config) -> MemoryEstimate:
     minibatch = min(train.minibatch_size, segments * train.horizon)
     activations = (agents + minibatch) * hidden * 4 * ACTIVATIONS_PER_HIDDEN
     activations += (agents + minibatch) * logits * 4 * 2
-    return MemoryEstimate(envs, rollout, model, activations, BASE_PROCESS_BYTES)
+    # train.nproc learner ranks on this machine each hold all of the above (vec.num_envs is
+    # per rank); under DDP each also keeps gradient buckets, one more copy of the gradients
+    ranks = max(1, train.nproc)
+    if ranks > 1:
+        model += params * 4
+    return MemoryEstimate(envs * ranks, rollout * ranks, model * ranks, activations * ranks,
+                          BASE_PROCESS_BYTES * ranks)
 
 
 def available_memory() -> int | None:
@@ -131,7 +137,8 @@ def check_memory(config: Config, available: int | None = None) -> MemoryEstimate
         raise MemoryEstimateError(
             f"these sizes need about {format_bytes(need.total)} of memory ({detail}) but "
             f"{format_bytes(available)} is available; lower vec.num_envs "
-            f"({config.vec.num_envs}), train.horizon ({config.train.horizon}), "
+            f"({config.vec.num_envs}), train.nproc ({config.train.nproc}), "
+            f"train.horizon ({config.train.horizon}), "
             f"train.batch_size or train.hidden_size")
     return need
 

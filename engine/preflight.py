@@ -52,11 +52,24 @@ def check_batch(config: Config, agents_per_env: int) -> None:
             f"--train.minibatch-size or raise --vec.num-envs")
 
 
+def check_policy(config: Config, layout) -> None:
+    """train.policy must fit the observations (cnn needs images)."""
+    if config.train.policy != "cnn":  # the only choice that can misfit; spares a torch import
+        return
+    from puffer_tui.engine.encoders import check_encoder_choice
+
+    try:
+        check_encoder_choice(layout.observation_space, config.train.policy)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
 def check_start(config: Config) -> None:
     """Everything that can be known to fail before anything is created."""
     from puffer_tui.engine.memory_estimate import check_memory
 
     layout = check_env(config)
     check_batch(config, layout.agents_per_env)
+    check_policy(config, layout)
     check_device(config)
     check_memory(config)  # sizes that cannot fit: refused before the run dir exists

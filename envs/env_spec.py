@@ -76,9 +76,10 @@ def gym_imports(env_id: str, settings: dict) -> tuple[str, ...]:
     return auto + imports_of(settings)
 
 
-def make_gym_env(env_id: str, imports: tuple = (), **kwargs):
+def make_gym_env(env_id: str, imports: tuple = (), evaluation: bool = False, **kwargs):
     """One Gymnasium env of a registered id (module level: it pickles into workers, which
-    import the registering modules themselves)."""
+    import the registering modules themselves). `evaluation`: Atari plays whole games (no
+    episode end per lost life, which only helps training)."""
     for module in imports:
         importlib.import_module(module)
     if env_id.startswith("ALE/"):
@@ -87,7 +88,7 @@ def make_gym_env(env_id: str, imports: tuple = (), **kwargs):
         except ImportError:
             atari_env = None
         if atari_env is not None:
-            return atari_env(env_id, **kwargs)
+            return atari_env(env_id, training=not evaluation, **kwargs)
     import gymnasium
 
     return gymnasium.make(env_id, **kwargs)
@@ -126,7 +127,8 @@ class PythonEnvSource:
     def resolve(self, settings: dict) -> dict:
         return self.check_settings(dict(settings))
 
-    def make_creator(self, settings: dict):
+    def make_creator(self, settings: dict, evaluation: bool = False):
+        """A picklable creator for vec.make; `evaluation`: built to play, not to train."""
         raise NotImplementedError
 
     def layout(self, settings: dict):
@@ -226,11 +228,12 @@ class GymSource(PythonEnvSource):
         self._gym_spec(checked)  # an --env.import that registers the id, or fails clearly
         return checked
 
-    def make_creator(self, settings: dict):
+    def make_creator(self, settings: dict, evaluation: bool = False):
         from puffer_tui.envs.gym_emulation import from_gymnasium
 
         kwargs = {k: v for k, v in settings.items() if k != IMPORT_KEY}
-        make = functools.partial(make_gym_env, self.env_id, gym_imports(self.env_id, settings))
+        make = functools.partial(make_gym_env, self.env_id, gym_imports(self.env_id, settings),
+                                 evaluation)
         try:
             return from_gymnasium(make, **kwargs)
         except Exception as e:
@@ -298,7 +301,7 @@ class CallableSource(PythonEnvSource):
         settings = _signature_settings(target, {}, "argument of the env's creator")
         super().__init__(spec, doc[0] if doc else f"Python env {spec}", settings)
 
-    def make_creator(self, settings: dict):
+    def make_creator(self, settings: dict, evaluation: bool = False):
         kind = self.kind or self._detect(settings)
         if kind == "puffer":
             return functools.partial(self.target, **settings)

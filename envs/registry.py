@@ -80,12 +80,15 @@ def is_python_env(name: str) -> bool:
     return bool(getattr(env_class(name), "python", False))
 
 
-def make(name: str, num_envs: int = 1, seed: int = 0, buf=None, **settings):
+def make(name: str, num_envs: int = 1, seed: int = 0, buf=None, evaluation: bool = False,
+         **settings):
     """A vectorized env: `num_envs` envs of `name` stepped in one call (C envs in one call to
-    the binding; Python envs one after another)."""
+    the binding; Python envs one after another). `evaluation`: built to play a policy, not to
+    train it (Atari then ends episodes at game over, not at each lost life)."""
     cls = env_class(name)
     if hasattr(cls, "make_creator"):
-        return cls.make_creator(cls.resolve(settings))(num_envs=num_envs, seed=seed, buf=buf)
+        creator = cls.make_creator(cls.resolve(settings), evaluation=evaluation)
+        return creator(num_envs=num_envs, seed=seed, buf=buf)
     return cls(num_envs=num_envs, seed=seed, buf=buf, **settings)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-RESUME_CHANGEABLE = ("train.total_timesteps",)  # besides the live fields
+RESUME_CHANGEABLE = ("train.total_timesteps", "train.nproc")  # besides the live fields
 
 
 class _HelpWithEnvSettings(argparse.Action):
