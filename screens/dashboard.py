@@ -33,7 +33,8 @@ from puffer_tui.app.widgets.loss_panel import LossPanel
 from puffer_tui.app.widgets.run_header import RunHeader
 from puffer_tui.app.widgets.sps_history import SpsHistory
 from puffer_tui.app.widgets.timing_bars import TimingBars
-from puffer_tui.engine.protocol import FINAL_STATES, RunState, palette_from_wire
+from puffer_tui.app.widgets.workers_panel import WorkersPanel
+from puffer_tui.engine.protocol import CLUSTER, FINAL_STATES, WORKERS, RunState, palette_from_wire
 from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.help import HelpScreen
 from puffer_tui.screens.hyperparameters import HyperparameterScreen
@@ -55,6 +56,8 @@ class DashboardScreen(Screen):
     DashboardScreen #bottom { height: 2fr; min-height: 6; }
     DashboardScreen #left { width: 32; }
     DashboardScreen TimingBars { height: 7; }
+    DashboardScreen WorkersPanel { display: none; }
+    DashboardScreen WorkersPanel.-shown { display: block; }
     DashboardScreen LossPanel { width: 1fr; }
     DashboardScreen EnvRender { width: 28; }
     DashboardScreen CpuPanel { width: 32; }
@@ -106,6 +109,7 @@ class DashboardScreen(Screen):
             with Vertical(id="left"):
                 yield SpsHistory()
                 yield TimingBars()
+                yield WorkersPanel()  # shown for several learner ranks or Ray actors
             yield LossPanel()
             yield EnvRender()
         with Horizontal(id="bottom"):
@@ -194,6 +198,10 @@ class DashboardScreen(Screen):
         stats.trends = {k: store.trend(k) for k in store.stats}
         stats.history = {k: list(v) for k, v in store.stats.items()}
         self.query_one(CpuPanel).gpu = t.get("gpu")
+        workers = self.query_one(WorkersPanel)
+        workers.worker_rows = t.get(WORKERS) or []
+        workers.cluster = t.get(CLUSTER)
+        workers.set_class(len(workers.worker_rows) > 1 or bool(workers.cluster), "-shown")
         self.query_one(EventLog).show(list(store.events), store.events_seen,
                                       store.events_reordered)
         if store.state != self._last_state:

@@ -167,3 +167,26 @@ async def test_keys_reach_the_app_as_engine_requests_and_render_steps():
         await pilot.pause(0.1)
         assert app.sent[-1] == ("render", {"env": 1})
         assert app.screen.render_env == 1
+
+
+async def test_the_workers_panel_appears_for_several_ranks_and_hides_for_one():
+    from puffer_tui.app.widgets.workers_panel import WorkersPanel
+
+    app = OfflineApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        panel = app.screen.query_one(WorkersPanel)
+        assert not panel.display or not panel.has_class("-shown")
+        ranks = [{"rank": 0, "node": "box-a", "sps": 90_000.0},
+                 {"rank": 1, "node": "box-b", "sps": 30_000.0}]
+        push(app, telemetry(41) | {"workers": ranks})
+        deadline = time.monotonic() + 15
+        while not panel.has_class("-shown"):
+            assert time.monotonic() < deadline, "the panel never appeared"
+            await pilot.pause(0.05)
+        await pilot.pause(0.2)
+        text = "\n".join(s.text for s in app.screen._compositor.render_strips())
+        assert "rank 1" in text and "box-b" in text
+        push(app, telemetry(42) | {"workers": ranks[:1]})
+        while panel.has_class("-shown"):
+            assert time.monotonic() < deadline + 15, "the panel never hid"
+            await pilot.pause(0.05)
