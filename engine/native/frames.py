@@ -223,8 +223,11 @@ def _finite_scalar(value):
     return float(value.flat[0])
 
 
-def _tile(images, gap: int = 1, gap_colour: int = 64):
-    """Equal-size H x W x 3 images in a near-square grid, `gap` pixels of grey between."""
+GAP_COLOUR = (40, 90, 160)  # between tiled observation frames: no grey image has it
+
+
+def _tile(images, gap: int = 1):
+    """Equal-size H x W x 3 images in a near-square grid, `gap` pixels of GAP_COLOUR between."""
     import math
 
     import numpy as np
@@ -235,8 +238,8 @@ def _tile(images, gap: int = 1, gap_colour: int = 64):
     cols = math.ceil(math.sqrt(n))
     rows = math.ceil(n / cols)
     height, width = images[0].shape[:2]
-    canvas = np.full((rows * (height + gap) - gap, cols * (width + gap) - gap, 3), gap_colour,
-                     np.uint8)
+    canvas = np.empty((rows * (height + gap) - gap, cols * (width + gap) - gap, 3), np.uint8)
+    canvas[:] = GAP_COLOUR
     for k, image in enumerate(images):
         r, c = divmod(k, cols)
         top, left = r * (height + gap), c * (width + gap)
