@@ -183,6 +183,22 @@ def test_blocks_on_both_nodes_step_exactly_like_serial(cluster):
     serial.close()
 
 
+def test_telemetry_names_each_actors_host_its_rate_and_the_clusters_cpus(cluster):
+    creator = envs.creator("squared", size=5)
+    with ray_vec(cluster, creator, 4, 2, num_cpus=1) as vec:
+        cluster["seen"].update(vec.actor_pids)
+        assert [s["actor"] for s in vec.worker_stats()] == [0, 1]
+        assert all(s["node"] == socket.gethostname() for s in vec.worker_stats())
+        vec.reset()
+        deadline = time.monotonic() + 1.5  # the rates' window is at least a second
+        while time.monotonic() < deadline:
+            vec.step(np.zeros(4, np.int32))
+        assert all(s["sps"] > 0 for s in vec.worker_stats()), vec.worker_stats()
+        usage = vec.cluster_usage()
+        assert usage["cpus"] == 3.0  # the head's 2 CPUs and the second raylet's 1
+        assert usage["cpus_reserved"] >= 2.0  # our two actors hold one each
+
+
 def test_sync_returns_all_rows_in_order_with_masks_and_infos(cluster):
     creator = functools.partial(CrashyEnv, mask_every=3, info_every=2)
     with ray_vec(cluster, creator, 6, 3, seed=100) as vec:
