@@ -393,7 +393,16 @@ def load_config(env_name: str, overrides: dict[str, Any] | None = None, preset: 
             if section not in SECTIONS:
                 raise ConfigError(f"{env_name} preset: unknown section [{section}]")
             data[section].update(values)
-    config = apply(_validated(data), overrides or {})
+    # The env's settings join the preset's before the first validation: a Python env may
+    # not even resolve without them (--env.import of the package that registers its id).
+    others = {}
+    for key, value in (overrides or {}).items():
+        if key.startswith("env."):
+            spec = spec_for(key, env_name)
+            data["env"][spec.name] = spec.coerce(value)
+        else:
+            others[key] = value
+    config = apply(_validated(data), others)
     _check_backend_installed(config.vec.backend)
     return config
 

@@ -34,6 +34,8 @@ AUTO_IMPORTS = (("ALE/", "ale_py"), ("MiniGrid-", "minigrid"), ("BabyAI-", "mini
 EXTRAS = {"ale_py": "atari", "minigrid": "minigrid", "pettingzoo": "pettingzoo",
           "mpe2": "pettingzoo"}
 GYM_PRESETS = Path(__file__).parent / "gym_presets"
+# A PufferEnv constructor's own arguments (the vectorizers pass them): not env settings.
+CONSTRUCTOR_ARGUMENTS = ("self", "num_envs", "seed", "buf", "log_interval", "render_mode")
 
 
 class EnvSpecError(ValueError):
@@ -183,10 +185,10 @@ def _signature_settings(creator, defaults: dict, help_text: str) -> tuple:
         params = ()
     settings = {}
     for p in params:
-        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name == "self":
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) or p.name in CONSTRUCTOR_ARGUMENTS:
             continue
         default = defaults.get(p.name, p.default)
-        if isinstance(default, (bool, int, float, str)) and p.name != "render_mode":
+        if isinstance(default, (bool, int, float, str)):
             settings[p.name] = Setting(p.name, default, help=help_text)
     for name, default in defaults.items():
         if name not in settings and isinstance(default, (bool, int, float, str)):
