@@ -93,7 +93,7 @@ class Engine(FaultHandling):
                 "started": self.started, "updated": time.time()})
             return 1
         if not self.world.is_main:
-            return self._run_follower()
+            return self._run_training()  # no socket, status or files: rank 0 has them
         try:
             check_memory(self.config)  # refuse before allocating: not an OOM kill later
         except ValueError as e:
@@ -105,7 +105,6 @@ class Engine(FaultHandling):
             return 2
         except Exception as e:  # an estimate that fails must not stop a run that may fit
             self.events.warning(f"could not estimate the memory this run needs: {e}")
-        self.world.join(self.config.train.device)
         tidy_leftovers(self.run_dir)
         self.telemetry = Telemetry(self.config, self.run_dir.name, self.state, self._trainer)
         self.server = ControlServer(
@@ -121,11 +120,6 @@ class Engine(FaultHandling):
         self.events.subscribe(self.server.publish_event)
         (self.run_dir / rd.PID_FILE).write_text(f"{os.getpid()}\n")
         self.write_status(force=True)
-        return self._run_training()
-
-    def _run_follower(self) -> int:
-        """Another rank: the same training loop, without socket, status or files."""
-        self.world.join(self.config.train.device)
         return self._run_training()
 
     def _run_training(self) -> int:
@@ -153,6 +147,9 @@ class Engine(FaultHandling):
 
         self.events.info(f"engine {os.getpid()} starting {self.config.env_name} "
                          f"({'resuming' if self.resume else 'new run'})")
+        self.world.join(self.config.train.device)  # the other learner ranks, if any
+        if self.world.enabled:
+            self.events.info(f"{self.world.size} learner ranks (torchrun, DDP)")
         self.trainer = Trainer(self.config, safe_point=self.commands.safe_point, world=self.world)
         if self.resume:
             self._restore()
