@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from puffer_tui.engine.protocol import frame_message, palette_to_wire
+from puffer_tui.engine.native.frames import observation_frame
+from puffer_tui.engine.protocol import VIEW_ENV, VIEW_OBS, frame_message, palette_to_wire
 
 
 class EvaluationError(ValueError):
@@ -83,6 +84,7 @@ class Evaluator:
         self.done_lengths: list[int] = []
         self.score_sum = self.score_n = 0.0
         self.state = None
+        self.view = VIEW_ENV  # what frames show; VIEW_OBS: the observation as an image
 
     @property
     def env_name(self) -> str:
@@ -91,7 +93,13 @@ class Evaluator:
     @property
     def has_frames(self) -> bool:
         """Whether env 0 draws frames (tiles, an image or text: what --render shows)."""
-        return self.envs[0].frame(0) is not None
+        return self._frame() is not None
+
+    def _frame(self):
+        """Env 0's frame in `self.view`: "env" (its own drawing) or "obs" (its observation)."""
+        if self.view == VIEW_OBS:
+            return observation_frame(self.envs[0], 0)
+        return self.envs[0].frame(0)
 
     @property
     def palette(self) -> dict:
@@ -100,8 +108,8 @@ class Evaluator:
 
     def frame_message(self) -> dict | None:
         """Env 0's current frame as a protocol `frame` message (None: the env draws none)."""
-        frame = self.envs[0].frame(0)
-        return None if frame is None else frame_message(0, frame)
+        frame = self._frame()
+        return None if frame is None else frame_message(0, frame, self.view)
 
     @property
     def episodes(self) -> int:

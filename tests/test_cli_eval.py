@@ -132,3 +132,54 @@ def test_render_ascii_shows_a_gym_ansi_env_as_its_text(capsys, tmp_path_factory)
     assert main(["eval", str(run), "--render", "ascii", "--fps", "1000", "--episodes", "1"]) == 0
     out = capsys.readouterr().out
     assert "\nSFFF\nFHFH\nFFFH\nHFFG\n" in out, out
+
+
+IMAGE_ENV = '''
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+
+
+class Stripes(gymnasium.Env):
+    """A 2 x 16 x 16 frame stack: the first frame black, the second white."""
+
+    observation_space = spaces.Box(0, 255, (2, 16, 16), np.uint8)
+    action_space = spaces.Discrete(2)
+
+    def _obs(self):
+        return np.stack([np.zeros((16, 16), np.uint8), np.full((16, 16), 255, np.uint8)])
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self._obs(), {}
+
+    def step(self, action):
+        self.t += 1
+        return self._obs(), 1.0, self.t >= 3, False, {}
+
+
+def make_stripes():
+    return Stripes()
+'''
+
+
+def test_render_with_view_obs_draws_the_observation(capsys, tmp_path_factory, tmp_path,
+                                                      monkeypatch):
+    (tmp_path / "render_image_envs.py").write_text(IMAGE_ENV)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    try:
+        run = gym_run(tmp_path_factory, "render_image_envs:make_stripes")
+        capsys.readouterr()
+        assert main(["eval", str(run), "--render", "ascii", "--view", "obs", "--fps", "1000",
+                     "--episodes", "1"]) == 0
+    finally:
+        sys.modules.pop("render_image_envs", None)
+    out = capsys.readouterr().out
+    picture = out[out.index("last frame:\n"):].splitlines()[1:-2]
+    assert len(picture) >= 4, out
+    # the two frames side by side: black on the left, white on the right
+    assert all(line.startswith(" ") and line.rstrip().endswith("@") for line in picture), out
+    capsys.readouterr()
+    assert main(["eval", str(run), "--view", "obs"]) == 2
+    assert "--view obs needs --render" in capsys.readouterr().err

@@ -28,6 +28,10 @@ def add_parser(sub, name, help_text):
                    help="animate env 0 (tiles in the env's palette, Gymnasium images in half "
                         "blocks, or its ansi text): in the terminal (ascii) or in a raylib "
                         "window (window; needs a display, e.g. xvfb-run)")
+    p.add_argument("--view", choices=("env", "obs"), default="env",
+                   help="with --render: the env's own drawing (env), or its observation drawn "
+                        "as an image, as the policy sees it (obs; e.g. Atari's 4 x 84 x 84 "
+                        "frame stack, side by side)")
     p.add_argument("--fps", type=float, default=10.0, help="frames per second with --render")
     p.add_argument("--screenshot", metavar="PATH", type=Path,
                    help="with --render window: save a PNG after --screenshot-after frames, exit")
@@ -61,6 +65,8 @@ def run(args) -> int:
         return _fail(f"--fps must be in (0, 1000], got {args.fps}")
     if args.screenshot is not None and args.render != "window":
         return _fail("--screenshot needs --render window")
+    if args.view != "env" and not args.render:
+        return _fail(f"--view {args.view} needs --render ascii or --render window")
     if args.screenshot_after < 1:
         return _fail(f"--screenshot-after must be >= 1, got {args.screenshot_after}")
     num_envs = args.num_envs or (1 if args.render else 64)
@@ -69,6 +75,7 @@ def run(args) -> int:
                                    args.deterministic, episodes)
     except EvaluationError as e:
         return _fail(str(e))
+    evaluator.view = args.view
     if args.render and args.episodes is None:
         print(f"playing {episodes} episodes at {args.fps:g} fps (change with --episodes N and "
               f"--fps F; Ctrl-C stops with the score so far)", file=sys.stderr, flush=True)

@@ -264,5 +264,7 @@ def observation_frame(env, env_index: int):
 
 
 def no_image_text(space) -> str:
-    return (f"no image in this env's observations ({space}): the obs view draws observations "
-            "that are images (H x W, H x W x C or C x H x W)")
+    shape = getattr(space, "shape", None)
+    described = type(space).__name__ + (f" of shape {shape}" if shape else "")
+    return (f"no image in this env's observations\n({described}):\nthe obs view draws "
+            "observations that are images\n(H x W, H x W x C or C x H x W)")
