@@ -18,9 +18,10 @@ from puffer_tui.engine.protocol import (
     ENV,
     LOSS_KEYS,
     LOSSES,
+    Frame,  # tiles, an RGB image or text; widgets and tests import it from here
     MessageType,
     RunState,
-    frame_from_wire,
+    decode_frame,
 )
 
 
@@ -29,14 +30,6 @@ class Event:
     time: float
     level: str
     text: str
-
-
-@dataclass
-class Frame:
-    env: int
-    height: int
-    width: int
-    tiles: bytes  # H*W tile ids, row-major
 
 
 @dataclass
@@ -147,9 +140,9 @@ class TelemetryStore:
                 self.stats.setdefault(k, deque(maxlen=self.epoch_capacity)).append(float(v))
 
     def _frame(self, m: dict) -> None:
-        parts = frame_from_wire(m)
-        if parts is not None:  # a bad frame is dropped; the render keeps the last good one
-            self.frame = Frame(*parts)
+        frame = decode_frame(m)
+        if frame is not None:  # a bad frame is dropped; the render keeps the last good one
+            self.frame = frame
 
     # -- views --------------------------------------------------------------------------------
 

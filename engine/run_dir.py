@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,7 +54,9 @@ def create_run_dir(env_name: str, root: str | os.PathLike, now: float | None = N
     root = Path(root)
     root.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
-    base = f"{env_name}-{stamp}"
+    # a spec may hold ':' and '/' (gym:ALE/Pong-v5): a file name gets a safe label
+    label = re.sub(r"[^A-Za-z0-9._-]+", "_", env_name.replace(":", "-", 1)).strip("_.") or "env"
+    base = f"{label}-{stamp}"
     for n in range(1, 1000):
         path = root / (base if n == 1 else f"{base}-{n}")
         try:

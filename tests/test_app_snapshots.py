@@ -83,6 +83,14 @@ def screen_text(app: PufferApp) -> str:
 
 
 @pytest.fixture(autouse=True)
+def no_plugin_envs(monkeypatch):
+    """The launcher lists plugin envs of installed packages (CI installs the example one):
+    the snapshots are of a machine without any."""
+    for module in ("puffer_tui.envs.registry", "puffer_tui.envs.env_plugins"):
+        monkeypatch.setattr(f"{module}.plugin_entry_points", lambda: {})
+
+
+@pytest.fixture(autouse=True)
 def utc(monkeypatch):
     monkeypatch.setenv("TZ", "UTC")
     time.tzset()

@@ -118,12 +118,11 @@ def new_sweep(args):
     from puffer_tui.engine.sweep import settings as st
     from puffer_tui.engine.sweep.preset import preset_overrides, read_preset
     from puffer_tui.engine.sweep.space import build_space, space_to_json
-    from puffer_tui.envs import ENV_NAMES, load_preset
+    from puffer_tui.envs import load_preset
+    from puffer_tui.envs.env_spec import run_label
 
     if not args.env:
         raise cfg.ConfigError("name the ENV to sweep (see `puffer-tui envs`), or --resume NAME")
-    if args.env not in ENV_NAMES:
-        raise cfg.ConfigError(f"unknown env {args.env!r}; available: {', '.join(ENV_NAMES)}")
     check_counts(args)
     if args.objective == "pareto" and args.pruner not in (None, "none"):
         raise cfg.ConfigError(f"--pruner {args.pruner} cannot judge a pareto objective (Optuna "
@@ -137,11 +136,15 @@ def new_sweep(args):
     from puffer_tui.engine.preflight import check_start
 
     check_start(base)
-    sweep_section = {**st_flatten(load_preset(args.env).get("sweep", {})),
+    try:
+        env_preset = load_preset(args.env)
+    except (KeyError, ValueError) as e:
+        raise cfg.ConfigError(str(e)) from None
+    sweep_section = {**st_flatten(env_preset.get("sweep", {})),
                      **st_flatten(preset.get("sweep", {}))}
     space = build_space(base, sweep_section, ranges, include_cost=args.objective != "score",
                         fixed=tuple(overrides))
-    name = args.study or f"{args.env}-{time.strftime('%Y%m%d-%H%M%S')}"
+    name = args.study or f"{run_label(args.env)}-{time.strftime('%Y%m%d-%H%M%S')}"
     if not NAME_PATTERN.match(name):
         raise cfg.ConfigError(f"--study {name!r}: use letters, digits, '.', '_' and '-'")
     sweep_dir = st.sweep_dir(name, args.runs_dir)
