@@ -246,11 +246,14 @@ def test_the_multiprocessing_worker_answers_the_obs_view():
 
 
 def test_observation_images_of_common_layouts():
-    grey = np.arange(25, dtype=np.uint8).reshape(5, 5)
+    grey = (np.arange(25) * 10).astype(np.uint8).reshape(5, 5)
     assert frames.observation_image(grey)[:, :, 0].tolist() == grey.tolist()
     rgb_last = np.zeros((7, 7, 3), np.uint8)
-    rgb_last[..., 2] = 9
-    assert frames.observation_image(rgb_last)[0, 0].tolist() == [0, 0, 9]
+    rgb_last[..., 2] = 90
+    assert frames.observation_image(rgb_last)[0, 0].tolist() == [0, 0, 90]
+    codes = np.zeros((7, 7, 3), np.uint8)  # MiniGrid: object, colour and state ids up to 10
+    codes[0, 0] = (10, 5, 0)
+    assert frames.observation_image(codes)[0, 0].tolist() == [255, 127, 0], "stretched"
     floats = np.linspace(-1, 1, 9, dtype=np.float32).reshape(3, 3)
     scaled = frames.observation_image(floats, -1.0, 1.0)[:, :, 0]
     assert scaled[0, 0] == 0 and scaled[2, 2] == 255

@@ -23,6 +23,7 @@ MAX_RGB_HEIGHT, MAX_RGB_WIDTH = 120, 160  # pixels: 57,600 bytes, ~77 kB of base
 MAX_TEXT_ROWS, MAX_TEXT_COLS = 100, 200  # visible characters
 MAX_TEXT_CHARS = 64 * 1024  # colour codes included
 MIN_IMAGE_SIDE = 3  # an observation array smaller than this on a side is not drawn as an image
+DIM_CODES = 32  # a uint8 observation image whose values all lie below this is stretched
 
 _SGR = re.compile(r"\x1b\[[0-9;]*m")  # select graphic rendition: colours, bold...
 _ESCAPE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_]?)")
@@ -173,8 +174,10 @@ def observation_image(array, low=None, high=None):
     2-D arrays are grey images; 3-D ones have their channels on the shorter end axis (the last
     on a tie): 3 channels are RGB, 1 is grey, any other count (a frame stack, 4 x 84 x 84) is
     drawn as that many grey images side by side; 4-D arrays (N x H x W x 3) are N images.
-    uint8 and bool values are drawn as they are; other dtypes are scaled from the space's
-    [low, high] when both are one finite number, else stretched from the image's min..max.
+    uint8 and bool values are drawn as they are (uint8 images whose values all lie below
+    DIM_CODES hold codes rather than intensities, such as MiniGrid's object ids, and are
+    stretched to be seen); other dtypes are scaled from the space's [low, high] when both are
+    one finite number, else stretched from the image's min..max.
     """
     import numpy as np
 
@@ -200,6 +203,9 @@ def _scaled(image, low, high):
     import numpy as np
 
     if image.dtype == np.uint8:
+        top = int(image.max()) if image.size else 0
+        if 0 < top < DIM_CODES:  # codes, not intensities (MiniGrid's object ids): stretched
+            return (image.astype(np.uint16) * 255 // top).astype(np.uint8)
         return image
     if image.dtype == np.bool_:
         return image.astype(np.uint8) * 255
