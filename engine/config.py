@@ -379,9 +379,11 @@ def load_config(env_name: str, overrides: dict[str, Any] | None = None, preset: 
     from puffer_tui.envs import load_preset
 
     data: dict = {"env_name": env_name, "env": {}, "vec": {}, "train": {}}
-    if getattr(_env_class(env_name), "python", False):
+    python = getattr(_env_class(env_name), "python", False)
+    if python:
         for section, values in python_env_defaults().items():
             data[section].update(values)
+    sized_by_default = python and "vec.num_workers" not in (overrides or {})
     if preset:
         try:
             sections = load_preset(env_name)
@@ -393,16 +395,20 @@ def load_config(env_name: str, overrides: dict[str, Any] | None = None, preset: 
             if section not in SECTIONS:
                 raise ConfigError(f"{env_name} preset: unknown section [{section}]")
             data[section].update(values)
-    # The env's settings join the preset's before the first validation: a Python env may
-    # not even resolve without them (--env.import of the package that registers its id).
-    others = {}
+            sized_by_default &= not (section == "vec" and "num_workers" in values)
+    if sized_by_default:  # a worker per core, as many as divide the envs evenly
+        num_envs = spec_for("vec.num_envs").coerce(
+            (overrides or {}).get("vec.num_envs", data["vec"]["num_envs"]))
+        cores = data["vec"]["num_workers"]
+        data["vec"]["num_workers"] = max(
+            d for d in range(1, min(cores, num_envs) + 1) if num_envs % d == 0)
+    # One validation of defaults + preset + overrides together: the preset alone need not be
+    # consistent with sizes chosen for this machine, and a Python env may not even resolve
+    # without its settings (--env.import of the package that registers its id).
     for key, value in (overrides or {}).items():
-        if key.startswith("env."):
-            spec = spec_for(key, env_name)
-            data["env"][spec.name] = spec.coerce(value)
-        else:
-            others[key] = value
-    config = apply(_validated(data), others)
+        spec = spec_for(key, env_name)
+        data[spec.section][spec.name] = spec.coerce(value)
+    config = _validated(data)
     _check_backend_installed(config.vec.backend)
     return config
 

@@ -138,3 +138,14 @@ def test_spec_and_kwargs_round_trip_through_the_run_dir_resume_and_eval(
 
     outcome = json.loads(capsys.readouterr().out)
     assert 0 < outcome["episode_length"] <= 20
+
+
+def test_worker_count_divides_the_presets_envs_on_any_machine(monkeypatch):
+    real = cfg.python_env_defaults
+    monkeypatch.setattr(cfg, "python_env_defaults", lambda: real(cores=3))
+    config = cfg.load_config("gym:CartPole-v1")  # its preset: 64 envs
+    assert (config.vec.num_envs, config.vec.num_workers) == (64, 2)
+    config = cfg.load_config("gym:CartPole-v1", {"vec.num_envs": "9"})
+    assert config.vec.num_workers == 3
+    config = cfg.load_config("gym:CartPole-v1", {"vec.num_envs": "9", "vec.num_workers": "1"})
+    assert config.vec.num_workers == 1  # what the user set stays
