@@ -1,0 +1,238 @@
+"""Atari (gym:ALE/Pong-v5) training SPS: puffer-tui's trainer against a plain loop.
+
+    python -m puffer_tui.benchmarks.atari_vs_plain_loop [--rounds 3] [--batches 2] [--quick]
+
+Both train the same CNN policy (make_policy, presets/atari.toml's sizes) on the same
+preprocessing (envs/atari_preprocessing.py: noop reset, frame skip 4 max-pooled, 84x84 gray,
+4 frames) with the same PPO work per batch (num_envs x horizon steps, inference on every
+step, update_epochs x minibatches gradient steps):
+  * ours: Trainer on the multiprocessing backend (`--workers` worker processes, shared
+    memory, the policy's uint8 -> float on the device);
+  * plain: Gymnasium's vector env (SyncVectorEnv as CleanRL's ppo_atari; `--plain async`
+    for AsyncVectorEnv) + the same model, a clipped-PPO update per batch written out here.
+Agent-steps/s is wall-clock steps over wall-clock time of whole batches (collection + update),
+after one warm-up batch each. Rounds alternate ours / plain so that load from elsewhere on a
+shared machine falls on both; the medians are reported with their ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+import os
+import statistics
+import time
+import warnings
+
+import numpy as np
+import torch
+
+ENV_ID = "ALE/Pong-v5"
+PRESET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                      "presets", "atari.toml")
+
+
+def atari_config(args):
+    """The Atari preset for gym:ALE/Pong-v5 with the benchmark's sizes."""
+    from puffer_tui.engine.config import load_config
+    from puffer_tui.engine.sweep.preset import preset_overrides, read_preset
+
+    overrides = preset_overrides(read_preset(PRESET), "gym:" + ENV_ID, PRESET)
+    overrides.update({
+        "vec.backend": "multiprocessing", "vec.num_workers": args.workers,
+        "vec.num_envs": args.num_envs, "vec.batch_size": args.vec_batch,
+        "train.horizon": args.horizon, "train.minibatch_size": args.minibatch,
+        "train.update_epochs": args.update_epochs, "train.torch_threads": args.threads,
+        "train.total_timesteps": 10**12, "train.anneal_lr": False,
+    })
+    return load_config("gym:" + ENV_ID, overrides)
+
+
+class Ours:
+    def __init__(self, config):
+        from puffer_tui.engine.trainer import Trainer
+
+        self.trainer = Trainer(config)
+
+    def batch(self) -> int:
+        before = self.trainer.global_step
+        self.trainer.run_epoch()
+        return self.trainer.global_step - before
+
+    def close(self):
+        self.trainer.close()
+
+
+class OursCollect:
+    """Collection only: our vec env (the trainer's make_vecenv) + inference on every step."""
+
+    def __init__(self, config, policy):
+        from puffer_tui.engine.trainer import make_vecenv
+
+        self.vecenv, self.policy, self.steps = make_vecenv(config), policy, config.train.horizon
+        self.vecenv.async_reset(config.train.seed)
+
+    def batch(self) -> int:
+        stepped = 0
+        for _ in range(self.steps * self.vecenv.num_envs // self.vecenv.agents_per_batch):
+            obs, _, _, _, _, _, masks = self.vecenv.recv()
+            with torch.no_grad():
+                params, _, _ = self.policy.step(torch.from_numpy(obs))
+                actions, _ = self.policy.actor.sample(params)
+            stepped += int(np.count_nonzero(masks))
+            self.vecenv.send(actions.numpy())
+        return stepped
+
+    def close(self):
+        self.vecenv.close()
+
+
+class PlainLoop:
+    """Gymnasium vector env + the same policy + a textbook PPO update (CleanRL-style)."""
+
+    def __init__(self, config, kind: str = "sync"):
+        import gymnasium
+
+        from puffer_tui.engine.policy import make_policy
+        from puffer_tui.envs.atari_preprocessing import atari_env
+
+        train, n = config.train, config.vec.num_envs
+        self.train, self.num_envs = train, n
+        fns = [functools.partial(atari_env, ENV_ID) for _ in range(n)]
+        mode = {"autoreset_mode": gymnasium.vector.AutoresetMode.SAME_STEP}
+        if kind == "async":
+            self.envs = gymnasium.vector.AsyncVectorEnv(fns, context="forkserver", **mode)
+        else:
+            self.envs = gymnasium.vector.SyncVectorEnv(fns, **mode)
+        self.policy = make_policy(self.envs.single_observation_space,
+                                  self.envs.single_action_space, train)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=train.learning_rate,
+                                          eps=train.adam_eps,
+                                          betas=(train.adam_beta1, train.adam_beta2))
+        self.obs, _ = self.envs.reset(seed=train.seed)
+
+    def batch(self, learn: bool = True) -> int:
+        train, policy, n, horizon = self.train, self.policy, self.num_envs, self.train.horizon
+        obs = torch.empty((horizon, n, *self.obs.shape[1:]), dtype=torch.uint8)
+        actions = torch.empty((horizon, n), dtype=torch.int64)
+        logprobs, values = torch.empty((horizon, n)), torch.empty((horizon, n))
+        rewards, dones = torch.empty((horizon, n)), torch.empty((horizon, n))
+        for t in range(horizon):
+            obs[t] = torch.from_numpy(self.obs)
+            with torch.no_grad():
+                params, value, _ = policy.step(obs[t])
+                action, logprob = policy.actor.sample(params)
+            actions[t], logprobs[t], values[t] = action, logprob, value
+            self.obs, reward, terminated, truncated, _ = self.envs.step(action.numpy())
+            rewards[t] = torch.from_numpy(np.clip(reward, -1, 1).astype(np.float32))
+            dones[t] = torch.from_numpy((terminated | truncated).astype(np.float32))
+        if not learn:
+            return horizon * n
+        with torch.no_grad():
+            next_value = policy.step(torch.from_numpy(self.obs))[1]
+        advantages, last = torch.zeros_like(rewards), torch.zeros(n)
+        for t in reversed(range(horizon)):
+            following = next_value if t == horizon - 1 else values[t + 1]
+            keep = 1.0 - dones[t]
+            delta = rewards[t] + train.gamma * following * keep - values[t]
+            last = delta + train.gamma * train.gae_lambda * keep * last
+            advantages[t] = last
+        returns = advantages + values
+        flat = [x.reshape(horizon * n, *x.shape[2:]) for x in
+                (obs, actions, logprobs, values, advantages, returns)]
+        size = horizon * n
+        for _ in range(train.update_epochs):
+            order = torch.randperm(size)
+            for start in range(0, size, train.minibatch_size):
+                idx = order[start : start + train.minibatch_size]
+                b_obs, b_act, b_logp, b_val, b_adv, b_ret = (x[idx] for x in flat)
+                params, new_value, _ = policy.step(b_obs)
+                new_logp, entropy = policy.actor.evaluate(params, b_act)
+                ratio = (new_logp - b_logp).exp()
+                b_adv = (b_adv - b_adv.mean()) / (b_adv.std() + 1e-8)
+                pg = torch.max(-b_adv * ratio, -b_adv * ratio.clamp(1 - train.clip_coef,
+                                                                    1 + train.clip_coef)).mean()
+                clipped = b_val + (new_value - b_val).clamp(-train.vf_clip_coef,
+                                                            train.vf_clip_coef)
+                v_loss = 0.5 * torch.max((new_value - b_ret) ** 2, (clipped - b_ret) ** 2).mean()
+                loss = pg + train.vf_coef * v_loss - train.ent_coef * entropy.mean()
+                self.optimizer.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(policy.parameters(), train.max_grad_norm)
+                self.optimizer.step()
+        return size
+
+    def close(self):
+        self.envs.close()
+
+
+def timed_sps(runner, batches: int) -> float:
+    start, steps = time.perf_counter(), 0
+    for _ in range(batches):
+        steps += runner.batch()
+    return steps / (time.perf_counter() - start)
+
+
+def main(argv=None) -> dict:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=3, help="alternating timed rounds per side")
+    p.add_argument("--batches", type=int, default=2, help="batches (PPO updates) per round")
+    p.add_argument("--workers", type=int, default=2, help="our worker processes")
+    p.add_argument("--num-envs", type=int, default=8)
+    p.add_argument("--vec-batch", type=int, default=0,
+                   help="our envs per recv() (0: all, synchronous; num_envs/2 overlaps "
+                        "stepping with inference)")
+    p.add_argument("--horizon", type=int, default=128)
+    p.add_argument("--minibatch", type=int, default=256)
+    p.add_argument("--update-epochs", type=int, default=4)
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads, both sides (1 on a shared 2-core box)")
+    p.add_argument("--plain", choices=("sync", "async"), default="sync",
+                   help="Gymnasium vector env of the plain loop")
+    p.add_argument("--collect-only", action="store_true",
+                   help="time collection only (env steps + inference on every step), no update")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    args = p.parse_args(argv)
+
+    warnings.filterwarnings("ignore", category=UserWarning)
+    config = atari_config(args)
+    torch.manual_seed(config.train.seed)
+    ours, plain = Ours(config), None
+    try:
+        torch.set_num_threads(args.threads)  # the Trainer set it for itself; the same here
+        plain = PlainLoop(config, args.plain)
+        if args.collect_only:
+            ours.close()
+            ours = OursCollect(config, plain.policy)
+            plain.batch = functools.partial(plain.batch, learn=False)
+        ours.batch()  # warm-up: workers started, first allocations
+        plain.batch()
+        runs = {"ours": [], "plain": []}
+        for _ in range(args.rounds):
+            runs["ours"].append(timed_sps(ours, args.batches))
+            runs["plain"].append(timed_sps(plain, args.batches))
+    finally:
+        ours.close()
+        if plain is not None:
+            plain.close()
+    result = {name: statistics.median(values) for name, values in runs.items()}
+    result["ratio"] = result["ours"] / result["plain"]
+    result["runs"] = runs
+    result["settings"] = {k: v for k, v in vars(args).items() if k != "json"}
+    if args.json:
+        print(json.dumps(result))
+    else:
+        work = ("collection only" if args.collect_only else
+                f"{args.update_epochs} epochs of {args.minibatch}-sample minibatches")
+        print(f"{ENV_ID}, CNN, {args.num_envs} envs x {args.horizon} steps per batch, {work}, "
+              f"{args.threads} torch thread(s), plain loop: {args.plain} vector env")
+        for name in ("ours", "plain"):
+            shown = ", ".join(f"{v:,.0f}" for v in runs[name])
+            print(f"  {name:<6} median {result[name]:8,.0f} agent-steps/s  (rounds: {shown})")
+        print(f"  ratio  {result['ratio']:.2f}x")
+    return result
+
+
+if __name__ == "__main__":
+    main()
