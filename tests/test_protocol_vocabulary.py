@@ -98,3 +98,20 @@ def test_the_protocol_module_imports_no_torch():
     code = ("import sys, puffer_tui.engine.protocol; "
             "sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+
+
+def test_frame_kinds_and_views_cross_json_as_the_plain_strings():
+    from puffer_tui.engine.protocol import VIEWS, FrameKind
+
+    assert json.loads(json.dumps({"kind": FrameKind.RGB}))["kind"] == "rgb"
+    assert {str(kind) for kind in FrameKind} == {"tiles", "rgb", "text"}
+    assert VIEWS == ("env", "obs")
+
+
+def test_decoding_rgb_and_text_frames_imports_no_torch():
+    code = ("import sys; from puffer_tui.engine.protocol import decode_frame; "
+            "rgb = decode_frame({'type': 'frame', 'kind': 'rgb', 'height': 1, 'width': 1, "
+            "'rgb': 'AAAA'}); text = decode_frame({'type': 'frame', 'kind': 'text', "
+            "'text': 'hi'}); assert rgb.data == bytes(3) and text.data == 'hi'; "
+            "sys.exit('torch' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
