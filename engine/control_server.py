@@ -23,13 +23,14 @@ from pathlib import Path
 from puffer_tui.engine.commands import Command, CommandQueue
 from puffer_tui.engine.connection_tracker import ConnectionTracker, TrackedStreamProtocol
 from puffer_tui.engine.engine_state import EngineState
-from puffer_tui.engine.frame_source import FrameSource
+from puffer_tui.engine.frame_source import FrameSource, frame_key
 from puffer_tui.engine.protocol import (
     MAX_MESSAGE,
     PROTOCOL_VERSION,
     MessageType,
     RequestError,
     check_render,
+    check_render_view,
     check_set,
     encode,
     error_reply,
@@ -55,6 +56,7 @@ class _Client:
     def __init__(self, writer: asyncio.StreamWriter):
         self.writer = writer
         self.render_env: int | None = None
+        self.render_view = "env"  # "obs": the observation drawn as an image
         self.frame_seq = 0
         self.pending: set = set()  # ids of queued requests not yet answered
         self.closed = False
@@ -262,14 +264,14 @@ class ControlServer:
     def _send_frames(self) -> None:
         frames = self.frames.frames
         for client in list(self._clients):
-            env = client.render_env
-            if env is None or env not in frames:
+            env, view = client.render_env, client.render_view
+            if env is None or frame_key(env, view) not in frames:
                 continue
-            seq, tiles = frames[env]
+            seq, frame = frames[frame_key(env, view)]
             if seq == client.frame_seq:
                 continue
             client.frame_seq = seq
-            self._write(client, encode(frame_message(env, tiles)), droppable=True)
+            self._write(client, encode(frame_message(env, frame, view)), droppable=True)
 
     def _send(self, client: _Client, message: dict) -> None:
         self._write(client, encode(message), droppable=False)
@@ -364,10 +366,11 @@ class ControlServer:
         elif cmd == "status":
             self._send(client, {"id": request_id, "ok": True, **self.telemetry_fn()})
         elif cmd == "render":
-            client.render_env = check_render(args, self.num_envs)
+            env, view = check_render(args, self.num_envs), check_render_view(args)
+            client.render_env, client.render_view = env, view
             client.frame_seq = 0
             self._update_render_wishes()
-            self._send(client, {"id": request_id, "ok": True, "env": client.render_env})
+            self._send(client, {"id": request_id, "ok": True, "env": env, "view": view})
         else:
             if cmd == "set":
                 args = check_set(args, self.env_name)
@@ -390,6 +393,7 @@ class ControlServer:
         self.commands.put(Command(cmd, args, reply))
 
     def _update_render_wishes(self) -> None:
-        wanted = frozenset(c.render_env for c in self._clients if c.render_env is not None)
+        wanted = frozenset(frame_key(c.render_env, c.render_view) for c in self._clients
+                           if c.render_env is not None)
         if wanted != self.frames.wanted:
             self.commands.want_frames(wanted)
