@@ -52,14 +52,27 @@ def open_storage(url: str):
         raise SweepError(f"storage {redact(url)}: cannot open it ({_first_line(e)})") from None
 
 
-def make_pruner(name: str):
+def make_pruner(name: str, epochs: int = 8):
+    """`epochs`: about how many epochs a trial trains. Early RL scores say little (a config
+    that learns fast later can start slow), so no trial is judged in its first quarter."""
     import optuna
 
+    warmup = max(2, epochs // 4)
     if name == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=2)
+        return optuna.pruners.MedianPruner(n_startup_trials=4, n_warmup_steps=warmup)
     if name == "hyperband":
-        return optuna.pruners.HyperbandPruner(min_resource=2)
+        return optuna.pruners.HyperbandPruner(min_resource=warmup, max_resource=max(epochs, warmup))
     return optuna.pruners.NopPruner()
+
+
+def expected_epochs(base: dict) -> int:
+    """Epochs of a trial with the sweep's base config (Config.as_dict()), for the pruner."""
+    train, vec = base.get("train") or {}, base.get("vec") or {}
+    try:
+        batch = int(train.get("batch_size") or 0) or int(vec["num_envs"]) * int(train["horizon"])
+        return max(1, int(train["total_timesteps"]) // max(batch, 1))
+    except (KeyError, TypeError, ValueError):
+        return 8
 
 
 def open_study(settings: SweepSettings, sweep_dir: Path):
@@ -72,7 +85,8 @@ def open_study(settings: SweepSettings, sweep_dir: Path):
                                          n_startup_trials=4)
     try:
         study = optuna.create_study(storage=storage, study_name=settings.name, sampler=sampler,
-                                    pruner=make_pruner(settings.pruner), load_if_exists=True,
+                                    pruner=make_pruner(settings.pruner, expected_epochs(settings.base)),
+                                    load_if_exists=True,
                                     directions=settings.directions())
     except Exception as e:
         raise SweepError(f"study {settings.name}: {_first_line(e)}") from None
