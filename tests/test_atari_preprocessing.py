@@ -71,3 +71,13 @@ def test_the_preset_is_a_valid_config_with_the_cnn():
     assert config.train.policy == "cnn" and config.train.reward_clamp == 1.0
     assert config.vec.backend == "multiprocessing"
     assert config.vec.num_envs * config.train.horizon == 1024
+
+
+@pytest.mark.parametrize("mode", [[], ["--collect-only"]], ids=["train", "collect"])
+def test_the_benchmark_runs_both_sides_with_tiny_sizes(mode):
+    from puffer_tui.benchmarks.atari_vs_plain_loop import main
+
+    result = main(["--rounds", "1", "--batches", "1", "--num-envs", "2", "--workers", "1",
+                   "--horizon", "4", "--minibatch", "8", "--update-epochs", "1", "--json", *mode])
+    assert result["ours"] > 0 and result["plain"] > 0
+    assert result["ratio"] == pytest.approx(result["ours"] / result["plain"])
