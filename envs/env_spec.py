@@ -242,11 +242,16 @@ class GymSource(PythonEnvSource):
             raise EnvSpecError(f"{self.spec} cannot be built: {type(e).__name__}: {e}") from None
 
     def preset(self) -> dict:
-        path = GYM_PRESETS / (self.env_id.replace("/", "_") + ".toml")
-        if not path.exists():
-            return {}
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        """gym_presets/ID.toml ("/" as "_"), else one for the id's namespace (ALE.toml)."""
+        names = [self.env_id.replace("/", "_")]
+        if "/" in self.env_id:
+            names.append(self.env_id.split("/")[0])
+        for name in names:
+            path = GYM_PRESETS / f"{name}.toml"
+            if path.exists():
+                with path.open("rb") as f:
+                    return tomllib.load(f)
+        return {}
 
 
 def _gym_settings(gym_spec) -> tuple:
