@@ -236,3 +236,14 @@ def test_a_trial_orphaned_before_it_was_signed_is_failed_and_replaced(tmp_path, 
     states = {t.number: t.state for t in driver.study.trials}
     assert states == {orphan.number: TrialState.FAIL, orphan.number + 1: TrialState.COMPLETE}
     assert "died" in driver.study.trials[orphan.number].user_attrs["error"]
+
+
+def test_no_trial_is_pruned_in_its_first_quarter_of_epochs():
+    from puffer_tui.engine.sweep.study import expected_epochs, make_pruner
+
+    base = {"vec": {"num_envs": 512}, "train": {"total_timesteps": 600_000, "horizon": 64,
+                                                 "batch_size": 0}}
+    assert expected_epochs(base) == 18  # 600k steps in epochs of 512 * 64
+    assert make_pruner("median", expected_epochs(base))._n_warmup_steps == 4
+    assert make_pruner("median", 3)._n_warmup_steps == 2  # never fewer than two
+    assert expected_epochs({}) == 8  # an unreadable base: a middling guess

@@ -59,7 +59,7 @@ def make_pruner(name: str, epochs: int = 8):
 
     warmup = max(2, epochs // 4)
     if name == "median":
-        return optuna.pruners.MedianPruner(n_startup_trials=4, n_warmup_steps=warmup)
+        return optuna.pruners.MedianPruner(n_startup_trials=2, n_warmup_steps=warmup)
     if name == "hyperband":
         return optuna.pruners.HyperbandPruner(min_resource=warmup, max_resource=max(epochs, warmup))
     return optuna.pruners.NopPruner()
