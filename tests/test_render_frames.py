@@ -14,7 +14,7 @@ from puffer_tui.engine.frame_source import FrameSource, frame_key
 from puffer_tui.engine.native import frames
 from puffer_tui.engine.protocol import FrameKind, RequestError, decode_frame, encode, frame_message
 from puffer_tui.engine.vec import make
-from puffer_tui.envs import from_gymnasium
+from puffer_tui.envs import GymnasiumPufferEnv, from_gymnasium
 
 
 def over_the_wire(message: dict) -> dict:
@@ -243,6 +243,26 @@ def test_the_multiprocessing_worker_answers_the_obs_view():
         image = vec._frame(1, 1, "obs")  # worker 1's second env (pool_base.frame: request 5)
         assert image.shape == (33, 33, 3)
         assert vec.frame(3) is None, "the env view of a renderless env"
+
+
+class ObsFrameFails(GymnasiumPufferEnv):
+    def observation_frame(self, env_index=0):
+        raise RuntimeError("cannot draw this")
+
+
+def obs_frame_fails(num_envs=1, seed=0, buf=None):
+    return ObsFrameFails(StackedImageEnv, num_envs=num_envs, seed=seed, buf=buf)
+
+
+def test_a_frame_that_fails_in_a_worker_says_why_and_training_goes_on():
+    with make(obs_frame_fails, num_envs=2, seed=0, backend="multiprocessing",
+              num_workers=2) as vec:
+        vec.async_reset(0)
+        vec.recv()
+        assert vec._frame(1, 0, "obs") == ("frame of env 0 failed: RuntimeError: "
+                                           "cannot draw this")
+        vec.send(np.zeros(vec.actions.shape, vec.actions.dtype))
+        assert vec.recv()[0].shape == (2, 4, 16, 16), "the workers still step"
 
 
 def test_observation_images_of_common_layouts():

@@ -125,8 +125,7 @@ def _serve(env, buffers, sock, spin_s, parent_pid) -> None:
             _reply(sock, ("done", infos))
         elif kind == "frame":  # ("frame", env, view): view "obs" draws the observation
             view = command[2] if len(command) > 2 else "env"
-            frame = observation_frame(env, command[1]) if view == "obs" else env.frame(command[1])
-            _reply(sock, ("frame", frame))
+            _reply(sock, ("frame", _frame(env, command[1], view)))
         elif kind == "get_state":
             _reply(sock, ("state", env.get_state()))
         elif kind == "set_state":
@@ -138,3 +137,12 @@ def _serve(env, buffers, sock, spin_s, parent_pid) -> None:
             return
         else:
             raise ValueError(f"worker got an unknown command {command!r}")
+
+
+def _frame(env, index: int, view: str):
+    """Env `index`'s frame, or a text frame saying why it failed: drawing an env for someone
+    watching must never take the worker, and the training with it, down."""
+    try:
+        return observation_frame(env, index) if view == "obs" else env.frame(index)
+    except Exception as exc:
+        return f"frame of env {index} failed: {type(exc).__name__}: {exc}"
