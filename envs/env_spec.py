@@ -139,7 +139,7 @@ class PythonEnvSource:
 
         key = repr(sorted(settings.items()))
         if key not in self._layouts:
-            env = _build_once(self.spec, self.make_creator(settings))
+            env = _build_once(self.spec, lambda **kw: self.make_creator(settings)(**kw))
             try:
                 self._layouts[key] = EnvLayout(env.single_observation_space,
                                                env.single_action_space, env.agents_per_env)

@@ -56,6 +56,7 @@ BAD_SPECS = [
     (["user_envs:make_broken"], "RuntimeError: no licence file"),
     (["user_envs_broken_import:make"], "module 'no_such_dependency_xyz' is not installed"),
     (["user_envs"], "unknown env 'user_envs'"),
+    (["pz:user_envs:make_cartpole"], "pz:user_envs:make_cartpole cannot be built"),
     (["gym:CartPole-v1", "--env.max-episode-steps", "many"], "not a valid int"),
     (["gym:CartPole-v1", "--env.import", "no_such_module_xyz"], "'no_such_module_xyz'"),
     (["gym:CartPole-v1", "--env.no-such-kwarg", "1"], "cannot be built: TypeError"),
