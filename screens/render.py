@@ -30,6 +30,7 @@ class RenderScreen(Screen):
         Binding("escape,r", "app.pop_screen", "Back"),
         Binding("left_square_bracket", "env(-1)", "Prev env"),
         Binding("right_square_bracket", "env(1)", "Next env"),
+        Binding("o", "toggle_view", "Obs/env"),
         Binding("p", "pause", "Pause"),
         Binding("p", "resume", "Resume"),
     ]
@@ -39,6 +40,7 @@ class RenderScreen(Screen):
         self.store = store
         self.env_index = env_index
         self.link_state = link_state
+        self.view = "env"  # "obs": the observation drawn as an image, not the env's drawing
         self._state = ""
         self._drawn_at = 0.0
         self._waiting = None  # the redraw waiting for its slot
@@ -70,6 +72,9 @@ class RenderScreen(Screen):
     def _on_render_env(self, message: lm.RenderEnvChanged) -> None:
         self.env_index = message.index
         self.query_one(EnvRender).env_index = message.index
+        if self.view != "env":  # the app asked for the new env's own view: keep this one
+            self.post_message(lm.EngineRequest("render", {"env": message.index,
+                                                          "view": self.view}, quiet=True))
 
     def refresh_frame(self) -> None:
         if self._waiting is not None:
@@ -97,6 +102,18 @@ class RenderScreen(Screen):
 
     def action_env(self, delta: int) -> None:
         self.post_message(lm.RenderEnvStep(delta))
+
+    def action_toggle_view(self) -> None:
+        """The observation as the policy sees it (an 84x84 frame stack, say), or the env."""
+        self.view = "obs" if self.view == "env" else "env"
+        self.query_one(EnvRender).view = self.view
+        self.post_message(lm.EngineRequest("render", {"env": self.env_index, "view": self.view},
+                                           quiet=True))
+
+    def on_unmount(self) -> None:
+        if self.view != "env":  # the dashboard's panel shows the env again
+            self.app.post_message(lm.EngineRequest("render", {"env": self.env_index},
+                                                   quiet=True))
 
     def action_pause(self) -> None:
         self.post_message(lm.EngineRequest("pause"))

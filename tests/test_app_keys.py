@@ -120,3 +120,23 @@ async def test_footer_follows_the_state_even_when_the_terminal_reports_no_focus(
             if "Resume" in footer_text(app):
                 break
         assert "Resume" in footer_text(app)
+
+
+async def test_o_in_the_render_view_switches_to_the_observation_and_back():
+    from puffer_tui.app.widgets.env_render import EnvRender
+
+    app = OfflineApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("r")
+        assert isinstance(app.screen, RenderScreen)
+        await pilot.press("o")
+        await pilot.pause(0.1)
+        assert app.sent[-1] == ("render", {"env": 0, "view": "obs"})
+        assert app.screen.query_one(EnvRender).view == "obs"
+        await pilot.press("o")
+        await pilot.pause(0.1)
+        assert app.sent[-1] == ("render", {"env": 0, "view": "env"})
+        await pilot.press("o", "escape")  # leaving on the observation: the panel gets the env
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, DashboardScreen)
+        assert app.sent[-1] == ("render", {"env": 0})
