@@ -28,6 +28,19 @@ Pause, checkpoint, stop and the editor need a live engine: once the run has fini
 stopped they leave the footer and the palette. The last epoch runs whole, so the step can
 pass the target: the header then reads `step 4M+61.4k` and stays at 100%.
 
+In the full-screen render, `o` switches between the env's own drawing and its
+observation as the policy sees it (an image observation, e.g. Atari's 84x84 frame stack).
+
+**Sweep view** (`puffer-tui sweep ...`, `puffer-tui attach SWEEP`)
+
+- `enter` on a running trial: its dashboard (`b` comes back to the sweep)
+- `x` prune the highlighted running trial (recorded as pruned)
+- `p` pause / resume launching new trials (running ones go on)
+- `+` add one trial to the study's target
+- `o` sort the table (trial, score, state, duration, cost)
+- `s` stop the sweep (asks first; running trials are rerun by `--resume`)
+- `q` quit the view: the sweep goes on
+
 **Enter, everywhere:** Enter confirms what has the focus. On a list it opens the highlighted
 entry (an env: start training it with the preset; a recent run: attach if it is training,
 else resume it). In a field it confirms that value: the editor sends it to the engine (which
