@@ -15,7 +15,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from engine_harness import make_run, wait_until
+from engine_harness import first_push, make_run, wait_until
 
 from puffer_tui.app.engine_client import EngineClient
 from puffer_tui.app.engine_launcher import launch_engine
@@ -118,6 +118,11 @@ def test_commands_are_applied_by_both_ranks_at_the_same_point(tmp_path, patched,
     try:
         assert client.call("hello", client="test")["ranks"] == 2
         wait_until(lambda: epochs_of(trace(patched, 1)), timeout=60, what="a first epoch")
+        push = first_push(client, "telemetry", timeout=30,
+                          where=lambda p: len(p.get("workers") or []) == 2)
+        assert push is not None, "no telemetry with both ranks' workers entries"
+        assert [w["rank"] for w in push["workers"]] == [0, 1]
+        assert all(w["sps"] > 0 and w["node"] for w in push["workers"])
         reply = client.call("set", key="train.ent_coef", value=0.0123, timeout=60)
         assert reply["value"] == 0.0123
         wait_until(lambda: any(r["ent_coef"] == 0.0123 for r in epochs_of(trace(patched, 1))
