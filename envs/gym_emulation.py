@@ -10,9 +10,10 @@ MultiDiscrete or Box (see `gym_spaces`); `env.observation_layout.unflatten(batch
 policy the original structure back.
 
 Rendering: `from_gymnasium` builds the envs with `render_mode` "rgb_array" or "ansi" (the
-first of them in the env's own list of modes, unless told otherwise), and `frame(i)` returns env i's `render()`
-(an image cut to the frame bounds, or text; engine/native/frames.py). Gymnasium envs draw
-only when render() is called, so this costs nothing until a renderer asks for a frame.
+first of them in the env's own list of modes, unless told otherwise), and `frame(i)` returns
+env i's `render()` (an image cut to the frame bounds, or text; engine/native/frames.py).
+Gymnasium envs draw only when render() is called, so this costs nothing until a renderer asks
+for a frame; `observation_frame(i)` draws env i's observation itself when it holds an image.
 """
 
 from __future__ import annotations
@@ -277,11 +278,11 @@ def from_gymnasium(gym_env_creator, log_interval: int = 32, render_mode=AUTO, **
 
     `render_mode`: "auto" (default) picks the first "rgb_array" or "ansi" in the env's
     metadata["render_modes"] (so toy-text envs such as FrozenLake and Taxi, which list "ansi"
-    first, draw text, and CartPole or Atari draw images), for an id or a callable that takes `render_mode` (a callable that does not
-    keeps the mode its envs were built with); None renders nothing; any other value is passed
-    on as given.
+    first, draw text, and CartPole or Atari draw images) and passes it to an id or a callable
+    that takes `render_mode` or **kwargs; None passes none (frames only if the envs pick a
+    mode themselves); any other value is passed on as given.
     """
-    if render_mode != AUTO:
+    if render_mode not in (AUTO, None):
         kwargs["render_mode"] = render_mode
     creator = functools.partial(
         GymnasiumPufferEnv, gym_env_creator, log_interval=log_interval, env_kwargs=kwargs

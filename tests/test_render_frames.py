@@ -206,6 +206,8 @@ def test_the_render_mode_is_chosen_from_the_env_or_given():
     chosen.reset()
     assert chosen.frame(0).ndim == 3
     assert from_gymnasium(StackedImageEnv)(num_envs=1).frame(0) is None, "renders nothing"
+    # None passes no render_mode: a creator without the argument still builds
+    assert from_gymnasium(StackedImageEnv, render_mode=None)(num_envs=1).frame(0) is None
 
 
 def test_a_failing_render_says_why_as_text_once():
