@@ -350,19 +350,3 @@ def palette_to_wire(palette: dict) -> dict:
 def palette_from_wire(raw: dict | None) -> dict[int, tuple[str, str]]:
     """palette_to_wire undone: what renderers look tiles up in."""
     return {int(k): tuple(v) for k, v in (raw or {}).items()}
-
-
-def frame_from_wire(message: dict) -> tuple[int, int, int, bytes] | None:
-    """(env, height, width, tiles) of a tiles `frame` message; None for a malformed one and for
-    rgb and text frames (the older form of decode_frame, for callers that draw only tiles)."""
-    import base64
-
-    try:
-        tiles = base64.b64decode(message["tiles"], validate=True)
-        height, width = int(message["height"]), int(message["width"])
-        env = int(message.get("env", 0))
-    except (KeyError, ValueError, TypeError):
-        return None
-    if height < 1 or width < 1 or height * width != len(tiles):
-        return None
-    return env, height, width, tiles
