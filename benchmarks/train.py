@@ -73,6 +73,9 @@ def run(args) -> int:
         # A budget large enough that the run never ends inside the measurement.
         overrides.setdefault("train.total_timesteps", 10**12)
         config = load_config(args.env, overrides)
+        from puffer_tui.engine.preflight import check_start
+
+        check_start(config)  # an env that cannot be built: one line, not a traceback
     except ConfigError as e:
         raise SystemExit(f"puffer-tui bench train: error: {e}") from None
     result = measure(config, args.seconds)
