@@ -77,3 +77,9 @@ def test_train_help_has_one_env_settings_heading(capsys):
     text = capsys.readouterr().out
     assert len(re.findall(r"^env settings", text, flags=re.M)) == 1, text
     assert text.index("env settings") < text.index("--env.size")
+
+
+def test_nproc_is_short_for_train_nproc(tmp_path, started):
+    assert main(["train", "squared", "--nproc", "2", "--headless", "--runs-dir", str(tmp_path)]) == 0
+    ((run, _resume),) = started
+    assert "nproc = 2" in (run / rd.CONFIG_FILE).read_text()

@@ -91,6 +91,9 @@ def add_parser(sub, name, help_text):
                    help="preset TOML (e.g. from `puffer-tui sweep best`) over the env's own "
                         "preset, below the flags; it may name the ENV")
     add_arguments(p)
+    p.add_argument("--nproc", dest="train.nproc", default=None, metavar="N",
+                   help="learner processes started through torchrun (DistributedDataParallel); "
+                        "the same as --train.nproc N")
     p.set_defaults(run=run, accepts_extra=True, extra_flags=env_flags)
 
 
