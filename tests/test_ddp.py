@@ -137,7 +137,8 @@ def test_commands_are_applied_by_both_ranks_at_the_same_point(tmp_path, patched,
     # the same commands, at the same epoch and global step, leaving the same state
     assert [c["cmd"] for c in commands_of(ranks[0])] == ["set", "pause", "resume", "stop"]
     assert commands_of(ranks[0]) == commands_of(ranks[1])
-    # every epoch both ranks ended: the same step count (summed) and the same ent_coef
+    # every epoch both ranks ended: the same step count (summed), the same ent_coef and the
+    # same weights (DDP averaged the gradients of different data: the ranks' seeds differ)
     first, second = epochs_of(ranks[0]), epochs_of(ranks[1])
     assert set(first) == set(second)
     assert all(first[e] == second[e] for e in first)

@@ -2,7 +2,8 @@
 
   PUFFER_TEST_DDP_TRACE=DIR    each rank appends to DIR/rank-N.jsonl one line per command it
                                applies ({"cmd", "epoch", "step", "ent_coef", "paused"}) and one
-                               per epoch ({"epoch", "step", "ent_coef"})
+                               per epoch ({"epoch", "step", "ent_coef", "weights": the sum
+                               of the policy's weights})
   PUFFER_TEST_CRASH_RANK=N     rank N raises at the start of epoch PUFFER_TEST_CRASH_EPOCH (2)
 """
 
@@ -36,8 +37,9 @@ if _TRACE:
 
     def _traced_epoch(self):
         row = _run_epoch(self)
+        weights = sum(float(p.double().sum()) for p in self.policy.parameters())
         _write({"epoch": self.epoch, "step": self.global_step,
-                "ent_coef": self.config.train.ent_coef})
+                "ent_coef": self.config.train.ent_coef, "weights": weights})
         return row
 
     _trainer.Trainer.run_epoch = _traced_epoch
