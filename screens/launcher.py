@@ -30,6 +30,37 @@ from puffer_tui.engine.protocol import LIVE_STATES
 FORM_DELAY_S = 0.15  # the preset form follows the env cursor once it rests this long
 
 
+SWEEP_OPTION = "sweep:"  # a sweep's entry in the runs list: this, then its directory
+MAX_SWEEPS = 5
+
+
+def recent_sweeps(runs_root) -> list[dict]:
+    """The newest sweeps under the runs root: name, path, state, trials done and target;
+    `live` when the driver answers on its socket."""
+    import json
+
+    from puffer_tui.engine.run_dir import socket_answers
+    from puffer_tui.engine.sweep import settings as st
+
+    root = st.sweeps_root(runs_root)
+    found = [d for d in root.iterdir() if (d / st.SETTINGS_FILE).is_file()] if root.is_dir() else []
+    found.sort(key=lambda d: (d / st.SETTINGS_FILE).stat().st_mtime, reverse=True)
+    sweeps = []
+    for path in found[:MAX_SWEEPS]:
+        try:
+            status = json.loads((path / st.STATUS_FILE).read_text())
+        except (OSError, ValueError):
+            status = {}
+        counts = status.get("counts") or {}
+        live = socket_answers(path / st.SOCKET_FILE)
+        state = status.get("state") or "not started"
+        sweeps.append({"name": path.name, "path": path, "live": live,
+                       "state": state if live or state not in ("running", "paused") else "driver gone",
+                       "done": sum(counts.get(k, 0) for k in ("COMPLETE", "PRUNED", "FAIL")),
+                       "target": status.get("target", "?")})
+    return sweeps
+
+
 def env_option(info: dict) -> Option:
     return Option(Text(info["name"], style="italic" if info.get("typed") else "bold"),
                   id=info["name"])
@@ -133,7 +164,7 @@ class LauncherScreen(Screen):
         spec_box.border_title = "any env spec"
         spec_box.border_subtitle = "→ completes"
         runs = self.query_one("#runs", OptionList)
-        runs.border_title = "recent runs"
+        runs.border_title = "runs and sweeps"
         runs.border_subtitle = "Enter: attach / resume"
         self.query_one("#right").border_title = "preset and overrides"
         self._load_envs()
@@ -173,13 +204,19 @@ class LauncherScreen(Screen):
         from puffer_tui.engine.run_dir import list_runs, run_info, runs_root
 
         infos = [run_info(p) for p in reversed(list_runs(runs_root(self.runs_root)))][:20]
-        self.app.call_from_thread(self._fill_runs, infos)
+        self.app.call_from_thread(self._fill_runs, infos, recent_sweeps(self.runs_root))
 
-    def _fill_runs(self, infos) -> None:
+    def _fill_runs(self, infos, sweeps=()) -> None:
         runs = self.query_one("#runs", OptionList)
         runs.clear_options()
-        if not infos:
+        if not infos and not sweeps:
             runs.add_option(Option(Text("no runs yet", style="dim"), id="none", disabled=True))
+        for sweep in sweeps:  # the sweeps first: a sweep's trials are runs of their own
+            text = Text(no_wrap=True, overflow="ellipsis")
+            text.append(f"sweep {sweep['name']}", "bold" if sweep["live"] else "")
+            text.append(f"\n  {sweep['state']}", "green" if sweep["live"] else "dim")
+            text.append(f", {sweep['done']}/{sweep['target']} trials", "dim")
+            runs.add_option(Option(text, id=SWEEP_OPTION + str(sweep["path"])))
         for info in infos:
             text = Text(no_wrap=True, overflow="ellipsis")
             text.append(info.name, "bold" if info.state in LIVE_STATES else "")
@@ -187,7 +224,7 @@ class LauncherScreen(Screen):
             if info.global_step:
                 text.append(f", {info.global_step:,} steps", "dim")
             runs.add_option(Option(text, id=str(info.path)))
-        if infos:
+        if infos or sweeps:
             runs.highlighted = 0  # so Enter acts on a run as soon as the list has the focus
         self._run_states = {str(i.path): i.state for i in infos}
 
@@ -209,6 +246,8 @@ class LauncherScreen(Screen):
     async def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "envs":
             await self.action_start()
+        elif event.option_list.id == "runs" and event.option.id.startswith(SWEEP_OPTION):
+            self.app.open_sweep(Path(event.option.id[len(SWEEP_OPTION):]))
         elif event.option_list.id == "runs" and event.option.id != "none":
             path = Path(event.option.id)
             if getattr(self, "_run_states", {}).get(event.option.id) in LIVE_STATES:

@@ -68,6 +68,7 @@ class SweepScreen(Screen):
         Binding("plus,equals_sign", "add", "+1 trial", key_display="+"),
         Binding("o", "sort", "Sort"),
         Binding("s", "stop", "Stop"),
+        Binding("b", "launcher", "Launcher"),
         Binding("q", "quit_view", "Quit"),
     ]
 
@@ -204,6 +205,9 @@ class SweepScreen(Screen):
             "`puffer-tui sweep --resume` runs them again.",
             [("stop", "Stop the sweep", "error"), ("cancel", "Keep sweeping", "default")]),
             chosen)
+
+    def action_launcher(self) -> None:
+        self.app.open_launcher()  # the sweep goes on; the launcher lists it
 
     def action_quit_view(self) -> None:
         if self.live and self.state not in FINAL_STATES:

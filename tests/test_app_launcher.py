@@ -201,3 +201,27 @@ async def test_a_typed_spec_completes_is_remembered_and_starts(tmp_path):
         await until(pilot, lambda: "gym:CartPole-v1" in again.screen._infos,
                     "the remembered spec")
         assert again.screen.query_one("#envs").get_option("gym:CartPole-v1") is not None
+
+
+async def test_the_launcher_lists_sweeps_and_enter_opens_the_sweep_view(tmp_path):
+    from puffer_tui.engine.sweep import settings as st
+    from puffer_tui.screens.sweep import SweepScreen
+
+    sweep = st.sweep_dir("night", tmp_path)
+    sweep.mkdir(parents=True)
+    st.save_settings(st.SweepSettings(name="night", env_name="bandit", trials=8), sweep)
+    rd.write_json_atomic(sweep / st.STATUS_FILE, {
+        "sweep": "night", "state": "finished", "target": 8,
+        "counts": {"COMPLETE": 5, "PRUNED": 3}, "best": [2],
+        "trials": [{"number": 2, "state": "COMPLETE", "score": 0.97, "params": {}}]})
+    app = LauncherApp(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: "sweep night" in screen_text(app), "the sweep in the list")
+        assert "finished, 8/8 trials" in screen_text(app)
+        runs = app.screen.query_one("#runs")
+        runs.focus()
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, SweepScreen), "the sweep view")
+        await until(pilot, lambda: "0.97" in screen_text(app), "the saved trial table")
+        await pilot.press("b")
+        await until(pilot, lambda: isinstance(app.screen, LauncherScreen), "the launcher again")
