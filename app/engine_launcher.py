@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.process import LAUNCH_ID_ENV
-from puffer_tui.engine.protocol import LIVE_STATES
+from puffer_tui.engine.protocol import LAUNCH_ID_ENV, LIVE_STATES
 
 
 class EngineStartError(RuntimeError):

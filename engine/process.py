@@ -43,11 +43,16 @@ from puffer_tui.engine.fault_handling import FaultHandling, check_memory, tidy_l
 from puffer_tui.engine.frame_source import FrameSource
 from puffer_tui.engine.health import NonFiniteError, is_disk_full
 from puffer_tui.engine.metrics import MetricsWriter, truncate_after
-from puffer_tui.engine.protocol import MessageType, RunState, palette_to_wire, schema_to_wire
+from puffer_tui.engine.protocol import (
+    LAUNCH_ID_ENV,
+    MessageType,
+    RunState,
+    palette_to_wire,
+    schema_to_wire,
+)
 from puffer_tui.engine.telemetry import Telemetry
 
 STATUS_INTERVAL = 1.0  # seconds between status.json updates while training
-LAUNCH_ID_ENV = "PUFFER_TUI_LAUNCH_ID"  # set by app/engine_launcher.py, echoed in status.json
 
 
 class Engine(FaultHandling):

@@ -48,6 +48,9 @@ TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")  # where an epoch's wa
 # "workers" list, one {"rank"|"actor", "node", "sps"} entry each; telemetry only, not a
 # metrics.jsonl column group. "cluster": Ray's CPUs {"cpus", "cpus_reserved"} when Ray runs.
 WORKERS, CLUSTER = "workers", "cluster"
+# The launcher's id for the engine it starts (environment variable), echoed in status.json as
+# "launch_id": under torchrun the launcher's child is torchrun's agent, not rank 0.
+LAUNCH_ID_ENV = "PUFFER_TUI_LAUNCH_ID"
 
 
 class MessageType(StrEnum):
