@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import inspect
 import numbers
+import os
 
 import gymnasium
 from gymnasium import spaces
@@ -112,6 +113,7 @@ class GymnasiumPufferEnv(PufferEnv):
             return None
         if self._render_error is not None:
             return self._render_error
+        _quiet_headless_sdl()
         try:
             picture = self.envs[env_index].render()
         except IndexError:
@@ -232,6 +234,14 @@ class GymnasiumPufferEnv(PufferEnv):
         envs, self.envs = getattr(self, "envs", []), []
         for env in envs:
             env.close()
+
+
+def _quiet_headless_sdl() -> None:
+    """Without a display, pygame-drawn envs (CartPole...) draw into memory all the same, but
+    SDL prints "error: XDG_RUNTIME_DIR is invalid" looking for one; its dummy driver does not
+    (no window could open there anyway, so nothing else changes)."""
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
 
 
 def _make_registered(env_id: str, **kwargs):

@@ -307,3 +307,19 @@ def test_frame_source_grabs_the_env_view_with_the_one_argument_grab():
     source.want(frozenset({frame_key(1), frame_key(1, "obs")}))
     source.capture()  # grab(env, "obs") raises TypeError: no frame, no crash
     assert list(source.frames) == [1]
+
+
+def test_drawing_cartpole_without_a_display_prints_no_sdl_errors():
+    import os
+    import subprocess
+    import sys
+
+    code = ("from puffer_tui.envs import from_gymnasium; "
+            "env = from_gymnasium('CartPole-v1')(num_envs=1); env.reset(); "
+            "print(env.frame(0).shape)")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("DISPLAY", "WAYLAND_DISPLAY", "XDG_RUNTIME_DIR", "SDL_VIDEODRIVER")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, env=env)
+    assert out.returncode == 0 and "(100, 150, 3)" in out.stdout, out.stderr
+    assert "error" not in out.stderr.lower(), out.stderr
