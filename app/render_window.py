@@ -149,8 +149,11 @@ class _TextCanvas:
 
     def __init__(self, rl, frame):
         self.rl = rl
-        rl.set_window_size(max(frame.width, 8) * TEXT_CELL[0] + 16,
-                           max(frame.height, 1) * TEXT_CELL[1] + 16)
+        self.rows, self.cols = max(frame.height, 1), max(frame.width, 8)
+        rl.set_window_size(self.cols * TEXT_CELL[0] + 16, self.rows * TEXT_CELL[1] + 16)
+
+    def fits(self, frame) -> bool:
+        return frame.height <= self.rows and frame.width <= self.cols
 
     def draw(self, frame) -> None:
         from rich.console import Console
@@ -237,7 +240,7 @@ def run_window(
         rl.set_target_fps(fps)
         while frame is not None and not rl.window_should_close():
             if _kind(frame) == FrameKind.TEXT:
-                if not isinstance(canvas, _TextCanvas):
+                if not isinstance(canvas, _TextCanvas) or not canvas.fits(frame):
                     if canvas is not None:
                         canvas.close()
                     canvas = _TextCanvas(rl, frame)
