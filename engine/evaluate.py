@@ -70,7 +70,8 @@ class Evaluator:
         self.envs = []
         try:
             for s in seeds:
-                self.envs.append(make(config.env_name, num_envs=1, seed=s, **config.env))
+                self.envs.append(make(config.env_name, num_envs=1, seed=s, evaluation=True,
+                                      **config.env))
         except BaseException:
             self.close()
             raise
