@@ -177,14 +177,13 @@ def test_resume_with_two_ranks_then_one_then_two(tmp_path):
     step_after = lambda: ckpt.load_checkpoint(ckpt.latest_checkpoint(run))["global_step"]  # noqa: E731
     assert step_after() == budget
 
-    set_nproc(run, 1)
-    one = train_cli("--resume", str(run), "--train.total-timesteps", str(budget + 32 * 16 * 2))
+    one = train_cli("--resume", str(run), "--nproc", "1",
+                    "--train.total-timesteps", str(budget + 32 * 16 * 2))
     assert one.returncode == 0, one.stdout + one.stderr
     assert step_after() == budget + 32 * 16 * 2
     assert rd.read_status(run)["ranks"] == 1
 
-    set_nproc(run, 2)
-    two = train_cli("--resume", str(run), "--train.total-timesteps",
+    two = train_cli("--resume", str(run), "--nproc", "2", "--train.total-timesteps",
                     str(budget * 2 + 32 * 16 * 2))
     assert two.returncode == 0, two.stdout + two.stderr
     assert step_after() == budget * 2 + 32 * 16 * 2
@@ -192,14 +191,6 @@ def test_resume_with_two_ranks_then_one_then_two(tmp_path):
     epochs = [json.loads(line)["epoch"] for line in
               (run / rd.METRICS_FILE).read_text().splitlines()]
     assert epochs == list(range(1, 9))
-
-
-def set_nproc(run: Path, nproc: int) -> None:
-    """The world size for the next resume (what `train --resume RUN --train.nproc N` sets)."""
-    from puffer_tui.engine import config as cfg
-
-    path = run / rd.CONFIG_FILE
-    cfg.save(cfg.apply(cfg.load(path), {"train.nproc": nproc}), path)
 
 
 def _cli(overrides: dict) -> list[str]:
