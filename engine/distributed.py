@@ -45,6 +45,7 @@ class World:
         self.node = socket.gethostname()
         self._objects = None  # the process group for pickled objects (gloo)
         self._joined = False
+        self.peers: list[tuple[int, str]] = [(os.getpid(), self.node)]  # (pid, node) by rank
 
     @classmethod
     def from_environment(cls) -> World:
@@ -86,6 +87,12 @@ class World:
         dist.init_process_group("nccl" if cuda else "gloo", timeout=PAUSE_TIMEOUT)
         self._objects = dist.new_group(backend="gloo", timeout=PAUSE_TIMEOUT) if cuda else None
         self._joined = True
+        self.peers = self.gather((os.getpid(), self.node))
+
+    def local_peer_pids(self) -> list[tuple[int, int]]:
+        """(rank, pid) of the other ranks on this machine: their CPU counts as the engine's."""
+        return [(rank, pid) for rank, (pid, node) in enumerate(self.peers)
+                if rank != self.rank and node == self.node]
 
     def close(self) -> None:
         if self._joined:

@@ -86,6 +86,9 @@ class Telemetry:
     @staticmethod
     def _processes(trainer) -> list[dict]:
         processes = [{"role": "engine", "pid": os.getpid()}]
+        world = getattr(trainer, "world", None)
+        for rank, pid in world.local_peer_pids() if world is not None else ():
+            processes.append({"role": "rank", "index": rank, "pid": int(pid)})
         pids = trainer.worker_pids if trainer is not None else []
         for index, pid in enumerate(pids):
             processes.append({"role": "worker", "index": index, "pid": int(pid)})

@@ -123,6 +123,9 @@ def test_commands_are_applied_by_both_ranks_at_the_same_point(tmp_path, patched,
         assert push is not None, "no telemetry with both ranks' workers entries"
         assert [w["rank"] for w in push["workers"]] == [0, 1]
         assert all(w["sps"] > 0 and w["node"] for w in push["workers"])
+        # rank 1's process is listed beside rank 0's, so the cpu panel counts it too
+        (peer,) = [p for p in push["processes"] if p["role"] == "rank"]
+        assert peer["index"] == 1 and psutil.pid_exists(peer["pid"])
         reply = client.call("set", key="train.ent_coef", value=0.0123, timeout=60)
         assert reply["value"] == 0.0123
         wait_until(lambda: any(r["ent_coef"] == 0.0123 for r in epochs_of(trace(patched, 1))

@@ -72,3 +72,14 @@ def test_one_process_without_ray_has_no_workers_and_no_cluster():
                               vecenv=object())
     snap = Telemetry(config, "run", EngineState(), lambda: trainer).snapshot()
     assert snap[WORKERS] == [] and snap[CLUSTER] is None
+
+
+def test_the_other_ranks_on_this_machine_are_listed_as_processes():
+    config = load_config("squared")
+    world = SimpleNamespace(local_peer_pids=lambda: [(1, 4242), (3, 4343)])
+    trainer = SimpleNamespace(config=config, progress={}, worker_pids=[77], device="cpu",
+                              vecenv=object(), world=world)
+    processes = Telemetry(config, "run", EngineState(), lambda: trainer).snapshot()["processes"]
+    assert processes[1:] == [{"role": "rank", "index": 1, "pid": 4242},
+                             {"role": "rank", "index": 3, "pid": 4343},
+                             {"role": "worker", "index": 0, "pid": 77}]
