@@ -12,6 +12,9 @@ def add_parser(sub, name, help_text):
     p.add_argument("--runs-dir", metavar="D",
                    help="where runs live (default $PUFFER_TUI_RUNS or ./runs)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--compare", nargs="+", metavar="RUN",
+                   help="compare runs (names, paths or latest): their config differences "
+                        "and final figures")
     p.set_defaults(run=run)
 
 
@@ -41,6 +44,10 @@ def run(args) -> int:
     from puffer_tui.engine.run_dir import list_runs, run_info, runs_root
 
     root = runs_root(args.runs_dir)
+    if args.compare:
+        from puffer_tui.app.commands.runs_compare import compare
+
+        return compare(args.compare, root, as_json=args.json)
     infos = [run_info(path) for path in list_runs(root)]
     if args.json:
         import json
