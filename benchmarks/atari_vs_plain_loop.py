@@ -13,6 +13,11 @@ step, update_epochs x minibatches gradient steps):
 Agent-steps/s is wall-clock steps over wall-clock time of whole batches (collection + update),
 after one warm-up batch each. Rounds alternate ours / plain so that load from elsewhere on a
 shared machine falls on both; the medians are reported with their ratio.
+
+CPU time per agent step is recorded too (this process, and the env worker processes), as it
+barely depends on other load: `idle_sps` projects each side's speed on idle cores from it,
+assuming synchronous steps (the main process waits while the workers step in parallel):
+1 / (main CPU + worker CPU / workers) per step.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ import time
 import warnings
 
 import numpy as np
+import psutil
 import torch
 
 ENV_ID = "ALE/Pong-v5"
@@ -55,6 +61,9 @@ class Ours:
 
         self.trainer = Trainer(config)
 
+    def worker_pids(self) -> list[int]:
+        return self.trainer.worker_pids
+
     def batch(self) -> int:
         before = self.trainer.global_step
         self.trainer.run_epoch()
@@ -72,6 +81,9 @@ class OursCollect:
 
         self.vecenv, self.policy, self.steps = make_vecenv(config), policy, config.train.horizon
         self.vecenv.async_reset(config.train.seed)
+
+    def worker_pids(self) -> list[int]:
+        return list(self.vecenv.worker_pids)
 
     def batch(self) -> int:
         stepped = 0
@@ -111,6 +123,9 @@ class PlainLoop:
                                           eps=train.adam_eps,
                                           betas=(train.adam_beta1, train.adam_beta2))
         self.obs, _ = self.envs.reset(seed=train.seed)
+
+    def worker_pids(self) -> list[int]:
+        return [process.pid for process in getattr(self.envs, "processes", [])]
 
     def batch(self, learn: bool = True) -> int:
         train, policy, n, horizon = self.train, self.policy, self.num_envs, self.train.horizon
@@ -167,11 +182,22 @@ class PlainLoop:
         self.envs.close()
 
 
-def timed_sps(runner, batches: int) -> float:
-    start, steps = time.perf_counter(), 0
+def _cpu(processes) -> float:
+    return sum(sum(p.cpu_times()[:2]) for p in processes)
+
+
+def timed_round(runner, batches: int) -> dict:
+    """sps, and CPU microseconds per agent step in this process and in the workers."""
+    workers = [psutil.Process(pid) for pid in runner.worker_pids()]
+    start, cpu, worker_cpu, steps = time.perf_counter(), time.process_time(), _cpu(workers), 0
     for _ in range(batches):
         steps += runner.batch()
-    return steps / (time.perf_counter() - start)
+    wall = time.perf_counter() - start
+    main_us = (time.process_time() - cpu) / steps * 1e6
+    workers_us = (_cpu(workers) - worker_cpu) / steps * 1e6
+    idle_us = main_us + workers_us / max(1, len(workers))
+    return {"sps": steps / wall, "main_cpu_us": main_us, "worker_cpu_us": workers_us,
+            "idle_sps": 1e6 / idle_us}
 
 
 def main(argv=None) -> dict:
@@ -208,17 +234,24 @@ def main(argv=None) -> dict:
             plain.batch = functools.partial(plain.batch, learn=False)
         ours.batch()  # warm-up: workers started, first allocations
         plain.batch()
-        runs = {"ours": [], "plain": []}
+        rounds = {"ours": [], "plain": []}
         for _ in range(args.rounds):
-            runs["ours"].append(timed_sps(ours, args.batches))
-            runs["plain"].append(timed_sps(plain, args.batches))
+            rounds["ours"].append(timed_round(ours, args.batches))
+            rounds["plain"].append(timed_round(plain, args.batches))
     finally:
         ours.close()
         if plain is not None:
             plain.close()
+    runs = {name: [r["sps"] for r in values] for name, values in rounds.items()}
     result = {name: statistics.median(values) for name, values in runs.items()}
     result["ratio"] = result["ours"] / result["plain"]
+    cpu = {name: {key: statistics.median(r[key] for r in values)
+                  for key in ("main_cpu_us", "worker_cpu_us", "idle_sps")}
+           for name, values in rounds.items()}
+    result["cpu"] = cpu
+    result["idle_ratio"] = cpu["ours"]["idle_sps"] / cpu["plain"]["idle_sps"]
     result["runs"] = runs
+    result["load_average"] = os.getloadavg()
     result["settings"] = {k: v for k, v in vars(args).items() if k != "json"}
     if args.json:
         print(json.dumps(result))
@@ -230,7 +263,14 @@ def main(argv=None) -> dict:
         for name in ("ours", "plain"):
             shown = ", ".join(f"{v:,.0f}" for v in runs[name])
             print(f"  {name:<6} median {result[name]:8,.0f} agent-steps/s  (rounds: {shown})")
-        print(f"  ratio  {result['ratio']:.2f}x")
+        print(f"  ratio  {result['ratio']:.2f}x   (load average {os.getloadavg()[0]:.1f} "
+              f"on {os.cpu_count()} cores)")
+        print("CPU per agent step (medians) and the idle-core projection:")
+        for name in ("ours", "plain"):
+            c = cpu[name]
+            print(f"  {name:<6} main {c['main_cpu_us']:6.0f} us  workers {c['worker_cpu_us']:6.0f} us"
+                  f"  -> {c['idle_sps']:8,.0f} agent-steps/s")
+        print(f"  ratio  {result['idle_ratio']:.2f}x")
     return result
 
 
