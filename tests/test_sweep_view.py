@@ -179,3 +179,14 @@ async def test_the_sweep_view_shows_trials_and_steers_the_driver(live_sweep):
 
 def screen_text(app) -> str:
     return "\n".join(s.text for s in app.screen._compositor.render_strips())
+
+
+def test_a_huge_study_lists_its_running_best_and_newest_trials_within_the_limit():
+    from puffer_tui.engine.sweep.snapshot import MAX_ROWS, kept_rows
+
+    rows = [{"number": n} for n in range(MAX_ROWS + 500)]
+    kept = kept_rows(rows, {3, 7})
+    numbers = [r["number"] for r in kept]
+    assert len(kept) == MAX_ROWS and numbers == sorted(numbers)
+    assert {3, 7} <= set(numbers) and MAX_ROWS + 499 in numbers and 10 not in numbers
+    assert kept_rows(rows[:20], set()) == rows[:20]

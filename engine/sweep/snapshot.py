@@ -2,7 +2,8 @@
 
     {"sweep", "env", "objective", "directions", "target", "counts": {"COMPLETE": 3, ...},
      "best": [numbers], "trials": [{"number", "state", "params", "values", "score",
-     "seconds", "epoch", "global_step", "run_dir", "driver", "error"}, ...]}
+     "seconds", "epoch", "global_step", "run_dir", "driver", "error"}, ...],
+     "trials_total": int (a study of over MAX_ROWS trials lists only some in "trials")}
 
 `best` is the best trial (single objective) or the Pareto front (several).
 """
@@ -35,12 +36,29 @@ def snapshot(study, settings, running: dict) -> dict:
     counts: dict[str, int] = {}
     for t in trials:
         counts[t.state.name] = counts.get(t.state.name, 0) + 1
+    best = best_numbers(study)
     return {
         "sweep": settings.name, "env": settings.env_name, "objective": settings.objective,
         "metric": settings.metric, "directions": settings.directions(),
-        "target": settings.trials, "counts": counts, "best": best_numbers(study),
-        "trials": rows,
+        "target": settings.trials, "counts": counts, "best": best,
+        "trials": kept_rows(rows, set(best) | set(running)), "trials_total": len(rows),
     }
+
+
+MAX_ROWS = 500  # a status reply stays far below the protocol's 1 MiB with any study
+
+
+def kept_rows(rows: list[dict], wanted: set[int]) -> list[dict]:
+    """All rows of a study of up to MAX_ROWS trials; of a bigger one, the running and best
+    trials and the newest others (the study itself keeps every trial)."""
+    if len(rows) <= MAX_ROWS:
+        return rows
+    keep = {r["number"] for r in rows if r["number"] in wanted}
+    for row in sorted(rows, key=lambda r: -r["number"]):
+        if len(keep) >= MAX_ROWS:
+            break
+        keep.add(row["number"])
+    return [r for r in rows if r["number"] in keep]
 
 
 def best_numbers(study) -> list[int]:
