@@ -2,7 +2,9 @@
 
 `puffer-tui eval` (app/commands/eval.py) parses its flags, calls `load_evaluator`, and renders
 what `Evaluator.frames()` yields: env 0's frames as the protocol's `frame` messages, with the
-palette in its wire form, the same inputs the dashboard's env panel draws from.
+palette in its wire form, the same inputs the dashboard's env panel draws from; with
+`--record`, it encodes `Evaluator.recording_frames()` (the env's own frames) through
+engine/recording.py.
 
 Each env is its own one-env object (seeded from one SeedSequence), so its log, and thus the
 score of the episodes it finished, can be read on its own: when several envs finish an
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from puffer_tui.engine.native.frames import observation_frame
+from puffer_tui.engine.native.frames import RGB, TEXT, TILES, frame_kind, observation_frame
 from puffer_tui.engine.protocol import VIEW_ENV, VIEW_OBS, frame_message, palette_to_wire
 
 
@@ -128,6 +130,24 @@ class Evaluator:
             self.step()
             yield self.frame_message() if render else None
 
+    def recording_frames(self) -> Iterator:
+        """Play until the target episodes end, yielding env 0's frame in `self.view` as the
+        env returns it (a tile grid, an image or text; copied) at the start and after every
+        step: what engine/recording.py encodes. Play one env to record every episode."""
+        yield _copied(self._frame())
+        while not self.finished:
+            self.step()
+            yield _copied(self._frame())
+
+    @property
+    def frame_description(self) -> str:
+        """What env 0 draws, for messages: "tiles", "rgb images", or text with its mode."""
+        kind = frame_kind(self._frame())
+        if kind == TEXT:
+            mode = getattr(self.envs[0], "render_mode", None)
+            return "text frames" + (f" (render_mode {mode!r})" if mode else "")
+        return {TILES: "tile frames", RGB: "rgb frames"}.get(kind, "no frames")
+
     def step(self) -> None:
         actions, self.state = self.policy.act(
             self.obs, self.state, deterministic=self.deterministic, starts=self.starts)
@@ -172,3 +192,8 @@ class Evaluator:
     def close(self) -> None:
         for env in self.envs:
             env.close()
+
+
+def _copied(frame):
+    """A frame the env cannot overwrite later (text is immutable already)."""
+    return frame if frame is None or isinstance(frame, str) else np.array(frame)

@@ -3,6 +3,8 @@
     puffer-tui eval runs/squared-20261122-001401              # latest checkpoint of a run
     puffer-tui eval squared-20261122-001401 --episodes 500    # a run name under the runs root
     puffer-tui eval runs/.../checkpoints/step-...pt --render ascii --fps 10
+    puffer-tui eval squared-20261122-001401 --record best.gif   # into RUN/recordings/
+    puffer-tui eval runs/cartpole-... --record ./cartpole.mp4 --episodes 1 --fps 50
 """
 
 from __future__ import annotations
@@ -32,7 +34,15 @@ def add_parser(sub, name, help_text):
                    help="with --render: the env's own drawing (env), or its observation drawn "
                         "as an image, as the policy sees it (obs; e.g. Atari's 4 x 84 x 84 "
                         "frame stack, side by side)")
-    p.add_argument("--fps", type=float, default=10.0, help="frames per second with --render")
+    p.add_argument("--fps", type=float, default=10.0,
+                   help="frames per second with --render, and of a --record file (default 10)")
+    p.add_argument("--record", metavar="FILE.gif|FILE.mp4",
+                   help="write env 0's frames of every episode played to a GIF or MP4 (needs "
+                        'pip install "puffer-tui[record]"); a bare name goes into the run\'s '
+                        "recordings/ folder; plays one env")
+    p.add_argument("--scale", metavar="K", type=int, default=None,
+                   help="with --record: pixels per tile, or per image pixel (default: about "
+                        "400 pixels wide)")
     p.add_argument("--screenshot", metavar="PATH", type=Path,
                    help="with --render window: save a PNG after --screenshot-after frames, exit")
     p.add_argument("--screenshot-after", metavar="N", type=int, default=30,
@@ -65,23 +75,55 @@ def run(args) -> int:
         return _fail(f"--fps must be in (0, 1000], got {args.fps}")
     if args.screenshot is not None and args.render != "window":
         return _fail("--screenshot needs --render window")
-    if args.view != "env" and not args.render:
-        return _fail(f"--view {args.view} needs --render ascii or --render window")
+    if args.view != "env" and not (args.render or args.record):
+        return _fail(f"--view {args.view} needs --render ascii, --render window or --record")
+    if args.scale is not None and not args.record:
+        return _fail("--scale needs --record")
+    if args.record and args.render:
+        return _fail("--record and --render go one at a time: record, then watch the file")
+    if args.record and args.num_envs not in (None, 1):
+        return _fail("--record plays one env, whose frames it writes: leave out --num-envs")
     if args.screenshot_after < 1:
         return _fail(f"--screenshot-after must be >= 1, got {args.screenshot_after}")
-    num_envs = args.num_envs or (1 if args.render else 64)
+    num_envs = args.num_envs or (1 if args.render or args.record else 64)
+    recording = None
+    if args.record:  # the path is checked before anything plays
+        from puffer_tui.engine.evaluate import resolve_target
+        from puffer_tui.engine.recording import (
+            RecordingError,
+            check_recording_options,
+            recording_path,
+        )
+
+        try:
+            recording = check_recording_options(
+                recording_path(args.record, resolve_target(args.target, args.runs_dir)),
+                args.fps, args.scale)
+        except (EvaluationError, RecordingError) as e:
+            return _fail(str(e))
     try:
         evaluator = load_evaluator(args.target, args.runs_dir, num_envs, args.seed,
                                    args.deterministic, episodes)
     except EvaluationError as e:
         return _fail(str(e))
     evaluator.view = args.view
+    if recording is not None and evaluator.frame_description not in ("tile frames", "rgb frames"):
+        evaluator.close()
+        return _fail(f"{evaluator.env_name} draws {evaluator.frame_description}: a recording "
+                     "needs tile or rgb frames (a Gymnasium env with render_mode rgb_array)")
     if args.render and args.episodes is None:
         print(f"playing {episodes} episodes at {args.fps:g} fps (change with --episodes N and "
               f"--fps F; Ctrl-C stops with the score so far)", file=sys.stderr, flush=True)
     interrupted = False
     try:
-        if args.render == "window":
+        if recording is not None:
+            from puffer_tui.engine.recording import RecordingError
+
+            try:
+                made = record(evaluator, recording, args.fps, args.scale)
+            except RecordingError as e:
+                return _fail(str(e))
+        elif args.render == "window":
             from puffer_tui.app.render_window import WindowUnavailableError
 
             try:
@@ -99,6 +141,10 @@ def run(args) -> int:
         result = evaluator.result()
         evaluator.close()
     result["interrupted"] = interrupted
+    if recording is not None:
+        result["recording"] = str(recording) if recording.exists() else None
+        if not interrupted:
+            result.update(recording_frames=made.frames, recording_size=[made.width, made.height])
     if args.json:
         import json
 
@@ -107,6 +153,13 @@ def run(args) -> int:
         print(summary(result, Path(result["checkpoint"]), episodes))
         if args.screenshot is not None and not interrupted:
             print(f"screenshot saved to {args.screenshot}")
+        if recording is not None and interrupted and result["recording"]:
+            print(f"recording of the frames played until Ctrl-C saved to {recording}")
+        elif recording is not None and not interrupted:
+            cut = (" (a GIF's frame limit was reached first: record an .mp4 for the rest)"
+                   if made.cut_short else "")
+            print(f"recording saved to {recording}: {made.frames} frames, "
+                  f"{made.width} x {made.height} pixels at {args.fps:g} fps{cut}")
     return 130 if interrupted else 0
 
 
@@ -118,6 +171,17 @@ def summary(result: dict, path: Path, target: int) -> str:
               if result["interrupted"] else f"{result['episodes']} episodes")
     return (f"{result['env']}: {played} from {path.name}: score {shown('score', '.3f')}, "
             f"return {shown('episode_return', '.3f')}, length {shown('episode_length', '.1f')}")
+
+
+def record(evaluator, path: Path, fps: float, scale: int | None):
+    """Play the episodes, encoding env 0's every frame into `path` as it goes."""
+    from puffer_tui.engine.protocol import palette_from_wire
+    from puffer_tui.engine.recording import record_episodes
+
+    print(f"recording {evaluator.target} episodes to {path} (Ctrl-C stops and keeps the "
+          "frames so far)", file=sys.stderr, flush=True)
+    return record_episodes(evaluator.recording_frames(), path, fps, scale,
+                           palette_from_wire(evaluator.palette))
 
 
 def play(evaluator, render: str | None = None, fps: float = 10.0, console=None) -> None:
