@@ -81,6 +81,7 @@ def test_the_benchmark_runs_both_sides_with_tiny_sizes(mode):
                    "--horizon", "4", "--minibatch", "8", "--update-epochs", "1", "--json", *mode])
     assert result["ours"] > 0 and result["plain"] > 0
     assert result["ratio"] == pytest.approx(result["ours"] / result["plain"])
-    # ours steps its envs in a worker process, whose CPU time is counted; the plain loop's not
-    assert result["cpu"]["ours"]["worker_cpu_us"] > 0 and result["cpu"]["plain"]["worker_cpu_us"] == 0
+    # CPU time per step is counted (workers' in 10 ms clock ticks: may read 0 in so short a run)
+    assert result["cpu"]["ours"]["main_cpu_us"] > 0 and result["cpu"]["ours"]["worker_cpu_us"] >= 0
+    assert result["cpu"]["plain"]["worker_cpu_us"] == 0  # a sync vector env has no workers
     assert result["idle_ratio"] > 0
