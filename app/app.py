@@ -103,6 +103,12 @@ class PufferApp(App):
         self.sweep_dir = Path(sweep_dir)
         self.switch_or_push(SweepScreen(self.sweep_dir))
 
+    def open_compare(self, run_dirs: list[Path]) -> None:
+        """Runs side by side, pushed over the launcher (b or escape comes back)."""
+        from puffer_tui.screens.compare import CompareScreen
+
+        self.push_screen(CompareScreen(run_dirs))
+
     def open_trial(self, run_dir: Path) -> None:
         """A running sweep trial's dashboard, pushed over the sweep view (b goes back)."""
         self.run_dir, self.attached, self.viewing_trial = Path(run_dir), True, True

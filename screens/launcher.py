@@ -106,6 +106,26 @@ def field_text(spec, value: str, error: str | None) -> Text:
     return text
 
 
+class RunsList(OptionList):
+    """The runs and sweeps; `space` marks runs to compare (ctrl+o opens the comparison)."""
+
+    BINDINGS = [Binding("space", "mark", "Mark", show=False)]
+
+    def action_mark(self) -> None:
+        self.screen.toggle_mark()
+
+
+def run_entry(info, marked: bool) -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
+    if marked:
+        text.append("● ", "bold magenta")
+    text.append(info.name, "bold" if info.state in LIVE_STATES else "")
+    text.append(f"\n  {info.state}", "green" if info.state in LIVE_STATES else "dim")
+    if info.global_step:
+        text.append(f", {info.global_step:,} steps", "dim")
+    return text
+
+
 class LauncherScreen(Screen):
     # 80x24 first: a 30-column left side (envs, recent runs), the preset on the right with the
     # focused field shown in full below it; wider terminals give the help column more room.
@@ -126,6 +146,7 @@ class LauncherScreen(Screen):
 
     BINDINGS = [
         Binding("ctrl+s", "start", "Start training"),
+        Binding("ctrl+o", "compare", "Compare"),
         Binding("question_mark", "help", "Help"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -137,6 +158,8 @@ class LauncherScreen(Screen):
         self._infos: dict[str, dict] = {}
         self._form_timer = None
         self._suggester = SpecSuggester()
+        self._run_infos: dict[str, object] = {}  # option id (the run's path) -> RunInfo
+        self.marked: list[str] = []  # the runs marked for comparison, in marking order
 
     def compose(self) -> ComposeResult:
         yield Static("puffer-tui   Enter on an env: train it   tab: lists and fields   ?: help",
@@ -147,7 +170,7 @@ class LauncherScreen(Screen):
                 with Vertical(id="spec-box"):
                     yield Input(placeholder="gym:ID or module:fn", id="spec", compact=True,
                                 suggester=self._suggester)
-                yield OptionList(id="runs")
+                yield RunsList(id="runs")
             with Vertical(id="right"):
                 with Horizontal(id="start-row"):
                     yield Button("Start", id="start", variant="success", compact=True)
@@ -165,7 +188,7 @@ class LauncherScreen(Screen):
         spec_box.border_subtitle = "→ completes"
         runs = self.query_one("#runs", OptionList)
         runs.border_title = "runs and sweeps"
-        runs.border_subtitle = "Enter: attach / resume"
+        runs.border_subtitle = "Enter: open  space: mark"
         self.query_one("#right").border_title = "preset and overrides"
         self._load_envs()
         self._load_runs()
@@ -217,13 +240,11 @@ class LauncherScreen(Screen):
             text.append(f"\n  {sweep['state']}", "green" if sweep["live"] else "dim")
             text.append(f", {sweep['done']}/{sweep['target']} trials", "dim")
             runs.add_option(Option(text, id=SWEEP_OPTION + str(sweep["path"])))
+        self._run_infos = {str(info.path): info for info in infos}
+        self.marked = [m for m in self.marked if m in self._run_infos]
         for info in infos:
-            text = Text(no_wrap=True, overflow="ellipsis")
-            text.append(info.name, "bold" if info.state in LIVE_STATES else "")
-            text.append(f"\n  {info.state}", "green" if info.state in LIVE_STATES else "dim")
-            if info.global_step:
-                text.append(f", {info.global_step:,} steps", "dim")
-            runs.add_option(Option(text, id=str(info.path)))
+            runs.add_option(Option(run_entry(info, str(info.path) in self.marked),
+                                   id=str(info.path)))
         if infos or sweeps:
             runs.highlighted = 0  # so Enter acts on a run as soon as the list has the focus
         self._run_states = {str(i.path): i.state for i in infos}
@@ -349,6 +370,31 @@ class LauncherScreen(Screen):
             return
         self.query_one("#field", Static).update(Text(f"starting {self.env_name}...", "yellow"))
         self.app.start_run(self.env_name, overrides)
+
+    def toggle_mark(self) -> None:
+        """Mark or unmark the highlighted run for comparison (sweeps are not runs)."""
+        runs = self.query_one("#runs", OptionList)
+        if runs.highlighted is None:
+            return
+        option_id = runs.get_option_at_index(runs.highlighted).id
+        if option_id not in self._run_infos:
+            self.notify("only runs can be compared (open a sweep to see its trials)")
+            return
+        if option_id in self.marked:
+            self.marked.remove(option_id)
+        else:
+            self.marked.append(option_id)
+        runs.replace_option_prompt(option_id,
+                                   run_entry(self._run_infos[option_id], option_id in self.marked))
+        runs.border_subtitle = (f"{len(self.marked)} marked  ctrl+o: compare" if self.marked
+                                else "Enter: open  space: mark")
+
+    def action_compare(self) -> None:
+        if len(self.marked) < 2:
+            self.notify("mark two runs or more to compare: space on a run in the runs list "
+                        "marks it, then ctrl+o", title="Compare runs")
+            return
+        self.app.open_compare([Path(m) for m in self.marked])
 
     def action_help(self) -> None:
         self.app.open_help()
