@@ -289,8 +289,8 @@ class Engine(FaultHandling):
     def _trainer(self):
         return self.trainer
 
-    def _frame(self, env: int):
-        return self.trainer.frame(env) if self.trainer is not None else None
+    def _frame(self, env: int, view: str = "env"):
+        return self.trainer.frame(env, view) if self.trainer is not None else None
 
     def hello(self) -> dict:
         from puffer_tui.envs import env_class

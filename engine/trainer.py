@@ -158,10 +158,12 @@ class Trainer:
     def worker_pids(self) -> list[int]:
         return list(getattr(self.vecenv, "worker_pids", []))
 
-    def frame(self, env_index: int) -> np.ndarray | None:
+    def frame(self, env_index: int, view: str = "env"):
+        """Env `env_index`'s frame (tiles, an RGB image or text; engine/native/frames.py), or
+        with view "obs" its observation drawn as an image."""
         if not 0 <= env_index < self.num_envs:
             raise IndexError(f"env index {env_index} is out of range [0, {self.num_envs})")
-        return self.vecenv.frame(env_index)
+        return self.vecenv.frame(env_index) if view == "env" else self.vecenv.frame(env_index, view)
 
     # -- one epoch ----------------------------------------------------------------------------
 

@@ -40,8 +40,8 @@ class StandInTrainer:
         setattr(self.config.train, spec.name, getattr(checked.train, spec.name))
         return getattr(checked.train, spec.name), "from the next minibatch"
 
-    def frame(self, env):
-        return np.full((3, 4), env, dtype=np.uint8)
+    def frame(self, env, view="env"):
+        return np.full((3, 4), env, dtype=np.uint8) if view == "env" else f"obs of {env}"
 
 
 def first(client, kind, timeout=3.0):
@@ -378,3 +378,18 @@ def test_a_client_that_never_reads_is_dropped_once_its_queue_is_full(server, mon
         assert received < (256 << 10) + (8 << 20)
     finally:
         sock.close()
+
+
+def test_the_obs_view_streams_its_own_frames(server, client):
+    reply = client.call("render", env=2, view="obs")
+    assert (reply["env"], reply["view"]) == (2, "obs")
+    frame = first(client, "frame")
+    assert (frame["env"], frame.get("view"), frame.get("kind"), frame.get("text")) == (
+        2, "obs", "text", "obs of 2")
+    client.call("render", env=2)
+    for _ in range(20):  # a frame already on its way may still say obs
+        frame = first(client, "frame")
+        if "view" not in frame:
+            break
+    assert "tiles" in frame and frame["env"] == 2
+    client.call("render", env=None)

@@ -239,7 +239,7 @@ def test_the_multiprocessing_worker_answers_the_obs_view():
               num_workers=2) as vec:
         vec.async_reset(0)
         vec.recv()
-        image = vec._frame(1, 1, "obs")  # worker 1's second env (pool_base.frame: request 5)
+        image = vec.frame(3, "obs")  # worker 1's second env, through the public frame()
         assert image.shape == (33, 33, 3)
         assert vec.frame(3) is None, "the env view of a renderless env"
 

@@ -165,13 +165,14 @@ class WorkerPool(VecAPI):
                                   for w in workers])
         return (*out[:4], env_ids, out[4])
 
-    def frame(self, env_index: int = 0):
-        """The tile grid of env `env_index`, asked of the worker that owns it."""
+    def frame(self, env_index: int = 0, view: str = "env"):
+        """Env `env_index`'s frame (view "obs": its observation as an image), asked of the
+        worker that owns it."""
         self._check_open()
         if not 0 <= env_index < self.num_envs:
             raise IndexError(f"env_index {env_index} out of range [0, {self.num_envs})")
         w, local = divmod(env_index, self.envs_per_worker)
-        return self._frame(w, local)
+        return self._frame(w, local) if view == "env" else self._frame(w, local, view)
 
     # -- saved state ----------------------------------------------------------------------------
 
