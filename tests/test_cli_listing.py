@@ -51,3 +51,71 @@ def test_runs_table_keeps_its_columns_whole_at_80_columns(tmp_path):
     name_cells = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
     assert "".join(name_cells) == run.name
     assert f"{run.name}: OSError: cannot write [/data] to [bold]disk" in out
+
+
+def cli(*args):
+    env = {**os.environ, "COLUMNS": "80", "LINES": "24"}
+    return subprocess.run([sys.executable, "-m", "puffer_tui.app.cli", *args],
+                          capture_output=True, text=True, timeout=60, env=env)
+
+
+def two_compared_runs(root):
+    import time
+
+    from compare_runs import make_compare_run
+
+    slow = make_compare_run(root, learning_rate="0.01", score_gain=0.1, now=time.time() - 60)
+    fast = make_compare_run(root, learning_rate="0.02", score_gain=0.2, set_at_s=25)
+    return slow, fast
+
+
+def test_runs_compare_prints_the_config_differences_and_final_figures(tmp_path):
+    slow, fast = two_compared_runs(tmp_path)
+    result = cli("runs", "--runs-dir", str(tmp_path), "--compare", slow.name, str(fast))
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(map(len, lines)) <= 80
+    assert not any("│" in line for line in lines)  # into a pipe: plain columns, no boxes
+    assert slow.name in lines[1] and fast.name in lines[1]
+    (lr,) = [line.split() for line in lines if line.split()[:1] == ["train.learning_rate"]]
+    assert lr == ["train.learning_rate", "0.01", "0.02"]
+    assert not any("total_timesteps" in line or "env_name" in line for line in lines)
+    rows = {line.split("  ")[0].strip(): line.split()[-2:] for line in lines if line[:1] == " "}
+    assert rows["steps"] == ["24,576", "24,576"] and rows["epochs"] == ["6", "6"]
+    assert rows["best score"] == ["0.6", "1.2"] and rows["last score"] == ["0.6", "1.2"]
+    assert rows["episode_return"] == ["0.6", "1.2"] and rows["episode_length"] == ["20", "20"]
+    assert rows["mean SPS"] == ["404", "404"] and rows["uptime"] == ["0:01:00", "0:01:00"]
+    assert rows["state"] == ["finished", "finished"]
+    assert f"{fast.name}: step 12,288: train.learning_rate 0.02 -> 0.001" in lines
+
+
+def test_runs_compare_json(tmp_path):
+    import json
+
+    slow, fast = two_compared_runs(tmp_path)
+    result = cli("runs", "--runs-dir", str(tmp_path), "--json", "--compare", slow.name, "latest")
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["config_differences"] == {"train.learning_rate": ["0.01", "0.02"]}
+    import pytest
+
+    assert [r["final"]["best score"] for r in data["runs"]] == pytest.approx([0.6, 1.2])
+    (change,) = data["runs"][1]["set_events"]
+    assert change["key"] == "train.learning_rate" and change["step"] == 12288
+    assert data["runs"][0]["set_events"] == []
+
+
+def test_runs_compare_refuses_missing_runs_and_runs_without_metrics(tmp_path):
+    slow, fast = two_compared_runs(tmp_path)
+    result = cli("runs", "--runs-dir", str(tmp_path), "--compare", slow.name, "nosuchrun")
+    assert result.returncode == 2 and "no run 'nosuchrun'" in result.stderr
+    assert result.stdout == ""
+    (fast / rd.METRICS_FILE).write_text("")
+    result = cli("runs", "--runs-dir", str(tmp_path), "--compare", slow.name, fast.name)
+    assert result.returncode == 2
+    assert f"{fast.name} has no metrics yet" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    result = cli("runs", "--runs-dir", str(tmp_path), "--compare", slow.name)
+    assert result.returncode == 2 and "needs two runs or more" in result.stderr
+    result = cli("runs", "--runs-dir", str(tmp_path), "--compare", slow.name, str(slow))
+    assert result.returncode == 2 and "listed twice" in result.stderr
