@@ -13,15 +13,21 @@ from puffer_tui.engine.config import Config, ConfigError
 
 
 def check_device(config: Config) -> None:
-    """A CUDA run on a machine whose torch sees no GPU fails here, before a run dir exists."""
-    if config.train.device != "cuda":
+    """A CUDA run on a machine whose torch sees no GPU, or more CUDA learner ranks than GPUs
+    (NCCL needs one each), fails here, before a run dir exists."""
+    ranks = config.train.nproc
+    if config.train.device != "cuda" and not (config.train.device == "auto" and ranks > 1):
         return
     import torch
 
-    if not torch.cuda.is_available():
+    if config.train.device == "cuda" and not torch.cuda.is_available():
         build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
         raise ConfigError(f"--train.device cuda: torch {torch.__version__} ({build}) sees no "
                           f"CUDA device here; use --train.device auto or cpu")
+    if ranks > 1 and torch.cuda.is_available() and ranks > torch.cuda.device_count():
+        raise ConfigError(f"train.nproc = {ranks} learner ranks need one GPU each and torch sees "
+                          f"{torch.cuda.device_count()}: lower train.nproc to "
+                          f"{torch.cuda.device_count()} or use --train.device cpu")
 
 
 def check_env(config: Config):
