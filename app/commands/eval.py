@@ -107,10 +107,11 @@ def run(args) -> int:
     except EvaluationError as e:
         return _fail(str(e))
     evaluator.view = args.view
-    if recording is not None and evaluator.frame_description not in ("tile frames", "rgb frames"):
+    drawn = evaluator.frame_description if recording is not None else None
+    if drawn not in (None, "tile frames", "rgb frames"):
         evaluator.close()
-        return _fail(f"{evaluator.env_name} draws {evaluator.frame_description}: a recording "
-                     "needs tile or rgb frames (a Gymnasium env with render_mode rgb_array)")
+        return _fail(f"{evaluator.env_name} draws {drawn}: a recording needs tile or rgb "
+                     "frames (a Gymnasium env with render_mode rgb_array)")
     if args.render and args.episodes is None:
         print(f"playing {episodes} episodes at {args.fps:g} fps (change with --episodes N and "
               f"--fps F; Ctrl-C stops with the score so far)", file=sys.stderr, flush=True)
