@@ -2,7 +2,7 @@
 
     python -m puffer_tui.benchmarks.atari_vs_plain_loop [--rounds 3] [--batches 2] [--quick]
 
-Both train the same CNN policy (make_policy, presets/atari.toml's sizes) on the same
+Both train the same CNN policy (make_policy, envs/gym_presets/ALE.toml's sizes) on the same
 preprocessing (envs/atari_preprocessing.py: noop reset, frame skip 4 max-pooled, 84x84 gray,
 4 frames) with the same PPO work per batch (num_envs x horizon steps, inference on every
 step, update_epochs x minibatches gradient steps):
@@ -36,7 +36,7 @@ import torch
 
 ENV_ID = "ALE/Pong-v5"
 PRESET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                      "presets", "atari.toml")
+                      "envs", "gym_presets", "ALE.toml")
 
 
 def atari_config(args):

@@ -9,7 +9,7 @@ two frames, 84x84 grayscale; FrameStackObservation: the last 4 frames, so observ
 uint8 (4, 84, 84), channels first (the policy picks its CNN for them). While training a lost
 life ends the episode (Gymnasium's `terminal_on_life_loss`); evaluation plays whole games.
 Rewards are left as the game gives them: clipping is the trainer's `train.reward_clamp 1`
-(presets/atari.toml), so logged returns stay game scores.
+(envs/gym_presets/ALE.toml), so logged returns stay game scores.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Atari with the standard preprocessing (envs/atari_preprocessing.py) and presets/atari.toml."""
+"""Atari with the standard preprocessing (envs/atari_preprocessing.py) and envs/gym_presets/ALE.toml."""
 
 import os
 
@@ -12,7 +12,7 @@ pytest.importorskip("cv2", reason="AtariPreprocessing needs opencv (pip install 
 from puffer_tui.envs.atari_preprocessing import atari_env  # noqa: E402
 
 PRESET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                      "presets", "atari.toml")
+                      "envs", "gym_presets", "ALE.toml")
 
 
 def _wrappers(env):
