@@ -242,10 +242,13 @@ class GymSource(PythonEnvSource):
             raise EnvSpecError(f"{self.spec} cannot be built: {type(e).__name__}: {e}") from None
 
     def preset(self) -> dict:
-        """gym_presets/ID.toml ("/" as "_"), else one for the id's namespace (ALE.toml)."""
+        """gym_presets/ID.toml ("/" as "_"), else one for the id's namespace (ALE.toml),
+        else one for its family, the part before the first "-" (MiniGrid.toml)."""
         names = [self.env_id.replace("/", "_")]
         if "/" in self.env_id:
             names.append(self.env_id.split("/")[0])
+        if "-" in self.env_id.split("/")[-1]:
+            names.append(self.env_id.split("/")[-1].split("-")[0])
         for name in names:
             path = GYM_PRESETS / f"{name}.toml"
             if path.exists():

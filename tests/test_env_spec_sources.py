@@ -167,3 +167,14 @@ def test_gym_spec_layout_matches_the_built_vecenv():
     assert env.single_observation_space == layout.observation_space
     assert env.single_action_space == layout.action_space and layout.frame_shape is None
     env.close()
+
+
+def test_gym_presets_by_id_then_namespace_then_family():
+    import pytest
+
+    from puffer_tui.engine.config import load_config
+
+    pytest.importorskip("minigrid", reason="pip install 'puffer-tui[minigrid]'")
+    assert load_config("gym:MiniGrid-Empty-8x8-v0").train.ent_coef == 0.01  # MiniGrid.toml
+    assert load_config("gym:CartPole-v1").train.learning_rate == 0.005  # CartPole-v1.toml
+    assert load_config("gym:Acrobot-v1").train.learning_rate == 0.015  # none: the defaults
