@@ -2,18 +2,19 @@
 series, and the live hyperparameter changes placed on the curves.
 
 Used by `puffer-tui runs --compare` and the comparison screen; no engine connection needed
-(a live run's metrics.jsonl grows, so a reader simply reads it again).
+(a live run's metrics.jsonl grows: MetricColumns reads on from where it stopped).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import tomllib
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from puffer_tui.engine.metrics import read_metrics
 from puffer_tui.engine.run_dir import CONFIG_FILE, METRICS_FILE, run_state
 
 # The metrics the comparison cycles through: (metrics.jsonl column, label)
@@ -22,6 +23,8 @@ COMPARE_METRICS = (("score", "score"), ("episode_return", "episode return"),
                    ("value_loss", "value loss"), ("entropy", "entropy"),
                    ("approx_kl", "approx KL"), ("sps", "SPS"))
 X_AXES = (("global_step", "step"), ("uptime", "wall time (s)"))
+# the columns kept from each row (a long run has 100k rows: only these, as float arrays)
+KEPT_COLUMNS = ("epoch", "global_step", "uptime", *(key for key, _ in COMPARE_METRICS))
 
 # events.log lines of a live change (engine/commands.py): "train.X changed from A to B (...)"
 _SET_EVENT = re.compile(r"^(?P<key>[\w.]+) changed from (?P<old>.*?) to (?P<new>.*?)"
@@ -46,23 +49,72 @@ class SetEvent:
     uptime: float | None = None
 
 
+class MetricColumns:
+    """A run's metrics.jsonl as float columns (NaN where a row lacks the value), read on from
+    where the last read stopped: a live run's file is only parsed for its new rows. A file
+    that shrank (a resume drops the rows after its checkpoint) is read again from the start."""
+
+    def __init__(self) -> None:
+        self.columns = {key: array("d") for key in KEPT_COLUMNS}
+        self.offset = 0
+
+    def __len__(self) -> int:
+        return len(self.columns["global_step"])
+
+    def read_more(self, path: Path) -> bool:
+        """Parse the whole lines added since the last call; whether any row was added."""
+        try:
+            with Path(path).open("rb") as f:
+                if f.seek(0, 2) < self.offset:
+                    self.__init__()
+                f.seek(self.offset)
+                data = f.read()
+        except OSError:
+            return False
+        whole = data[:data.rfind(b"\n") + 1]  # a line still being written waits
+        self.offset += len(whole)
+        before = len(self)
+        for line in whole.splitlines():
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # a torn line (a killed engine)
+            if isinstance(row, dict):
+                for key, column in self.columns.items():
+                    value = row.get(key)
+                    column.append(float(value) if _number(value) else math.nan)
+        return len(self) > before
+
+    def copy(self) -> MetricColumns:
+        """A snapshot for another thread, while this one reads on."""
+        twin = MetricColumns()
+        twin.columns = {key: array("d", column) for key, column in self.columns.items()}
+        twin.offset = self.offset
+        return twin
+
+    def last(self, key: str) -> float | None:
+        return next((v for v in reversed(self.columns[key]) if math.isfinite(v)), None)
+
+    def values(self, key: str) -> list[float]:
+        return [v for v in self.columns[key] if math.isfinite(v)]
+
+    def pairs(self, x_key: str, y_key: str) -> list[tuple[float, float]]:
+        return [(x, y) for x, y in zip(self.columns[x_key], self.columns[y_key])
+                if math.isfinite(x) and math.isfinite(y)]
+
+
 @dataclass
 class RunSeries:
     path: Path
     name: str
     config: dict[str, object]  # "section.key" -> value (env_name as is)
-    rows: list[dict]
+    metrics: MetricColumns
     events: list[SetEvent] = field(default_factory=list)
 
     def series(self, metric: str, x_axis: str = "global_step") -> tuple[list[float], list[float]]:
         """(xs, ys) of the rows holding a finite `metric` and x value."""
-        xs, ys = [], []
-        for row in self.rows:
-            x, y = row.get(x_axis), row.get(metric)
-            if _number(x) and _number(y):
-                xs.append(float(x))
-                ys.append(float(y))
-        return xs, ys
+        pairs = self.metrics.pairs(x_axis, metric)
+        return [x for x, _ in pairs], [y for _, y in pairs]
 
 
 def _number(x) -> bool:
@@ -106,13 +158,14 @@ def format_value(value) -> str:
     return str(value)
 
 
-def read_set_events(run_dir: Path, rows: list[dict]) -> list[SetEvent]:
+def read_set_events(run_dir: Path, metrics: MetricColumns) -> list[SetEvent]:
     """The live changes in events.log, each placed on the curves. events.log has wall times
     and metrics rows have uptimes (time trained, summed over sessions), so a change is put at
     the row whose uptime is that of its session's start plus the time since; an event text
     that names its step ("at step N") is taken at its word."""
     from puffer_tui.app.run_history import read_events
 
+    rows = metrics.pairs("global_step", "uptime")  # (step, uptime) of each row
     found: list[SetEvent] = []
     session_start, session_step = None, 0
     for event in read_events(run_dir):
@@ -137,52 +190,46 @@ def read_set_events(run_dir: Path, rows: list[dict]) -> list[SetEvent]:
     return found
 
 
-def _place_by_step(change: SetEvent, rows: list[dict], step: int) -> None:
+def _place_by_step(change: SetEvent, rows: list[tuple[float, float]], step: int) -> None:
     change.step = step
-    for row in rows:
-        if _number(row.get("global_step")) and row["global_step"] >= step:
-            change.uptime = row.get("uptime")
-            return
+    change.uptime = next((uptime for s, uptime in rows if s >= step), None)
 
 
-def _place_by_time(change: SetEvent, rows: list[dict], session_step: int, since: float) -> None:
-    before = [r for r in rows if _number(r.get("global_step")) and r["global_step"] <= session_step]
-    start_uptime = float(before[-1].get("uptime") or 0.0) if before and session_step else 0.0
+def _place_by_time(change: SetEvent, rows: list[tuple[float, float]], session_step: int,
+                   since: float) -> None:
+    before = [uptime for s, uptime in rows if s <= session_step]
+    start_uptime = before[-1] if before and session_step else 0.0
     change.uptime = start_uptime + max(0.0, since)
-    session = [r for r in rows if _number(r.get("global_step")) and r["global_step"] > session_step
-               and _number(r.get("uptime"))]
-    for row in session:
-        if row["uptime"] >= change.uptime:
-            change.step = int(row["global_step"])
-            return
-    if session:  # after the last row written so far: at the run's end for now
-        change.step = int(session[-1]["global_step"])
+    session = [(s, uptime) for s, uptime in rows if s > session_step]
+    change.step = next((int(s) for s, uptime in session if uptime >= change.uptime), None)
+    if change.step is None and session:  # after the last row so far: at the run's end for now
+        change.step = int(session[-1][0])
 
 
-def load_run(run_dir: Path) -> RunSeries:
-    """One run's config, metrics rows and live changes; CompareError names a run that has no
-    readable config or no metrics."""
+def load_run(run_dir: Path, metrics: MetricColumns | None = None) -> RunSeries:
+    """One run's config, metrics and live changes (`metrics`: the columns read so far, read on);
+    CompareError names a run that has no readable config or no metrics."""
     run_dir = Path(run_dir)
     try:
         config = flat_config(run_dir)
     except (OSError, ValueError) as e:
         raise CompareError(f"{run_dir.name}: cannot read its {CONFIG_FILE} ({e})") from e
-    rows = [r for r in read_metrics(run_dir) if isinstance(r, dict)]
-    if not rows:
+    metrics = MetricColumns() if metrics is None else metrics
+    metrics.read_more(run_dir / METRICS_FILE)
+    if not len(metrics):
         raise CompareError(f"{run_dir.name} has no metrics yet (an empty or missing "
                            f"{METRICS_FILE}): compare runs that have trained at least one epoch")
-    return RunSeries(run_dir, run_dir.name, config, rows, read_set_events(run_dir, rows))
+    return RunSeries(run_dir, run_dir.name, config, metrics, read_set_events(run_dir, metrics))
 
 
 def final_figures(run: RunSeries) -> dict[str, object]:
     """What a run came to: state, steps, epochs, best and last score, last episode stats,
     mean SPS and time trained (None where the rows never had it)."""
-    def last(key):
-        return next((r[key] for r in reversed(run.rows) if _number(r.get(key))), None)
-
-    scores = [r["score"] for r in run.rows if _number(r.get("score"))]
-    sps = [r["sps"] for r in run.rows if _number(r.get("sps"))]
-    return {"state": run_state(run.path), "steps": last("global_step"), "epochs": last("epoch"),
+    last = run.metrics.last
+    scores, sps = run.metrics.values("score"), run.metrics.values("sps")
+    steps, epochs = last("global_step"), last("epoch")
+    return {"state": run_state(run.path), "steps": None if steps is None else int(steps),
+            "epochs": None if epochs is None else int(epochs),
             "best score": max(scores) if scores else None, "last score": last("score"),
             "episode_return": last("episode_return"), "episode_length": last("episode_length"),
             "mean SPS": sum(sps) / len(sps) if sps else None, "uptime": last("uptime")}

@@ -24,6 +24,7 @@ from puffer_tui.app.compare_data import (
     COMPARE_METRICS,
     X_AXES,
     CompareError,
+    MetricColumns,
     RunSeries,
     config_differences,
     flat_config,
@@ -45,16 +46,19 @@ class CompareSnapshot(Message, bubble=False):
         return isinstance(message, CompareSnapshot)
 
 
-def read_run(path: Path) -> RunSeries:
-    """A run as it is now; one with no metrics yet (just started) shows with no curve."""
+def read_run(path: Path, metrics: MetricColumns) -> RunSeries:
+    """A run as it is now (its metrics read on from `metrics`, a copy of them kept: the worker
+    reads on while the screen draws); one with no metrics yet shows with no curve."""
     try:
-        return load_run(path)
+        run = load_run(path, metrics)
     except CompareError:
         try:
             config = flat_config(path)
         except (OSError, ValueError):
             config = {}
-        return RunSeries(path, path.name, config, [])
+        run = RunSeries(path, path.name, config, metrics)
+    run.metrics = metrics.copy()
+    return run
 
 
 def _file_stamp(path: Path) -> tuple:
@@ -130,12 +134,13 @@ class CompareScreen(Screen):
     def _watch_files(self) -> None:
         stamps: dict[Path, tuple] = {}
         runs: dict[Path, RunSeries] = {}
+        columns = {path: MetricColumns() for path in self.run_dirs}
         while not self._stop.is_set():
             changed = False
             for path in self.run_dirs:
                 stamp = _file_stamp(path)
                 if stamps.get(path) != stamp:
-                    stamps[path], runs[path] = stamp, read_run(path)
+                    stamps[path], runs[path] = stamp, read_run(path, columns[path])
                     changed = True
             if changed:
                 self.post_message(CompareSnapshot(tuple(runs[p] for p in self.run_dirs)))

@@ -18,6 +18,18 @@ def run_colour(index: int) -> str:
     return RUN_COLOURS[index % len(RUN_COLOURS)]
 
 
+MAX_POINTS = 2000  # per curve: more than the braille cells of a wide terminal
+
+
+def thinned(xs: list[float], ys: list[float]) -> tuple[list[float], list[float]]:
+    """Every n-th point (the last kept), so a 100k-epoch run draws as fast as a short one."""
+    if len(xs) <= MAX_POINTS:
+        return xs, ys
+    step = -(-len(xs) // MAX_POINTS)
+    keep = list(range(len(xs) - 1, -1, -step))[::-1]
+    return [xs[i] for i in keep], [ys[i] for i in keep]
+
+
 def short_label(name: str, width: int = 24) -> str:
     return name if len(name) <= width else "…" + name[-(width - 1):]
 
@@ -79,7 +91,7 @@ class ComparePlot(Widget):
         drawn = False
         for i, (name, xs, ys) in enumerate(self.drawn_series()):
             if xs:
-                plt.plot(xs, ys, marker="braille", color=run_colour(i), label=short_label(name))
+                plt.plot(*thinned(xs, ys), marker="braille", color=run_colour(i), label=short_label(name))
                 drawn = True
         names = [run.name for run in runs]
         for name, x in self.marker_positions():
