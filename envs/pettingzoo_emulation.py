@@ -21,7 +21,9 @@ import types
 
 import numpy as np
 
+from puffer_tui.engine.native import frames
 from puffer_tui.engine.native.pufferenv import PufferEnv
+from puffer_tui.envs.gym_emulation import FRAME_MODES, _quiet_headless_sdl, _takes_render_mode
 from puffer_tui.envs.gym_spaces import ActionLayout, ObservationLayout
 
 LOG_FIELDS = ("episode_return", "episode_length", "score")
@@ -179,6 +181,19 @@ class PettingZooPufferEnv(PufferEnv):
         self._log = dict.fromkeys(self._log, 0.0)
         return averaged
 
+    def frame(self, env_index: int = 0):
+        """Env `env_index`'s render() (all its agents in one picture): an RGB image within the
+        frame bounds, text, or None when the envs were built to render neither way."""
+        env = self.envs[env_index]
+        if getattr(env, "render_mode", None) not in FRAME_MODES:
+            return None
+        _quiet_headless_sdl()
+        try:
+            picture = env.render()
+        except Exception as e:  # shown in the panel instead of "waiting for frames"
+            return f"{self.name}: render() failed: {type(e).__name__}: {e}"
+        return None if picture is None else frames.bound_frame(picture)
+
     def close(self) -> None:
         envs, self.envs = getattr(self, "envs", []), []
         for env in envs:
@@ -276,7 +291,21 @@ def from_pettingzoo(env_creator, log_interval: int = 32, **kwargs):
     backend it must pickle, or be found by name in a loaded module, as PettingZoo's
     `parallel_env` functions are), "module.path:callable", or a module with `parallel_env`;
     `kwargs` go to it. One env is built and closed here so that a bad creator fails now, not in a worker."""
-    creator = functools.partial(PettingZooPufferEnv, _resolve_creator(env_creator),
-                                log_interval=log_interval, env_kwargs=kwargs)
-    creator(num_envs=1).close()
-    return creator
+    resolved = _resolve_creator(env_creator)
+    creator = functools.partial(PettingZooPufferEnv, resolved, log_interval=log_interval,
+                                env_kwargs=kwargs)
+    probe = creator(num_envs=1)
+    try:  # draw frames when the env can and nobody chose a render mode: as from_gymnasium
+        supported = (getattr(probe.envs[0], "metadata", None) or {}).get("render_modes") or ()
+        mode = next((m for m in supported if m in FRAME_MODES), None)
+    finally:
+        probe.close()
+    if mode is None or "render_mode" in kwargs or not _takes_render_mode(resolved):
+        return creator
+    drawing = functools.partial(PettingZooPufferEnv, resolved, log_interval=log_interval,
+                                env_kwargs={**kwargs, "render_mode": mode})
+    try:
+        drawing(num_envs=1).close()
+    except TypeError:  # render_mode does not reach the env: draw nothing
+        return creator
+    return drawing

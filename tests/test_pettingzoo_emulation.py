@@ -171,11 +171,29 @@ def test_multiprocessing_rows_match_serial_rows():
     assert np.array_equal(results[0], results[1])
 
 
-simple_spread = pytest.importorskip(
-    "mpe2.simple_spread_v3", reason="mpe2 not installed (pip install 'puffer-tui[pettingzoo]')")
+@pytest.fixture
+def simple_spread():
+    """Skips only the tests that need mpe2 (a module-level skip would hide the ones above)."""
+    return pytest.importorskip(
+        "mpe2.simple_spread_v3", reason="mpe2 not installed (pip install 'puffer-tui[pettingzoo]')")
 
 
-def test_simple_spread_rows_and_episode_stats():
+def test_an_env_without_render_modes_draws_no_frame():
+    with vec.make(from_pettingzoo(make_dying_agents), num_envs=2, backend="serial") as v:
+        v.reset(0)
+        assert v.frame(1) is None
+
+
+def test_simple_spread_draws_its_frames_for_the_env_panel(simple_spread):
+    with vec.make(from_pettingzoo(simple_spread.parallel_env, N=3), num_envs=2,
+                  backend="multiprocessing", num_workers=2) as v:
+        v.reset(0)
+        frame = v.frame(1)
+        assert frame.ndim == 3 and frame.shape[2] == 3 and frame.dtype == np.uint8
+        assert frame.shape[0] <= 120 and frame.shape[1] <= 160  # within the frame bounds
+
+
+def test_simple_spread_rows_and_episode_stats(simple_spread):
     creator = from_pettingzoo(simple_spread, N=3, max_cycles=10)
     with vec.make(creator, num_envs=2, backend="serial", seed=0) as v:
         v.reset(0)
@@ -188,7 +206,7 @@ def test_simple_spread_rows_and_episode_stats():
         assert all(np.isfinite(info["episode_return"]) for info in infos)
 
 
-def test_simple_spread_trains_through_the_trainer():
+def test_simple_spread_trains_through_the_trainer(simple_spread):
     from puffer_tui.engine.config import load_config
     from puffer_tui.engine.trainer import Trainer
 
