@@ -201,6 +201,10 @@ def frame_pixels(frame, table: np.ndarray, scale: int) -> np.ndarray:
     else:
         raise RecordingError(f"not a frame: {type(frame).__name__} "
                              f"{getattr(frame, 'shape', '')}")
+    return _scaled(image, scale)
+
+
+def _scaled(image: np.ndarray, scale: int) -> np.ndarray:
     if scale > 1:
         image = np.repeat(np.repeat(image, scale, axis=0), scale, axis=1)
     return np.ascontiguousarray(image)
@@ -222,14 +226,22 @@ def record_episodes(frames: Iterable, path: str | os.PathLike, fps: float = 10.0
     if path.parent.name == RECORDINGS and not path.parent.exists():
         recordings_dir(path.parent.parent, create=True)
     temp = _new_temp(path)
-    writer = _Writer(temp, suffix, fps)
+    # GIF: tiles are written as indices into the table's distinct colours (no quantizing;
+    # repeated palette colours would cost Pillow a quadratic remap on every frame)
+    colours, index_of_tile = np.unique(table, axis=0, return_inverse=True)
+    index_of_tile = index_of_tile.reshape(-1).astype(np.uint8)
+    writer = _Writer(temp, suffix, fps, colours)
     interrupted = None
     try:
         try:
             for frame in frames:
                 if scale is None:
                     scale = default_scale(np.shape(frame)[1] if not isinstance(frame, str) else 1)
-                if not writer.add(frame_pixels(frame, table, scale)):
+                if suffix == ".gif" and frame_kinds.frame_kind(frame) == frame_kinds.TILES:
+                    image = _scaled(index_of_tile[np.asarray(frame, np.uint8)], scale)
+                else:
+                    image = frame_pixels(frame, table, scale)
+                if not writer.add(image):
                     break  # a GIF at its memory limit
         except KeyboardInterrupt as stop:
             interrupted = stop  # keep what was played
@@ -262,11 +274,15 @@ def _new_temp(path: Path) -> Path:
 
 
 class _Writer:
-    """imageio's writer for one file, opened on the first frame (its size is known then);
-    MP4 frames are padded to even sides with the background (H.264's 4:2:0 needs them)."""
+    """imageio's writer for one file, opened on the first frame (its size is known then).
 
-    def __init__(self, temp: Path, suffix: str, fps: float):
+    GIF frames come as indices into `colours` (H x W, the tiles: their colours exactly,
+    without quantizing) or images (reduced to 256 colours each); MP4 frames are images,
+    padded to even sides with the background (H.264's 4:2:0 needs them)."""
+
+    def __init__(self, temp: Path, suffix: str, fps: float, colours: np.ndarray):
         self.temp, self.suffix, self.fps = temp, suffix, fps
+        self.palette = np.ascontiguousarray(colours, np.uint8).tobytes()
         self.writer = None
         self.count = 0
         self.width = self.height = 0
@@ -289,8 +305,12 @@ class _Writer:
                 self.cut_short = True
                 return False
             self.held += width * height
-            # reduced to a palette at once, so Pillow holds a byte a pixel, not three
-            self.writer.write(image, bits=8, duration=gif_delay_ms(self.fps), loop=0)
+            # a byte a pixel in Pillow until the GIF is written, not three
+            delay = gif_delay_ms(self.fps)
+            if image.ndim == 2:
+                self.writer.write(image, mode="P", palette=self.palette, duration=delay, loop=0)
+            else:
+                self.writer.write(image, bits=8, duration=delay, loop=0)
         else:
             self.writer.append_data(image)
         self.count += 1
