@@ -30,6 +30,7 @@ KEPT_COLUMNS = ("epoch", "global_step", "uptime", *(key for key, _ in COMPARE_ME
 _SET_EVENT = re.compile(r"^(?P<key>[\w.]+) changed from (?P<old>.*?) to (?P<new>.*?)"
                         r"(?: \((?P<applies>.*)\))?$")
 _AT_STEP = re.compile(r"\bat step (\d+)")
+_STEP_MENTION = re.compile(r"\bat step (\d+)|\(step (\d+),")
 _ENGINE_START = re.compile(r"^engine \d+ starting ")
 _RESUMED = re.compile(r"^resumed from \S+ at step (\d+)")
 
@@ -44,7 +45,7 @@ class SetEvent:
     key: str
     old: str
     new: str
-    when: float  # unix time from events.log
+    when: float  # unix time from events.log (the middle of its second)
     step: int | None = None
     uptime: float | None = None
 
@@ -159,19 +160,39 @@ def format_value(value) -> str:
 
 
 def read_set_events(run_dir: Path, metrics: MetricColumns) -> list[SetEvent]:
-    """The live changes in events.log, each placed on the curves. events.log has wall times
-    and metrics rows have uptimes (time trained, summed over sessions), so a change is put at
-    the row whose uptime is that of its session's start plus the time since; an event text
-    that names its step ("at step N") is taken at its word."""
+    """The live changes in events.log, each placed on the curves.
+
+    events.log has wall times, metrics rows have uptimes (time trained: no start-up, pauses
+    or checkpoint writes), so a change is placed from the nearest anchor of its engine
+    session: an event that names a step ("checkpoint saved ... (step N", "stopped at step
+    N", "paused at step N"...), or metrics.jsonl's last write (its last row). From the anchor
+    the change is as many seconds earlier or later in uptime as in wall time; without any,
+    from the session's start (which then counts the engine's start-up). An event text that
+    names its own step ("at step N") is taken at its word."""
     from puffer_tui.app.run_history import read_events
 
     rows = metrics.pairs("global_step", "uptime")  # (step, uptime) of each row
+    # events.log has whole seconds (cut, not rounded): the middle of each second
+    events = [(e.time + 0.5, e.text.splitlines()[0] if e.text else "")
+              for e in read_events(run_dir)]
+    starts = [t for t, text in events if _ENGINE_START.match(text)]
+    anchors = []  # (wall time, uptime)
+    for t, text in events:
+        mention = _STEP_MENTION.search(text)
+        if mention and not _RESUMED.match(text) and not _SET_EVENT.match(text):
+            uptime = _uptime_at(rows, int(mention.group(1) or mention.group(2)))
+            if uptime is not None:
+                anchors.append((t, uptime))
+    try:
+        if rows:
+            anchors.append(((run_dir / METRICS_FILE).stat().st_mtime, rows[-1][1]))
+    except OSError:
+        pass
     found: list[SetEvent] = []
-    session_start, session_step = None, 0
-    for event in read_events(run_dir):
-        text = event.text.splitlines()[0] if event.text else ""
+    session_step = 0
+    for t, text in events:
         if _ENGINE_START.match(text):
-            session_start, session_step = event.time, 0
+            session_step = 0
             continue
         resumed = _RESUMED.match(text)
         if resumed:
@@ -180,30 +201,38 @@ def read_set_events(run_dir: Path, metrics: MetricColumns) -> list[SetEvent]:
         match = _SET_EVENT.match(text)
         if not match:
             continue
-        change = SetEvent(match["key"], match["old"], match["new"], event.time)
+        change = SetEvent(match["key"], match["old"], match["new"], t)
         at_step = _AT_STEP.search(match["applies"] or "")
         if at_step:
-            _place_by_step(change, rows, int(at_step.group(1)))
-        elif session_start is not None:
-            _place_by_time(change, rows, session_step, event.time - session_start)
+            change.step = int(at_step.group(1))
+            change.uptime = _uptime_at(rows, change.step)
+        else:
+            _place_by_time(change, rows, starts, anchors, session_step)
         found.append(change)
     return found
 
 
-def _place_by_step(change: SetEvent, rows: list[tuple[float, float]], step: int) -> None:
-    change.step = step
-    change.uptime = next((uptime for s, uptime in rows if s >= step), None)
+def _uptime_at(rows: list[tuple[float, float]], step: int) -> float | None:
+    """The uptime of the last row at or before `step` (a step between rows: the one before)."""
+    before = [uptime for s, uptime in rows if s <= step]
+    return before[-1] if before else None
 
 
-def _place_by_time(change: SetEvent, rows: list[tuple[float, float]], session_step: int,
-                   since: float) -> None:
-    before = [uptime for s, uptime in rows if s <= session_step]
-    start_uptime = before[-1] if before and session_step else 0.0
-    change.uptime = start_uptime + max(0.0, since)
-    session = [(s, uptime) for s, uptime in rows if s > session_step]
-    change.step = next((int(s) for s, uptime in session if uptime >= change.uptime), None)
-    if change.step is None and session:  # after the last row so far: at the run's end for now
-        change.step = int(session[-1][0])
+def _place_by_time(change: SetEvent, rows, starts: list[float], anchors, session_step: int):
+    session_start = max((s for s in starts if s <= change.when), default=None)
+    if session_start is None or not rows:
+        return
+    session_end = min((s for s in starts if s > change.when), default=math.inf)
+    near = [(abs(t - change.when), t, uptime) for t, uptime in anchors
+            if session_start <= t < session_end]
+    if near:
+        _, t, uptime = min(near)
+        change.uptime = max(0.0, uptime + change.when - t)
+    else:
+        start_uptime = (_uptime_at(rows, session_step) or 0.0) if session_step else 0.0
+        change.uptime = start_uptime + change.when - session_start
+    later = [s for s, uptime in rows if uptime >= change.uptime and s > session_step]
+    change.step = int(later[0]) if later else int(rows[-1][0])
 
 
 def load_run(run_dir: Path, metrics: MetricColumns | None = None) -> RunSeries:

@@ -4,6 +4,7 @@ as the trainer writes them, and an events.log with a live learning-rate change."
 from __future__ import annotations
 
 import json
+import os
 import time
 
 from puffer_tui.engine import config as cfg
@@ -35,7 +36,13 @@ def make_compare_run(root, learning_rate="0.01", epochs=6, score_gain=0.1, set_a
     if set_at_s is not None:
         lines.append(f"{_stamp(START + set_at_s)} [info] train.learning_rate changed from "
                      f"{learning_rate} to 0.001 (from the next epoch)")
+    end = START + 10 * epochs + 1  # the training time, and a second to start up
+    steps = epochs * 4096
+    lines += [f"{_stamp(end)} [info] checkpoint saved: step-{steps:012d}-epoch-{epochs:08d}.pt "
+              f"(step {steps}, epoch {epochs})",
+              f"{_stamp(end)} [info] training finished at step {steps}; checkpoint ..."]
     (run / rd.EVENTS_FILE).write_text("\n".join(lines) + "\n")
+    os.utime(run / rd.METRICS_FILE, (end + 0.5, end + 0.5))  # its last row written then
     rd.write_json_atomic(run / rd.STATUS_FILE, {"state": state, "global_step": epochs * 4096,
                                                 "total_timesteps": epochs * 4096})
     return run

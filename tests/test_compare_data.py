@@ -43,3 +43,38 @@ def test_long_curves_are_thinned_keeping_the_last_point():
     assert tx == sorted(tx)
     short = [1.0, 2.0]
     assert thinned(short, short) == (short, short)
+
+
+def test_live_changes_are_placed_from_the_nearest_anchor_of_their_session(tmp_path):
+    """Two engine sessions (a stop, then a resume); epochs of 2 s (uptime 2 e at step 100 e);
+    the second session starts up for 3 s, which a placement from the session's start would
+    count as training."""
+    import os
+    import time
+
+    from puffer_tui.app.compare_data import read_set_events
+
+    t0 = 1_790_000_000
+
+    def at(s, text):
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(t0 + s)) + f" [info] {text}\n"
+
+    (tmp_path / "metrics.jsonl").write_text("".join(line(e) for e in range(1, 7)))
+    os.utime(tmp_path / "metrics.jsonl", (t0 + 109.5, t0 + 109.5))
+    (tmp_path / "events.log").write_text("".join([
+        at(0, "engine 1 starting squared (new run)"),
+        at(2, "train.gamma changed from 0.99 to 0.9 (from the next epoch, at step 100)"),
+        at(4, "train.ent_coef changed from 0.01 to 0 (from the next minibatch)"),
+        at(7, "stopped at step 300; checkpoint step-000000000300-epoch-00000003.pt"),
+        at(100, "engine 2 starting squared (resuming)"),
+        at(103, "resumed from step-000000000300-epoch-00000003.pt at step 300, epoch 3"),
+        at(106, "train.learning_rate changed from 0.01 to 0.001 (from the next minibatch)"),
+        at(109, "training finished at step 600; checkpoint ...")]))
+    columns = MetricColumns()
+    columns.read_more(tmp_path / "metrics.jsonl")
+    gamma, ent, lr = read_set_events(tmp_path, columns)
+    assert (gamma.key, gamma.step, gamma.uptime) == ("train.gamma", 100, 2.0)  # its own word
+    assert (ent.step, ent.uptime) == (200, 3.0)  # 3 s before the stop at uptime 6
+    # 3 s before the end (uptime 12): in epoch 5; 6 s after the session's start would say 6
+    assert (lr.key, lr.old, lr.new, lr.step, lr.uptime) == (
+        "train.learning_rate", "0.01", "0.001", 500, 9.0)
