@@ -22,7 +22,7 @@ COMPARE_METRICS = (("score", "score"), ("episode_return", "episode return"),
                    ("episode_length", "episode length"), ("policy_loss", "policy loss"),
                    ("value_loss", "value loss"), ("entropy", "entropy"),
                    ("approx_kl", "approx KL"), ("sps", "SPS"))
-X_AXES = (("global_step", "step"), ("uptime", "wall time (s)"))
+X_AXES = (("global_step", "step"), ("uptime", "time trained (s)"))  # uptime: no pauses
 # the columns kept from each row (a long run has 100k rows: only these, as float arrays)
 KEPT_COLUMNS = ("epoch", "global_step", "uptime", *(key for key, _ in COMPARE_METRICS))
 

@@ -82,7 +82,7 @@ async def test_curves_of_two_runs_metric_cycling_axis_toggle_and_live_change(two
         assert "step 12,288 learning_rate" in text and "0.02 → 0.001" in text
 
         await pilot.press("x")
-        assert plot.border_title == "score by wall time (s)"
+        assert plot.border_title == "score by time trained (s)"
         assert plot.drawn_series()[0][1] == [10.0 * e for e in range(1, 7)]
         assert plot.marker_positions() == [(fast.name, 24.0)]  # 36 s before the end (60 s)
         await pilot.press("x")
