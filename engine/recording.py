@@ -19,7 +19,16 @@ The file appears whole or not at all: it is encoded into a temp file beside it, 
 renamed over the final name once complete (see engine/atomic_write.py for the policy).
 
 Runs keep their recordings in `RUN/recordings/` (`recordings_dir`), periodic ones named
-`eval-<step>.gif` (`periodic_recording_path`).
+`eval-<step>.gif` (`periodic_recording_path`). The engine records a policy so (on separate
+envs; the Evaluator seeds torch's global generator, so fork it to leave training's alone):
+
+    with torch.random.fork_rng(devices=[]):
+        player = Evaluator(policy, config, checkpoint, 1, seed, True, episodes)
+        try:
+            record_episodes(player.recording_frames(), periodic_recording_path(run_dir, step),
+                            fps, None, player.envs[0].palette)
+        finally:
+            player.close()
 """
 
 from __future__ import annotations

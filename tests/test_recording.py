@@ -273,3 +273,27 @@ def test_periodic_recordings_go_into_the_run_dir(tmp_path):
     assert path == tmp_path / "recordings" / "eval-4096.gif"
     record_episodes(tile_frames(2), path, palette=SQUARED)
     assert len(read_recording(path)) == 2
+
+
+def test_the_engine_can_record_a_policy_into_the_run_dir(squared_run):
+    """The call the engine makes for a periodic recording (engine/recording.py's docstring)."""
+    import torch
+
+    from puffer_tui.engine.checkpoint import latest_checkpoint
+    from puffer_tui.engine.evaluate import Evaluator
+    from puffer_tui.engine.policy import load_policy
+
+    checkpoint = latest_checkpoint(squared_run)
+    policy, config = load_policy(checkpoint)
+    before = torch.get_rng_state()
+    with torch.random.fork_rng(devices=[]):
+        player = Evaluator(policy, config, checkpoint, 1, 5, True, 1)
+        try:
+            made = record_episodes(player.recording_frames(),
+                                   recording.periodic_recording_path(squared_run, 123), 10,
+                                   None, player.envs[0].palette)
+        finally:
+            player.close()
+    assert torch.equal(torch.get_rng_state(), before)  # training's generator untouched
+    assert made.path == squared_run / "recordings" / "eval-123.gif"
+    assert len(read_recording(made.path)) == made.frames == 1 + player.done_lengths[0]
