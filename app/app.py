@@ -185,9 +185,8 @@ class PufferApp(App):
         self.store.load_history(*message.history)  # loss curves, stats and events from before
         self.store.touch()
         self.store.add_event("app", f"connected to engine pid {hello.get('pid')} ({hello.get('run')})")
-        self._set_link_state(None)
+        self._set_link_state(None)  # the screens that show frames ask for them now
         self._run_changed("numbers", "frame", urgent=True)
-        self.engine_request("render", {"env": self.render_env}, quiet=True)
 
     @on(lm.Telemetry)
     def _on_telemetry(self, message: lm.Telemetry) -> None:
@@ -216,7 +215,9 @@ class PufferApp(App):
             self._link_lost(message.reason)
 
     def _run_changed(self, *parts: str, urgent: bool = False) -> None:
-        for screen in self.screen_stack:
+        # Not the app's default screen at the bottom: nothing there to redraw, and every
+        # message a screen handles costs it a round of idle processing.
+        for screen in self.screen_stack[1:]:
             screen.post_message(lm.RunChanged(frozenset(parts), urgent))
 
     def _set_link_state(self, state: str | None) -> None:
@@ -225,7 +226,7 @@ class PufferApp(App):
             self._announce_link_state()
 
     def _announce_link_state(self) -> None:
-        for screen in self.screen_stack:  # say so now, not at the next redraw
+        for screen in self.screen_stack[1:]:  # say so now, not at the next redraw
             screen.post_message(lm.LinkStateChanged(self.link_state, self.link is not None))
 
     def _watch_silence(self) -> None:
@@ -341,9 +342,8 @@ class PufferApp(App):
         message.stop()
         count = int(self.store.hello.get("num_envs") or 1)
         self.render_env = (self.render_env + message.delta) % max(count, 1)
-        for screen in self.screen_stack:
+        for screen in self.screen_stack[1:]:  # each asks for its frames (its view and rate)
             screen.post_message(lm.RenderEnvChanged(self.render_env))
-        self.engine_request("render", {"env": self.render_env}, quiet=True)
 
     # -- dialogs and screens ---------------------------------------------------------------
 

@@ -17,6 +17,7 @@ import asyncio
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +31,7 @@ from puffer_tui.engine.protocol import (
     MessageType,
     RequestError,
     check_render,
+    check_render_fps,
     check_render_view,
     check_set,
     encode,
@@ -57,6 +59,8 @@ class _Client:
         self.writer = writer
         self.render_env: int | None = None
         self.render_view = "env"  # "obs": the observation drawn as an image
+        self.frame_interval = 0.0  # seconds between two frames sent to this client, at least
+        self.frame_sent_at = 0.0
         self.frame_seq = 0
         self.pending: set = set()  # ids of queued requests not yet answered
         self.closed = False
@@ -263,14 +267,15 @@ class ControlServer:
 
     def _send_frames(self) -> None:
         frames = self.frames.frames
+        now = time.monotonic()
         for client in list(self._clients):
             env, view = client.render_env, client.render_view
             if env is None or frame_key(env, view) not in frames:
                 continue
             seq, frame = frames[frame_key(env, view)]
-            if seq == client.frame_seq:
+            if seq == client.frame_seq or now - client.frame_sent_at < client.frame_interval:
                 continue
-            client.frame_seq = seq
+            client.frame_seq, client.frame_sent_at = seq, now
             self._write(client, encode(frame_message(env, frame, view)), droppable=True)
 
     def _send(self, client: _Client, message: dict) -> None:
@@ -367,8 +372,9 @@ class ControlServer:
             self._send(client, {"id": request_id, "ok": True, **self.telemetry_fn()})
         elif cmd == "render":
             env, view = check_render(args, self.num_envs), check_render_view(args)
+            client.frame_interval = 1.0 / check_render_fps(args)
             client.render_env, client.render_view = env, view
-            client.frame_seq = 0
+            client.frame_seq, client.frame_sent_at = 0, 0.0  # the new choice's first frame at once
             self._update_render_wishes()
             self._send(client, {"id": request_id, "ok": True, "env": env, "view": view})
         else:

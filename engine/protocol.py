@@ -71,7 +71,7 @@ COMMANDS = {
     "set": {"key", "value"},
     "checkpoint": set(),
     "stop": {"checkpoint"},
-    "render": {"env", "view"},
+    "render": {"env", "view", "fps"},
 }
 # commands the trainer applies at its safe points (the rest the server answers itself)
 QUEUED = ("pause", "resume", "set", "checkpoint", "stop")
@@ -168,6 +168,18 @@ def parse_request(line: bytes, commands: dict = COMMANDS) -> tuple[int, str, dic
     if cmd == "stop" and not isinstance(args.get("checkpoint", True), bool):
         raise RequestError("stop: \"checkpoint\" must be true or false", request_id)
     return request_id, cmd, args
+
+
+MAX_FRAME_RATE = 15  # frames a second the engine captures for renderers at most
+
+
+def check_render_fps(args: dict) -> float:
+    """How many frames a second this client wants at most (default and most: MAX_FRAME_RATE):
+    a dashboard that draws 4 a second need not be sent 15."""
+    fps = args.get("fps", MAX_FRAME_RATE)
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not 0 < fps <= MAX_FRAME_RATE:
+        raise RequestError(f"render: \"fps\" must be a number in (0, {MAX_FRAME_RATE}], got {fps!r}")
+    return float(fps)
 
 
 def check_render_view(args: dict) -> str:

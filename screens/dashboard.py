@@ -42,7 +42,7 @@ from puffer_tui.screens.render import RenderScreen
 
 # keys that need a live engine (hidden once the run has ended or the link is gone)
 STEERING = ("pause", "resume", "checkpoint", "stop", "hyperparameters")
-FRAME_REFRESH_S = 0.25  # the render, at most this often
+FRAME_REFRESH_S = 0.25  # the render, at most this often (the engine sends no more frames)
 PANEL_REFRESH_S = 1.0  # numbers and plots, at most this often (plots only when a new epoch arrived)
 
 
@@ -160,12 +160,24 @@ class DashboardScreen(Screen):
             header.link_state = state  # "not responding" shows without waiting
         self.sync_footer()  # connected or lost: the steering keys come or go
 
-    def watch_linked(self) -> None:
+    def watch_linked(self, linked: bool) -> None:
         self.sync_footer()
+        if linked:
+            self._request_frames()
+
+    def on_screen_resume(self) -> None:
+        if self.linked:  # back from the full-screen render: this panel's view and rate again
+            self._request_frames()
+
+    def _request_frames(self) -> None:
+        self.post_message(lm.EngineRequest(
+            "render", {"env": self.render_env, "fps": round(1 / FRAME_REFRESH_S)}, quiet=True))
 
     @on(lm.RenderEnvChanged)
     def _on_render_env(self, message: lm.RenderEnvChanged) -> None:
         self._set_render_env(message.index)
+        if self.is_current:
+            self._request_frames()
 
     # -- attributes down -------------------------------------------------------------------
 

@@ -54,6 +54,14 @@ class RenderScreen(Screen):
         render = self.query_one(EnvRender)
         render.env_index = self.env_index
         self.refresh_frame()
+        self._request_frames()
+
+    def _request_frames(self) -> None:
+        """This env, in this view, as fast as the engine sends frames."""
+        args = {"env": self.env_index, "fps": round(1 / REFRESH_S)}
+        if self.view != "env":
+            args["view"] = self.view
+        self.post_message(lm.EngineRequest("render", args, quiet=True))
 
     @on(lm.RunChanged)
     def _on_run_changed(self, message: lm.RunChanged) -> None:
@@ -72,9 +80,7 @@ class RenderScreen(Screen):
     def _on_render_env(self, message: lm.RenderEnvChanged) -> None:
         self.env_index = message.index
         self.query_one(EnvRender).env_index = message.index
-        if self.view != "env":  # the app asked for the new env's own view: keep this one
-            self.post_message(lm.EngineRequest("render", {"env": message.index,
-                                                          "view": self.view}, quiet=True))
+        self._request_frames()
 
     def refresh_frame(self) -> None:
         if self._waiting is not None:
@@ -107,13 +113,7 @@ class RenderScreen(Screen):
         """The observation as the policy sees it (an 84x84 frame stack, say), or the env."""
         self.view = "obs" if self.view == "env" else "env"
         self.query_one(EnvRender).view = self.view
-        self.post_message(lm.EngineRequest("render", {"env": self.env_index, "view": self.view},
-                                           quiet=True))
-
-    def on_unmount(self) -> None:
-        if self.view != "env":  # the dashboard's panel shows the env again
-            self.app.post_message(lm.EngineRequest("render", {"env": self.env_index},
-                                                   quiet=True))
+        self._request_frames()
 
     def action_pause(self) -> None:
         self.post_message(lm.EngineRequest("pause"))

@@ -101,7 +101,7 @@ async def test_dashboard_fills_with_live_numbers(engine_run):
         assert engine_run.name in text and "running" in text
         assert "waiting for" not in text  # every panel has data
         assert "engine" in text  # the engine's own CPU line, from telemetry's process list
-        assert ("render", {"env": 0}) in app.sent
+        assert ("render", {"env": 0, "fps": 4}) in app.sent
 
 
 async def test_pause_stops_the_step_counter_and_resume_restarts_it(engine_run):

@@ -41,7 +41,8 @@ async def test_render_env_keys_wrap_around_and_ask_the_engine():
         assert app.render_env == 63  # 64 envs in the fixed hello
         await pilot.press("right_square_bracket", "right_square_bracket")
         assert app.render_env == 1
-        assert app.sent[-1] == ("render", {"env": 1})
+        await pilot.pause(0.1)
+        assert app.sent[-1] == ("render", {"env": 1, "fps": 4})  # the panel draws 4 a second
         await pilot.pause(0.3)
         assert app.screen.query_one("EnvRender").border_title == "env 1/64"
 
@@ -127,16 +128,23 @@ async def test_o_in_the_render_view_switches_to_the_observation_and_back():
 
     app = OfflineApp()
     async with app.run_test(size=(100, 30)) as pilot:
+        app.link = object()  # linked: the dashboard asks for its frames
+        app._announce_link_state()
+        await pilot.pause(0.2)
+        assert app.sent[-1] == ("render", {"env": 0, "fps": 4})
         await pilot.press("r")
+        await pilot.pause(0.1)
         assert isinstance(app.screen, RenderScreen)
+        assert app.sent[-1] == ("render", {"env": 0, "fps": 15})  # full screen: every frame
         await pilot.press("o")
         await pilot.pause(0.1)
-        assert app.sent[-1] == ("render", {"env": 0, "view": "obs"})
+        assert app.sent[-1] == ("render", {"env": 0, "fps": 15, "view": "obs"})
         assert app.screen.query_one(EnvRender).view == "obs"
         await pilot.press("o")
         await pilot.pause(0.1)
-        assert app.sent[-1] == ("render", {"env": 0, "view": "env"})
+        assert app.sent[-1] == ("render", {"env": 0, "fps": 15})
         await pilot.press("o", "escape")  # leaving on the observation: the panel gets the env
         await pilot.pause(0.2)
         assert isinstance(app.screen, DashboardScreen)
-        assert app.sent[-1] == ("render", {"env": 0})
+        assert app.sent[-1] == ("render", {"env": 0, "fps": 4})
+        app.link = None

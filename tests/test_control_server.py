@@ -393,3 +393,22 @@ def test_the_obs_view_streams_its_own_frames(server, client):
             break
     assert "tiles" in frame and frame["env"] == 2
     client.call("render", env=None)
+
+
+def test_a_client_gets_frames_no_faster_than_it_asked(server, client):
+    def frames_in(seconds: float) -> int:
+        start, count = time.monotonic(), 0
+        while time.monotonic() - start < seconds:
+            count += first(client, "frame", timeout=0.3) is not None
+        return count
+
+    client.call("render", env=1)
+    assert first(client, "frame") is not None
+    fast = frames_in(1.5)
+    client.call("render", env=1, fps=2)
+    assert first(client, "frame") is not None  # a new choice's first frame comes at once
+    slow = frames_in(1.5)
+    assert slow <= 4 < fast, (slow, fast)  # 2 a second, against up to 15
+    with pytest.raises(EngineCommandError, match='"fps" must be a number'):
+        client.call("render", env=1, fps=0)
+    client.call("render", env=None)
