@@ -172,7 +172,7 @@ class CommandQueue:
         except ValueError as e:  # ConfigError is a ValueError: a refusal, not a failure
             command.reply({"ok": False, "error": str(e)})
             return None
-        self._event("info", f"{key} changed from {old} to {value} ({applies})")
+        self._event("info", f"{key} changed from {old} to {value} ({applies}, at step {self._step()})")
         return {"key": key, "value": value, "applies": applies}
 
     def _cmd_checkpoint(self, command, boundary):

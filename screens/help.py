@@ -41,6 +41,14 @@ observation as the policy sees it (an image observation, e.g. Atari's 84x84 fram
 - `s` stop the sweep (asks first; running trials are rerun by `--resume`)
 - `q` quit the view: the sweep goes on
 
+**Comparing runs** (launcher)
+
+- `space` on a run in the runs list marks it (●) or unmarks it; `ctrl+o` compares the
+  marked runs (two or more, live or finished)
+- in the comparison: `m` next metric (score, return, losses, SPS), `x` by step or by time
+  trained, `b` or `escape` back; `|` lines mark hyperparameters changed live
+- `puffer-tui runs --compare A B ...` prints their config differences and final figures
+
 **Enter, everywhere:** Enter confirms what has the focus. On a list it opens the highlighted
 entry (an env: start training it with the preset; a recent run: attach if it is training,
 else resume it). In a field it confirms that value: the editor sends it to the engine (which

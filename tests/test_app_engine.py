@@ -143,8 +143,12 @@ async def test_invalid_hyperparameter_is_refused_and_a_valid_one_reaches_the_eng
         await until(pilot, lambda: (store.latest.get("hyperparameters") or {})
                     .get("train.learning_rate") == 0.0123, "the new value in telemetry")
         assert ("set", {"key": "train.learning_rate", "value": 0.0123}) in app.sent
-        assert any("learning_rate" in e.text and e.level == "info" for e in store.events)
-        assert "engine:" in str(app.screen.query_one("#row-train-learning_rate .verdict").render())
+        # The reply reaches the editor as a message of its own: it may come after telemetry.
+        await until(pilot, lambda: any("learning_rate" in e.text and e.level == "info"
+                                       for e in store.events), "the change in the event log")
+        await until(pilot, lambda: "engine:" in str(
+            app.screen.query_one("#row-train-learning_rate .verdict").render()),
+            "the engine's answer in the editor")
 
 
 async def test_engine_that_stops_answering_is_reported(engine_run):
