@@ -133,6 +133,11 @@ class DashboardScreen(Screen):
 
     def _schedule(self, part: str, urgent: bool) -> None:
         """Draw `part` now if its slot is free (or it is urgent), else once, when it is."""
+        if urgent and part == "numbers":
+            # What a key changed (paused, resumed, the link gone) shows at once; the plots,
+            # the costly part, wait for their slot like any other change.
+            self.refresh_panels()
+            urgent = False
         interval = FRAME_REFRESH_S if part == "frame" else PANEL_REFRESH_S
         wait = 0.0 if urgent else self._drawn_at[part] + interval - time.monotonic()
         if wait <= 0:
