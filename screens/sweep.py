@@ -45,6 +45,8 @@ def objective_text(snap: dict) -> str:
         return f"{direction} {metric_name}, minimize seconds (pareto)"
     if objective == "score-per-hour":
         return f"{direction} {metric_name} per hour"
+    if objective == "time-to-reach":
+        return f"minimize seconds until {metric_name} reaches {snap.get('reach', '?')}"
     return f"{direction} {metric_name}"
 
 

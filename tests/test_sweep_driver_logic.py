@@ -247,3 +247,37 @@ def test_no_trial_is_pruned_in_its_first_quarter_of_epochs():
     assert make_pruner("median", expected_epochs(base))._n_warmup_steps == 4
     assert make_pruner("median", 3)._n_warmup_steps == 2  # never fewer than two
     assert expected_epochs({}) == 8  # an unreadable base: a middling guess
+
+
+class TimedRun(FakeRun):
+    """Rows that also carry the training seconds (2 s an epoch)."""
+
+    def __init__(self, run_dir, scores, **kwargs):
+        super().__init__(run_dir, scores, **kwargs)
+        for row in self._pending:
+            row["uptime"] = 2.0 * row["epoch"]
+
+
+def test_time_to_reach_stops_a_trial_that_got_there_and_counts_its_seconds(tmp_path):
+    driver = make_sweep(tmp_path, objective="time-to-reach", reach=0.9)
+    assert driver.settings.directions() == ["minimize"]
+    fast = TimedRun(tmp_path, [0.2, 0.5, 0.95, 0.97, 0.99])
+    trial = run_fake(driver, fast)
+    assert fast.stop_reason == "reached" and fast.stops == 1
+    assert trial.state == TrialState.COMPLETE and trial.value == pytest.approx(6.0)  # epoch 3
+    slow = TimedRun(tmp_path, [0.1, 0.3, 0.45])  # never reached: 6 s x (2 + 0.5)
+    trial = run_fake(driver, slow)
+    assert slow.stops == 0 and trial.state == TrialState.COMPLETE
+    assert trial.value == pytest.approx(6.0 * 2.5)
+    assert driver.study.best_trial.value == pytest.approx(6.0)
+
+
+def test_time_to_reach_is_refused_without_a_value_to_reach(tmp_path, capsys):
+    args = ["sweep", "bandit", "--trials", "2", "--objective", "time-to-reach",
+            "--runs-dir", str(tmp_path), "--headless"]
+    assert main(args) == 2
+    assert "needs --reach V" in capsys.readouterr().err
+    assert main(["sweep", "bandit", "--trials", "2", "--reach", "0.9", "--runs-dir",
+                 str(tmp_path), "--headless"]) == 2
+    assert "--reach is for --objective time-to-reach" in capsys.readouterr().err
+    assert not (tmp_path / "sweeps").exists()

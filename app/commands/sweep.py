@@ -33,7 +33,11 @@ def add_parser(sub, name, help_text):
     p.add_argument("--metric", default="score", help="metrics.jsonl column to optimize")
     p.add_argument("--direction", default="maximize", choices=DIRECTIONS)
     p.add_argument("--objective", default="score", choices=OBJECTIVES,
-                   help="score, score-per-hour, or pareto (score against wall-clock seconds)")
+                   help="score, score-per-hour, pareto (score against wall-clock seconds), or "
+                        "time-to-reach (training seconds until the metric reaches --reach)")
+    p.add_argument("--reach", type=float, metavar="V",
+                   help="with --objective time-to-reach: the metric's value to reach "
+                        "(e.g. 475 for cartpole's episode_length)")
     p.add_argument("--pruner", choices=PRUNERS,
                    help="stops hopeless trials (default median; none for pareto)")
     p.add_argument("--study", metavar="NAME", help="study and sweep directory name")
@@ -124,6 +128,11 @@ def new_sweep(args):
     if not args.env:
         raise cfg.ConfigError("name the ENV to sweep (see `puffer-tui envs`), or --resume NAME")
     check_counts(args)
+    if args.objective == "time-to-reach" and args.reach is None:
+        raise cfg.ConfigError("--objective time-to-reach needs --reach V, the value of --metric "
+                              "to reach (e.g. --metric episode_length --reach 475)")
+    if args.reach is not None and args.objective != "time-to-reach":
+        raise cfg.ConfigError(f"--reach is for --objective time-to-reach, not {args.objective}")
     if args.objective == "pareto" and args.pruner not in (None, "none"):
         raise cfg.ConfigError(f"--pruner {args.pruner} cannot judge a pareto objective (Optuna "
                               f"prunes single-objective studies only); drop it")
@@ -142,7 +151,8 @@ def new_sweep(args):
         raise cfg.ConfigError(str(e)) from None
     sweep_section = {**st_flatten(env_preset.get("sweep", {})),
                      **st_flatten(preset.get("sweep", {}))}
-    space = build_space(base, sweep_section, ranges, include_cost=args.objective != "score",
+    space = build_space(base, sweep_section, ranges,
+                        include_cost=args.objective in ("score-per-hour", "pareto"),
                         fixed=tuple(overrides))
     name = args.study or f"{run_label(args.env)}-{time.strftime('%Y%m%d-%H%M%S')}"
     if not NAME_PATTERN.match(name):
@@ -158,7 +168,7 @@ def new_sweep(args):
         metric=args.metric, direction=args.direction, objective=args.objective,
         pruner=args.pruner or ("none" if args.objective == "pareto" else "median"),
         storage=args.storage or "", base=base.as_dict(), fixed=fixed,
-        space=space_to_json(space), seed=args.seed)
+        space=space_to_json(space), seed=args.seed, reach=args.reach)
     if args.storage:  # a database elsewhere: reach it (and check the study) before writing
         from puffer_tui.engine.sweep.study import open_study
 

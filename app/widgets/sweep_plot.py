@@ -12,10 +12,13 @@ from textual_plotext import PlotextPlot
 
 
 def best_so_far(trials: list[dict], maximize: bool = True) -> tuple[list[int], list[float]]:
-    """(trial numbers, best score up to each) over completed trials, in trial order."""
+    """(trial numbers, best objective value up to each) over completed trials, in trial
+    order; the value is the study's (`values[0]`: the score, score per hour, seconds to
+    reach...), else the trial's score."""
     xs, ys, best = [], [], None
     for row in sorted(trials, key=lambda r: r.get("number", 0)):
-        score = row.get("score")
+        values = row.get("values") or []
+        score = values[0] if values else row.get("score")
         if row.get("state") != "COMPLETE" or not _finite(score):
             continue
         if best is None or (score > best if maximize else score < best):
@@ -73,7 +76,9 @@ class SweepPlot(Widget):
                          marker="*", color="green")
             empty = not done
         else:
-            self.border_title = f"best {snap.get('metric', 'score')} so far"
+            objective = snap.get("objective") or "score"
+            what = snap.get("metric", "score") if objective == "score" else objective
+            self.border_title = f"best {what} so far"
             xs, ys = best_so_far(trials, maximize)
             if xs:
                 plt.plot(xs, ys, marker="braille", color="green")

@@ -36,6 +36,7 @@ TICK = 0.2  # seconds between looks at the running trials
 SNAPSHOT_EVERY = 1.0
 ORPHAN_CHECK_EVERY = 30.0
 IMPORTANCE_EVERY = 10.0
+REACHED = "reached"  # a time-to-reach trial stopped because it got there
 
 
 class Driver:
@@ -190,8 +191,17 @@ class Driver:
             epoch = row.get("epoch")
             if not isinstance(score, (int, float)) or not isinstance(epoch, int) or not single:
                 continue
-            trial.report(obj.intermediate(self.settings.objective, float(score), run.seconds),
-                         epoch)
+            if self.settings.objective == "time-to-reach":
+                value = self.reach_value(run.rows)
+                if value is None:
+                    continue
+                trial.report(value, epoch)
+                if run.stop_reason is None and self.reached(run.rows):
+                    run.stop(REACHED)  # its time is known: training on would only cost
+                    continue
+            else:
+                trial.report(obj.intermediate(self.settings.objective, float(score), run.seconds),
+                             epoch)
             if run.stop_reason is None and trial.should_prune():
                 run.stop("pruned")
         fault = run.fault() if run.stop_reason is None else None
@@ -203,6 +213,14 @@ class Driver:
             del self.running[number]
             self._beats.pop(number, None)
             self.finish(trial, run)
+
+    def reached(self, rows: list[dict]) -> bool:
+        return obj.reached_at(rows, self.settings.metric, self.settings.reach,
+                              self.settings.direction == "maximize") is not None
+
+    def reach_value(self, rows: list[dict]) -> float | None:
+        return obj.time_to_reach(rows, self.settings.metric, self.settings.reach,
+                                 self.settings.direction == "maximize")
 
     def beat(self, trial) -> None:
         self._beats[trial.number] = time.monotonic()
@@ -219,8 +237,12 @@ class Driver:
         if score is not None:
             trial.set_user_attr("score", score)
         state = run.state()
-        if state == RunState.FINISHED and score is not None:  # a stop that came too late changes nothing
-            values = obj.objective_values(self.settings.objective, score, run.seconds)
+        done = state == RunState.FINISHED or (run.stop_reason == REACHED and self.reached(run.rows))
+        if done and score is not None:  # a stop that came too late changes nothing
+            if self.settings.objective == "time-to-reach":
+                values = [self.reach_value(run.rows)]
+            else:
+                values = obj.objective_values(self.settings.objective, score, run.seconds)
             self.study.tell(trial, values)
             print(f"trial {trial.number} complete: {values}", flush=True)
         elif run.stop_reason == "pruned" or (run.stop_reason is None and state == RunState.STOPPED):

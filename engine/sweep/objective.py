@@ -3,6 +3,9 @@
     score           the metric at the end of the run (mean of its last FINAL_WINDOW epochs)
     score-per-hour  that score divided by the trial's wall-clock hours
     pareto          (score, wall-clock seconds): a multi-objective study, cost minimized
+    time-to-reach   training seconds until the metric first reached `reach` (minimized): what
+                    "solves faster" means; the trial stops there. One that never got there
+                    costs over twice its whole run, more the further it stayed.
 """
 
 from __future__ import annotations
@@ -49,3 +52,32 @@ def objective_values(objective: str, score: float, seconds: float) -> list[float
 def intermediate(objective: str, score: float, seconds: float) -> float:
     """The value reported at an epoch for the pruner (single-objective studies only)."""
     return per_hour(score, seconds) if objective == "score-per-hour" else score
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def reached_at(rows: list[dict], metric: str, reach: float, maximize: bool) -> float | None:
+    """Training seconds (the row's `uptime`) at the first epoch whose metric reached `reach`."""
+    for row in rows:
+        value, uptime = row.get(metric), row.get("uptime")
+        if _number(value) and _number(uptime) and (value >= reach if maximize else value <= reach):
+            return float(uptime)
+    return None
+
+
+def time_to_reach(rows: list[dict], metric: str, reach: float, maximize: bool) -> float | None:
+    """The time-to-reach objective of these rows (None without any). Not reached: the run's
+    training seconds x (2 + how far short it stayed, as a fraction of `reach`, at most 1), so
+    every trial that got there beats every one that did not, and the closer ones rank first."""
+    at = reached_at(rows, metric, reach, maximize)
+    if at is not None:
+        return at
+    values = metric_series(rows, metric)
+    uptimes = [r["uptime"] for r in rows if _number(r.get("uptime"))]
+    if not values or not uptimes:
+        return None
+    best = max(values) if maximize else min(values)
+    shortfall = min(1.0, abs(reach - best) / max(abs(reach), 1e-9))
+    return uptimes[-1] * (2.0 + shortfall)

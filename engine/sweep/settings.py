@@ -25,7 +25,7 @@ STATUS_FILE = "status.json"
 DRIVER_OUT_FILE = "driver.out"
 TRIALS_DIR = "trials"
 
-OBJECTIVES = ("score", "score-per-hour", "pareto")
+OBJECTIVES = ("score", "score-per-hour", "pareto", "time-to-reach")
 PRUNERS = ("median", "hyperband", "none")
 DIRECTIONS = ("maximize", "minimize")
 
@@ -49,6 +49,7 @@ class SweepSettings:
     fixed: dict = field(default_factory=dict)  # the person's own overrides (for `sweep best`)
     space: list = field(default_factory=list)  # space_to_json(...)
     seed: int | None = None  # sampler seed (None: random)
+    reach: float | None = None  # time-to-reach: the metric's value to reach
 
     def storage_url(self, sweep_dir: Path) -> str:
         return self.storage or f"sqlite:///{(Path(sweep_dir) / STUDY_FILE).resolve()}"
@@ -56,6 +57,8 @@ class SweepSettings:
     def directions(self) -> list[str]:
         if self.objective == "pareto":  # score against wall-clock seconds
             return [self.direction, "minimize"]
+        if self.objective == "time-to-reach":  # seconds, whichever way the metric goes
+            return ["minimize"]
         return [self.direction]
 
 

@@ -39,6 +39,7 @@ def snapshot(study, settings, running: dict) -> dict:
     best = best_numbers(study)
     return {
         "sweep": settings.name, "env": settings.env_name, "objective": settings.objective,
+        "reach": settings.reach,
         "metric": settings.metric, "directions": settings.directions(),
         "target": settings.trials, "counts": counts, "best": best,
         "trials": kept_rows(rows, set(best) | set(running)), "trials_total": len(rows),
