@@ -261,15 +261,15 @@ class TimedRun(FakeRun):
 def test_time_to_reach_stops_a_trial_that_got_there_and_counts_its_seconds(tmp_path):
     driver = make_sweep(tmp_path, objective="time-to-reach", reach=0.9)
     assert driver.settings.directions() == ["minimize"]
-    fast = TimedRun(tmp_path, [0.2, 0.5, 0.95, 0.97, 0.99])
+    fast = TimedRun(tmp_path, [0.2, 0.95, 0.5, 0.95, 0.97, 0.99])  # epoch 2 was one lucky one
     trial = run_fake(driver, fast)
     assert fast.stop_reason == "reached" and fast.stops == 1
-    assert trial.state == TrialState.COMPLETE and trial.value == pytest.approx(6.0)  # epoch 3
+    assert trial.state == TrialState.COMPLETE and trial.value == pytest.approx(8.0)  # epoch 4
     slow = TimedRun(tmp_path, [0.1, 0.3, 0.45])  # never reached: 6 s x (2 + 0.5)
     trial = run_fake(driver, slow)
     assert slow.stops == 0 and trial.state == TrialState.COMPLETE
     assert trial.value == pytest.approx(6.0 * 2.5)
-    assert driver.study.best_trial.value == pytest.approx(6.0)
+    assert driver.study.best_trial.value == pytest.approx(8.0)
 
 
 def test_time_to_reach_is_refused_without_a_value_to_reach(tmp_path, capsys):
