@@ -46,7 +46,8 @@ def objective_text(snap: dict) -> str:
     if objective == "score-per-hour":
         return f"{direction} {metric_name} per hour"
     if objective == "time-to-reach":
-        return f"minimize seconds until {metric_name} reaches {snap.get('reach', '?')}"
+        reach = snap.get("reach")
+        return f"minimize seconds to {metric_name} {reach if reach is None else f'{reach:g}'}"
     return f"{direction} {metric_name}"
 
 
@@ -54,7 +55,8 @@ class SweepScreen(Screen):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
     DEFAULT_CSS = """
     SweepScreen { layout: vertical; }
-    SweepScreen #sweep-header { height: 2; padding: 0 1; background: $boost; }
+    SweepScreen #sweep-header { height: 2; padding: 0 1; background: $boost;
+                                text-wrap: nowrap; text-overflow: ellipsis; }
     SweepScreen TrialTable { height: 1fr; min-height: 6; }
     SweepScreen #sweep-bottom { height: 1fr; min-height: 8; max-height: 9; }
     SweepScreen.-wide #sweep-bottom { max-height: 16; }
@@ -142,13 +144,15 @@ class SweepScreen(Screen):
         done = sum(counts.get(k, 0) for k in ("COMPLETE", "PRUNED", "FAIL"))
         best = [t for t in snap.get("trials") or [] if t.get("number") in set(snap.get("best") or ())]
         line = Text(no_wrap=True, overflow="ellipsis")
-        line.append(f"sweep {snap.get('sweep') or self.sweep_dir.name}", "bold")
-        line.append(f"  {snap.get('env', '')}  {objective_text(snap)}  ")
+        line.append(f"sweep {snap.get('sweep') or self.sweep_dir.name}  ", "bold")
         line.append(self.state, "bold green" if self.state == RunState.RUNNING else "bold yellow")
+        line.append(f"  {snap.get('env', '')}  {objective_text(snap)}")
         line.append(f"\n{done}/{snap.get('target', '?')} trials done: "
                     f"{counts.get('COMPLETE', 0)} complete, {counts.get('PRUNED', 0)} pruned, "
                     f"{counts.get('FAIL', 0)} failed, {counts.get('RUNNING', 0)} running")
-        if len(best) == 1:
+        if len(best) == 1 and snap.get("objective") == "time-to-reach" and best[0].get("values"):
+            line.append(f"; best #{best[0]['number']}: {metric(best[0]['values'][0])} s")
+        elif len(best) == 1:
             line.append(f"; best #{best[0]['number']} = {metric(best[0].get('score'))}")
         if snap.get("uptime") is not None:
             line.append(f"; up {duration(snap['uptime'])}")
