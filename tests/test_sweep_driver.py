@@ -88,7 +88,7 @@ def test_the_driver_socket_serves_hello_and_status_ctrl_c_stops_and_resume_finis
     status = wait_until(lambda: (s := request(sock, "status"))["counts"].get("RUNNING") and s,
                         what="a running trial")
     assert status["target"] == 2 and status["trials"][0]["run_dir"]
-    refused = request(sock, "pause")
+    refused = request(sock, "checkpoint")  # an engine's command, not a sweep driver's
     assert not refused["ok"] and "a sweep driver takes hello, status, stop" in refused["error"]
     watcher.send_signal(signal.SIGINT)  # Ctrl-C: the watcher asks the driver to stop
     out, _ = watcher.communicate(timeout=120)
