@@ -19,15 +19,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-from rich.color import Color, ColorType
-from rich.errors import StyleSyntaxError
-from rich.style import Style
 
+# one palette-to-colour rule for the window and recordings (engine/native/frames.py)
+from puffer_tui.engine.native import frames
+from puffer_tui.engine.native.frames import (  # noqa: F401 (tile_rgb, UNKNOWN_TILE: for tests)
+    BACKGROUND,
+    FOREGROUND,
+    UNKNOWN_TILE,
+    tile_rgb,
+)
 from puffer_tui.engine.protocol import Frame, FrameKind
 
-BACKGROUND = (12, 12, 18)
-FOREGROUND = (220, 220, 220)  # for palette entries without a colour, or "default"
-UNKNOWN_TILE = (255, 0, 255)  # tile ids missing from the palette stand out
 MAX_CELL = 32
 MAX_WINDOW = (1280, 800)
 
@@ -42,32 +44,10 @@ NO_DISPLAY_HINT = (
 )
 
 
-def tile_rgb(glyph: str, colour: str) -> tuple[int, int, int]:
-    """RGB of one palette entry: blank glyphs are background, others their rich colour
-    ("bold" brightens the eight standard colours, as most terminals do)."""
-    if not glyph.strip():
-        return BACKGROUND
-    try:
-        style = Style.parse(colour)
-    except StyleSyntaxError as error:
-        raise ValueError(f"palette colour {colour!r} is not a rich colour: {error}") from None
-    parsed = style.color
-    if parsed is None or parsed.is_default:
-        return FOREGROUND
-    if style.bold and parsed.type == ColorType.STANDARD and parsed.number < 8:
-        parsed = Color.from_ansi(parsed.number + 8)
-    return tuple(parsed.get_truecolor())
-
-
 def colour_table(palette: dict[int, tuple[str, str]]) -> np.ndarray:
-    """A (256, 4) uint8 RGBA lookup table indexed by tile id."""
-    table = np.empty((256, 4), np.uint8)
-    table[:] = (*UNKNOWN_TILE, 255)
-    for tile, (glyph, colour) in palette.items():
-        if not 0 <= int(tile) <= 255:
-            raise ValueError(f"palette tile id {tile} is outside [0, 255]")
-        table[int(tile)] = (*tile_rgb(glyph, colour), 255)
-    return table
+    """A (256, 4) uint8 RGBA lookup table indexed by tile id (frames.colour_table, opaque)."""
+    rgb = frames.colour_table(palette)
+    return np.concatenate([rgb, np.full((256, 1), 255, np.uint8)], axis=1)
 
 
 def cell_size(frame_shape: tuple[int, int], max_window=MAX_WINDOW) -> int:

@@ -52,9 +52,7 @@ GIF_MAX_FPS = 50  # GIF delays are in hundredths of a second; browsers slow shor
 GIF_MAX_BYTES = 256 * 1024 * 1024  # palette pixels Pillow may hold before it writes a GIF
 RECORDINGS = "recordings"
 # The window renderer's colours (app/render_window.py), so a recording looks like the window.
-BACKGROUND = (12, 12, 18)  # blank glyphs and padding
-FOREGROUND = (220, 220, 220)  # entries without a colour, or "default"
-UNKNOWN_TILE = (255, 0, 255)  # tile ids missing from the palette stand out
+BACKGROUND, UNKNOWN_TILE = frame_kinds.BACKGROUND, frame_kinds.UNKNOWN_TILE  # frames.py's
 
 
 class RecordingError(ValueError):
@@ -161,36 +159,12 @@ def _encoder(suffix: str):
 
 # -- frames to pixels -----------------------------------------------------------------------
 
-def tile_rgb(glyph: str, colour: str) -> tuple[int, int, int]:
-    """RGB of one palette entry (a rich colour, as the terminal and window draw it): blank
-    glyphs are background; "bold" brightens the eight standard colours, as terminals do."""
-    from rich.color import Color, ColorType
-    from rich.errors import StyleSyntaxError
-    from rich.style import Style
-
-    if not glyph.strip():
-        return BACKGROUND
-    try:
-        style = Style.parse(colour)
-    except StyleSyntaxError as error:
-        raise RecordingError(f"palette colour {colour!r} is not a rich colour: {error}") from None
-    parsed = style.color
-    if parsed is None or parsed.is_default:
-        return FOREGROUND
-    if style.bold and parsed.type == ColorType.STANDARD and parsed.number < 8:
-        parsed = Color.from_ansi(parsed.number + 8)
-    return tuple(parsed.get_truecolor())
-
-
 def colour_table(palette: dict | None) -> np.ndarray:
-    """A (256, 3) uint8 table from tile id to RGB; `palette` maps id -> (glyph, colour)."""
-    table = np.empty((256, 3), np.uint8)
-    table[:] = UNKNOWN_TILE
-    for tile, (glyph, colour) in (palette or {}).items():
-        if not 0 <= int(tile) <= 255:
-            raise RecordingError(f"palette tile id {tile} is outside [0, 255]")
-        table[int(tile)] = tile_rgb(glyph, colour)
-    return table
+    """frames.colour_table, a bad palette refused as a RecordingError."""
+    try:
+        return frame_kinds.colour_table(palette)
+    except ValueError as e:
+        raise RecordingError(str(e)) from None
 
 
 def default_scale(width: int) -> int:

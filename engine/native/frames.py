@@ -274,3 +274,46 @@ def no_image_text(space) -> str:
     described = type(space).__name__ + (f" of shape {shape}" if shape else "")
     return (f"no image in this env's observations\n({described}):\nthe obs view draws "
             "observations that are images\n(H x W, H x W x C or C x H x W)")
+
+
+# -- tiles as colours: the raylib window and recordings draw palette entries the same way --
+
+BACKGROUND = (12, 12, 18)  # blank glyphs and padding
+FOREGROUND = (220, 220, 220)  # palette entries without a colour, or "default"
+UNKNOWN_TILE = (255, 0, 255)  # tile ids missing from the palette stand out
+
+
+def tile_rgb(glyph: str, colour: str) -> tuple[int, int, int]:
+    """RGB of one palette entry (a rich colour, as the terminal draws it): blank glyphs are
+    background; "bold" brightens the eight standard colours, as terminals do. ValueError for
+    a colour rich cannot read."""
+    from rich.color import Color, ColorType
+    from rich.errors import StyleSyntaxError
+    from rich.style import Style
+
+    if not glyph.strip():
+        return BACKGROUND
+    try:
+        style = Style.parse(colour)
+    except StyleSyntaxError as error:
+        raise ValueError(f"palette colour {colour!r} is not a rich colour: {error}") from None
+    parsed = style.color
+    if parsed is None or parsed.is_default:
+        return FOREGROUND
+    if style.bold and parsed.type == ColorType.STANDARD and parsed.number < 8:
+        parsed = Color.from_ansi(parsed.number + 8)
+    return tuple(parsed.get_truecolor())
+
+
+def colour_table(palette: dict | None):
+    """A (256, 3) uint8 table from tile id to RGB; `palette` maps id -> (glyph, colour)."""
+    import numpy as np
+
+    table = np.empty((256, 3), np.uint8)
+    table[:] = UNKNOWN_TILE
+    for tile, (glyph, colour) in (palette or {}).items():
+        if not 0 <= int(tile) <= 255:
+            raise ValueError(f"palette tile id {tile} is outside [0, 255]")
+        table[int(tile)] = tile_rgb(glyph, colour)
+    return table
+
