@@ -51,7 +51,13 @@ async def test_a_finished_run_offers_no_steering_keys():
         assert "Pause" in footer_line(app) and "Stop" in footer_line(app)
         app.store.ingest(telemetry(41, state="finished"))
         app._link_lost("connection closed")  # the engine exits after its last telemetry
-        await eventually(pilot, lambda: "Pause" not in footer_line(app), "the footer")
+        # The footer is recomposed; between removal and remount the last line is a panel's
+        # border, so wait for the new footer itself, not just for "Pause" to be gone.
+        await eventually(
+            pilot,
+            lambda: "Pause" not in footer_line(app) and "Quit" in footer_line(app),
+            "the footer",
+        )
         footer = footer_line(app)
         for label in ("Pause", "Resume", "Checkpoint", "Stop", "Hyperparams"):
             assert label not in footer, footer
