@@ -1,7 +1,8 @@
 """The run configuration: one typed schema, the single source of truth.
 
-Three sections: `env` (the env's own settings, declared by its class), `vec` and `train`
-(dataclasses below). Every field has a type, default, bounds, one-line help and a `live` flag
+Four sections: `env` (the env's own settings, declared by its class), `vec`, `train` and
+`eval` (dataclasses below), and the top-level `parent` (the run and checkpoint a branched run
+started from; empty for a fresh run). Every field has a type, default, bounds, one-line help and a `live` flag
 (may change while training). A config is built from defaults, then the env's `config.toml`
 preset, then overrides (`train.learning_rate=3e-4` or CLI `--train.learning-rate 3e-4`), and
 validated; the CLI flags and the app's hyperparameter editor are generated from `schema()`.
@@ -19,7 +20,7 @@ from typing import Any
 
 from puffer_tui.engine.atomic_write import write_atomic
 
-SECTIONS = ("env", "vec", "train")
+SECTIONS = ("env", "vec", "train", "eval")
 
 
 class ConfigError(ValueError):
@@ -65,7 +66,7 @@ class VecConfig:
 
 @dataclass
 class TrainConfig:
-    total_timesteps: int = _f(20_000_000, "agent steps to train for", 1, 10**13,
+    total_timesteps: int = _f(20_000_000, "agent steps to train for", 1, 10**13, live=True,
         search=(0.25, 2.0, "log-relative"))
     seed: int = _f(1, "seed for torch, numpy and the envs", 0, 2**31 - 1)
     device: str = _f("auto", "torch device (auto: CUDA when present)", choices=("auto", "cpu", "cuda"))
@@ -111,8 +112,33 @@ class TrainConfig:
         search=(0.8, 0.99, "linear"))
     adam_beta2: float = _f(0.999, "Adam beta2", 0.0, 0.99999)
     adam_eps: float = _f(1e-8, "Adam epsilon", 1e-12, 1e-2)
+    optimizer: str = _f("adam", "optimizer (muon: torch.optim.Muon for the hidden 2-D weights, "
+                        "Adam for the rest)", choices=("adam", "muon"))
+    precision: str = _f("float32", "autocast precision of the policy's forward and backward "
+                        "passes (bfloat16: mixed precision)", choices=("float32", "bfloat16"))
+    wandb: bool = _f(False, "log metrics, config, live changes and recordings to Weights & "
+                     "Biases (pip install puffer-tui[wandb]; WANDB_MODE=offline needs no account)")
+    wandb_project: str = _f("puffer-tui", "Weights & Biases project name")
     nproc: int = _f(1, "learner processes (torchrun ranks, DistributedDataParallel)", 1, 1024)
     checkpoint_interval: int = _f(200, "epochs between checkpoints (0: only on stop)", 0, 10**9)
+
+
+@dataclass
+class EvalConfig:
+    interval: int = _f(0, "epochs between evaluations of the policy on separate envs (0: off)",
+                       0, 10**9, live=True)
+    episodes: int = _f(8, "episodes per evaluation", 1, 100_000, live=True)
+    num_envs: int = _f(8, "envs the evaluation steps at once (its own, not the training envs)",
+                       1, 65_536)
+    deterministic: bool = _f(True, "evaluate the most likely action (false: sample)", live=True)
+    record_every: int = _f(0, "evaluations between recordings of an episode into "
+                           "RUN_DIR/recordings/ (0: never)", 0, 10**9, live=True)
+    record_format: str = _f("gif", "format of periodic recordings", choices=("gif", "mp4"))
+    record_scale: int = _f(4, "pixels per tile of native envs in recordings", 1, 64)
+
+
+# The sections held as dataclasses (env is a plain dict: its fields belong to the env class).
+TYPED_SECTIONS = {"vec": VecConfig, "train": TrainConfig, "eval": EvalConfig}
 
 
 @dataclass
@@ -121,14 +147,15 @@ class Config:
     env: dict = field(default_factory=dict)
     vec: VecConfig = field(default_factory=VecConfig)
     train: TrainConfig = field(default_factory=TrainConfig)
+    eval: EvalConfig = field(default_factory=EvalConfig)
+    parent: str = ""  # "RUN_DIR/checkpoints/NAME.pt" this run branched from ("": none)
 
     def as_dict(self) -> dict:
-        return {
-            "env_name": self.env_name,
-            "env": dict(self.env),
-            "vec": dataclasses.asdict(self.vec),
-            "train": dataclasses.asdict(self.train),
-        }
+        data = {"env_name": self.env_name, "env": dict(self.env)}
+        data.update({name: dataclasses.asdict(getattr(self, name)) for name in TYPED_SECTIONS})
+        if self.parent:
+            data["parent"] = self.parent
+        return data
 
 
 @dataclass(frozen=True)
@@ -251,9 +278,11 @@ def _open_env_spec(env_name: str, name: str) -> FieldSpec | None:
 
 
 def schema(env_name: str | None = None) -> list[FieldSpec]:
-    """Every field: the env's (if named), then vec, then train."""
+    """Every field: the env's (if named), then vec, train and eval."""
     specs = env_specs(env_name) if env_name else []
-    return specs + _section_specs("vec", VecConfig) + _section_specs("train", TrainConfig)
+    for name, cls in TYPED_SECTIONS.items():
+        specs += _section_specs(name, cls)
+    return specs
 
 
 def spec_for(key: str, env_name: str | None = None) -> FieldSpec:
@@ -291,11 +320,18 @@ def apply(config: Config, values: dict[str, Any]) -> Config:
 def from_dict(data: dict) -> Config:
     """The validated Config of a `Config.as_dict()` (e.g. the one saved in a checkpoint)."""
     if not isinstance(data, dict) or "env_name" not in data:
-        raise ConfigError("a config dict needs env_name (and env / vec / train sections)")
-    unknown = sorted(set(data) - {"env_name", *SECTIONS})
+        raise ConfigError("a config dict needs env_name (and env / vec / train / eval sections)")
+    unknown = sorted(set(data) - TOP_LEVEL_KEYS)
     if unknown:
         raise ConfigError(f"config: unknown top-level key(s): {', '.join(unknown)}")
-    return _validated({"env": {}, "vec": {}, "train": {}, **data})
+    return _validated({**_empty_sections(), **data})
+
+
+TOP_LEVEL_KEYS = {"env_name", "parent", *SECTIONS}
+
+
+def _empty_sections() -> dict:
+    return {section: {} for section in SECTIONS}
 
 
 def _validated(data: dict) -> Config:
@@ -319,8 +355,11 @@ def _validated(data: dict) -> Config:
         raise ConfigError(str(e)) from None
     except ValueError as e:
         raise ConfigError(f"env: {e}") from None
+    parent = data.get("parent", "")
+    if not isinstance(parent, str):
+        raise ConfigError(f"parent must be the path of a checkpoint, got {parent!r}")
     sections = {}
-    for name, cls_ in (("vec", VecConfig), ("train", TrainConfig)):
+    for name, cls_ in TYPED_SECTIONS.items():
         given = dict(data.get(name, {}))
         specs = {s.name: s for s in _section_specs(name, cls_)}
         unknown = sorted(set(given) - set(specs))
@@ -329,7 +368,7 @@ def _validated(data: dict) -> Config:
                 f"unknown config key {name}.{unknown[0]}; {name} has: {', '.join(sorted(specs))}"
             )
         sections[name] = cls_(**{k: specs[k].coerce(v) for k, v in given.items()})
-    config = Config(env_name, env, sections["vec"], sections["train"])
+    config = Config(env_name, env, **sections, parent=parent)
     _check_consistency(config)
     return config
 
@@ -378,7 +417,7 @@ def load_config(env_name: str, overrides: dict[str, Any] | None = None, preset: 
     native envs' sizes."""
     from puffer_tui.envs import load_preset
 
-    data: dict = {"env_name": env_name, "env": {}, "vec": {}, "train": {}}
+    data: dict = {"env_name": env_name, **_empty_sections()}
     python = getattr(_env_class(env_name), "python", False)
     if python:
         for section, values in python_env_defaults().items():
@@ -454,6 +493,8 @@ def _toml_key(key: str) -> str:
 def to_toml(config: Config) -> str:
     data = config.as_dict()
     lines = [f"env_name = {_toml_value(config.env_name)}"]
+    if config.parent:
+        lines.append(f"parent = {_toml_value(config.parent)}")
     for section in SECTIONS:
         lines += ["", f"[{section}]"]
         lines += [f"{_toml_key(k)} = {_toml_value(v)}" for k, v in data[section].items()]
@@ -467,7 +508,7 @@ def from_toml(text: str, source: str = "config") -> Config:
         raise ConfigError(f"{source}: not valid TOML ({e})") from None
     if "env_name" not in data:
         raise ConfigError(f"{source}: missing env_name")
-    unknown = sorted(set(data) - {"env_name", *SECTIONS})
+    unknown = sorted(set(data) - TOP_LEVEL_KEYS)
     if unknown:
         raise ConfigError(f"{source}: unknown top-level key(s): {', '.join(unknown)}")
     data.setdefault("env", {})
@@ -488,8 +529,8 @@ def load(path: str | os.PathLike) -> Config:
 
 
 def add_arguments(parser) -> None:
-    """Add a `--vec.*` / `--train.*` flag per field (text, parsed later) with its help."""
-    for section, cls in (("vec", VecConfig), ("train", TrainConfig)):
+    """Add a `--vec.*` / `--train.*` / `--eval.*` flag per field (text, parsed later)."""
+    for section, cls in TYPED_SECTIONS.items():
         group = parser.add_argument_group(f"{section} settings")
         for spec in _section_specs(section, cls):
             live = " [live]" if spec.live else ""
@@ -503,10 +544,12 @@ def add_arguments(parser) -> None:
 
 
 def overrides_from_args(args, extra: list[str]) -> dict[str, str]:
-    """`{"section.name": text}` from parsed `--vec.*`/`--train.*` flags and `--env.*` extras."""
+    """`{"section.name": text}` from parsed `--vec.*`/`--train.*`/`--eval.*` flags and
+    `--env.*` extras."""
+    prefixes = tuple(f"{name}." for name in TYPED_SECTIONS)
     overrides = {
         key: value for key, value in vars(args).items()
-        if key.startswith(("vec.", "train.")) and value is not None
+        if key.startswith(prefixes) and value is not None
     }
     i = 0
     while i < len(extra):

@@ -19,7 +19,7 @@ from textual.widgets import Footer, Input, Label, Static
 from puffer_tui.app import link_messages as lm
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.field_input import VALUE_WIDTH, FieldInput, value_text
-from puffer_tui.engine.config import ConfigError, FieldSpec
+from puffer_tui.engine.config import SECTIONS, ConfigError, FieldSpec
 from puffer_tui.engine.protocol import schema_from_wire
 
 
@@ -27,7 +27,7 @@ def current_values(store: TelemetryStore) -> dict:
     """`section.name` -> value: live values from telemetry over the config from hello."""
     values = {}
     config = store.hello.get("config") or {}
-    for section in ("env", "vec", "train"):
+    for section in SECTIONS:
         for name, value in (config.get(section) or {}).items():
             values[f"{section}.{name}"] = value
     values.update(store.latest.get("hyperparameters") or {})
