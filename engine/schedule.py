@@ -8,6 +8,13 @@ to 0.07 lr0 at once). Instead the schedule is re-anchored where the run stopped:
 anchor (step, progress) on, progress moves linearly to 1 over the remaining budget, so the
 rate and beta continue from their values at the cut and reach their ends at the new total.
 With the budget unchanged the anchor stays (0, 0) and the schedule is exactly the original.
+A live change of total_timesteps (`set`, the app's editor) re-anchors the same way at the step
+where it arrives (`budget_moved`), so the end of the run and the schedules move together.
+
+One exception: a run whose schedule had already ended (a finished run extended with
+`train --resume RUN --train.total-timesteps N`) would go on at a rate of 0 and learn nothing.
+It continues instead where a schedule planned for N steps from the start would be at that
+step (progress step / N).
 """
 
 from __future__ import annotations
@@ -50,15 +57,24 @@ def learning_rate(train, global_step: int, anchor: Anchor = START) -> float:
                                                                             anchor)))
 
 
+def budget_moved(anchor: Anchor, old_total: int, new_total: int, global_step: int) -> Anchor:
+    """The anchor once total_timesteps changes from `old_total` to `new_total` at
+    `global_step`: the schedules go on from where they are and reach their ends at the new
+    total (from the "step / new_total" point when the old schedule had already ended)."""
+    if new_total == old_total:
+        return anchor
+    if global_step >= new_total:
+        return Anchor(global_step, 1.0)
+    if global_step >= old_total:  # the old schedule had ended: its rate 0 would learn nothing
+        return Anchor(global_step, global_step / new_total)
+    return Anchor(global_step, _progress(old_total, global_step, anchor))
+
+
 def resumed_anchor(saved: dict | None, train, global_step: int) -> Anchor:
     """The anchor a resumed run continues with, from a checkpoint's `lr_schedule` entry.
     Same budget: the saved anchor (the schedule goes on exactly). A new budget: re-anchored
-    at the resume step at the progress the saved schedule had reached there."""
+    at the resume step (budget_moved)."""
     saved = saved or {}
     old = Anchor(int(saved.get("anchor_step", 0)), float(saved.get("anchor_progress", 0.0)))
     old_total = int(saved.get("total_timesteps", train.total_timesteps))
-    if old_total == train.total_timesteps:
-        return old
-    if global_step >= train.total_timesteps:
-        return Anchor(global_step, 1.0)
-    return Anchor(global_step, _progress(old_total, global_step, old))
+    return budget_moved(old, old_total, train.total_timesteps, global_step)
