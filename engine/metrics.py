@@ -1,7 +1,10 @@
-"""Per-epoch metrics: one JSON line per epoch in RUN_DIR/metrics.jsonl, and TensorBoard.
+"""Per-epoch metrics: one JSON line per epoch in RUN_DIR/metrics.jsonl, TensorBoard, W&B.
 
 TensorBoard is an optional extra (`pip install puffer-tui[tensorboard]`); when the
 `tensorboard` package is importable the same rows also go to RUN_DIR/tensorboard/.
+Weights & Biases (`pip install puffer-tui[wandb]`) gets them too when the run's config says
+`train.wandb`, with the run config, live hyperparameter changes and recordings attached
+(engine/wandb_tracker.py); this writer is the one place all three are fed from.
 
 metrics.jsonl is only ever whole lines: each row is appended with one write, a write that
 fails part-way (disk full) is cut back off, and a torn last line (a kill mid-write) is
@@ -38,10 +41,18 @@ def tensorboard_available() -> bool:
 
 
 class MetricsWriter:
-    """Appends metric rows; `tensorboard=None` means "when installed"."""
+    """Appends metric rows; `tensorboard=None` means "when installed". `config`, the
+    trainer's own Config object, turns on W&B when its train.wandb is set (changes made to
+    it live are seen at the next row)."""
 
-    def __init__(self, run_dir: str | os.PathLike, tensorboard: bool | None = None):
+    def __init__(self, run_dir: str | os.PathLike, tensorboard: bool | None = None,
+                 config=None):
         self.run_dir = Path(run_dir)
+        self.tracker = None
+        if config is not None and config.train.wandb:  # first: a tracker that fails leaves no fd
+            from puffer_tui.engine.wandb_tracker import WandbTracker
+
+            self.tracker = WandbTracker(self.run_dir, config)
         self.path = self.run_dir / METRICS_FILE
         self.torn_bytes = remove_torn_tail(self.path)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -70,9 +81,10 @@ class MetricsWriter:
         self.flush_pending()
         if self._tb is not None:
             step = row.get("global_step", 0)
-            for tag, value in _tb_scalars(row):
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    self._tb.add_scalar(tag, value, step)
+            for tag, value in scalar_tags(row):
+                self._tb.add_scalar(tag, value, step)
+        if self.tracker is not None:
+            self.tracker.log_row(row)
 
     def flush_pending(self) -> None:
         while self._pending:
@@ -83,7 +95,8 @@ class MetricsWriter:
     def pending(self) -> int:
         return len(self._pending)
 
-    def close(self) -> None:
+    def close(self, exit_code: int = 0) -> None:
+        """`exit_code` is the engine's (W&B marks a run that crashed as failed)."""
         try:
             self.flush_pending()
         except OSError:
@@ -92,6 +105,9 @@ class MetricsWriter:
         if self._tb is not None:
             self._tb.close()
             self._tb = None
+        if self.tracker is not None:
+            tracker, self.tracker = self.tracker, None
+            tracker.close(exit_code)
 
 
 def _append_whole(fd: int, data: bytes) -> None:
@@ -174,15 +190,18 @@ def grouped(flat: dict) -> dict:
     return row
 
 
-def _tb_scalars(row: dict):
-    """(tag, value) of every number in the nested row: "<group>/<name>", "train/<name>"."""
+def scalar_tags(row: dict):
+    """(tag, number) of every number in the nested row, as TensorBoard and W&B name them:
+    "<group>/<name>" for the groups (losses, env, timing, eval...), "train/<name>" for the
+    row's own columns. The per-rank "workers" list is telemetry, not a metric."""
     for key, value in row.items():
         if key == WORKERS:
             continue
-        if isinstance(value, dict):
-            yield from ((f"{key}/{k}", v) for k, v in value.items())
-        else:
-            yield f"train/{key}", value
+        items = value.items() if isinstance(value, dict) else [(key, value)]
+        prefix = key if isinstance(value, dict) else "train"
+        for name, number in items:
+            if isinstance(number, (int, float)) and not isinstance(number, bool):
+                yield f"{prefix}/{name}", number
 
 
 def read_metrics(run_dir: str | os.PathLike) -> list[dict]:
