@@ -10,12 +10,16 @@ Each env is its own one-env object (seeded from one SeedSequence), so its log, a
 score of the episodes it finished, can be read on its own: when several envs finish an
 episode on the step that reaches the target, only the lowest-numbered ones are counted and
 their scores alone enter the mean. The policy's sampling is seeded too, so a seed reproduces
-the whole evaluation.
+the whole evaluation: the Evaluator keeps its own torch random stream and swaps it in only
+around each action, so the process's generators (a training run's) are left as they were.
+`restart(seed)` plays afresh on the same envs (the engine's evaluation during training builds
+them once; engine/periodic_eval.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -58,36 +62,68 @@ def load_evaluator(target: str, runs_dir: str | None, num_envs: int, seed: int,
 
 
 class Evaluator:
-    def __init__(self, policy, config, checkpoint: Path, num_envs: int, seed: int,
+    def __init__(self, policy, config, checkpoint: Path | None, num_envs: int, seed: int,
                  deterministic: bool, episodes: int):
-        import torch
-
         from puffer_tui.envs import make
 
-        torch.manual_seed(seed)  # the policy samples its actions with torch's generator
         self.policy, self.config, self.deterministic = policy, config, deterministic
         self.checkpoint = checkpoint
         self.target = episodes
-        seeds = [int(s) for s in np.random.SeedSequence(seed).generate_state(num_envs)]
         self.envs = []
         try:
-            for s in seeds:
+            for s in env_seeds(seed, num_envs):
                 self.envs.append(make(config.env_name, num_envs=1, seed=s, evaluation=True,
                                       **config.env))
         except BaseException:
             self.close()
             raise
-        self.obs = np.concatenate([env.reset(s)[0] for env, s in zip(self.envs, seeds)])
         bounds = np.cumsum([0] + [env.num_agents for env in self.envs])
         self.rows = list(zip(bounds[:-1], bounds[1:]))
-        self.returns = np.zeros(bounds[-1])
-        self.lengths = np.zeros(bounds[-1], dtype=np.int64)
-        self.starts = np.ones(bounds[-1], dtype=bool)
+        self.view = VIEW_ENV  # what frames show; VIEW_OBS: the observation as an image
+        self.restart(seed)
+
+    def restart(self, seed: int, episodes: int | None = None,
+                deterministic: bool | None = None) -> None:
+        """Play afresh: every env reset with the seeds of `seed`, the tally emptied, the
+        policy's random stream seeded from `seed` (and the target or action choice changed)."""
+        if episodes is not None:
+            self.target = episodes
+        if deterministic is not None:
+            self.deterministic = deterministic
+        seeds = env_seeds(seed, len(self.envs))
+        self.obs = np.concatenate([env.reset(s)[0] for env, s in zip(self.envs, seeds)])
+        agents = int(self.rows[-1][1])
+        self.returns = np.zeros(agents)
+        self.lengths = np.zeros(agents, dtype=np.int64)
+        self.starts = np.ones(agents, dtype=bool)
         self.done_returns: list[float] = []
         self.done_lengths: list[int] = []
         self.score_sum = self.score_n = 0.0
         self.state = None
-        self.view = VIEW_ENV  # what frames show; VIEW_OBS: the observation as an image
+        self.steps = 0
+        self._seed = seed
+        self._rng = None  # the policy's torch stream(s), seeded from `seed` on the first act
+
+    @contextmanager
+    def _own_rng(self):
+        """torch's generators (CPU, and the policy's CUDA device) set to this evaluator's
+        stream for the block, and put back as they were after it."""
+        import torch
+
+        device = next(self.policy.parameters()).device
+        cuda = [device.index if device.index is not None else torch.cuda.current_device()] \
+            if device.type == "cuda" else []
+        with torch.random.fork_rng(devices=cuda):
+            if self._rng is None:
+                torch.default_generator.manual_seed(self._seed)
+                for index in cuda:
+                    torch.cuda.default_generators[index].manual_seed(self._seed)
+            else:
+                torch.set_rng_state(self._rng[0])
+                for index, state in zip(cuda, self._rng[1]):
+                    torch.cuda.set_rng_state(state, index)
+            yield
+            self._rng = (torch.get_rng_state(), [torch.cuda.get_rng_state(i) for i in cuda])
 
     @property
     def env_name(self) -> str:
@@ -98,8 +134,11 @@ class Evaluator:
         """Whether env 0 draws frames (tiles, an image or text: what --render shows)."""
         return self._frame() is not None
 
-    def _frame(self):
+    def frame(self):
         """Env 0's frame in `self.view`: "env" (its own drawing) or "obs" (its observation)."""
+        return self._frame()
+
+    def _frame(self):
         if self.view == VIEW_OBS:
             return observation_frame(self.envs[0], 0)
         return self.envs[0].frame(0)
@@ -134,10 +173,10 @@ class Evaluator:
         """Play until the target episodes end, yielding env 0's frame in `self.view` as the
         env returns it (a tile grid, an image or text; copied) at the start and after every
         step: what engine/recording.py encodes. Play one env to record every episode."""
-        yield _copied(self._frame())
+        yield copied_frame(self._frame())
         while not self.finished:
             self.step()
-            yield _copied(self._frame())
+            yield copied_frame(self._frame())
 
     @property
     def frame_description(self) -> str:
@@ -149,8 +188,10 @@ class Evaluator:
         return {TILES: "tile frames", RGB: "rgb frames"}.get(kind, "no frames")
 
     def step(self) -> None:
-        actions, self.state = self.policy.act(
-            self.obs, self.state, deterministic=self.deterministic, starts=self.starts)
+        with self._own_rng():
+            actions, self.state = self.policy.act(
+                self.obs, self.state, deterministic=self.deterministic, starts=self.starts)
+        self.steps += 1
         observations = []
         for env, (a, b) in zip(self.envs, self.rows):
             obs, rewards, terminals, truncations, infos = env.step(actions[a:b])
@@ -186,7 +227,7 @@ class Evaluator:
             "score": self.score_sum / self.score_n if self.score_n else None,
             "episode_return": float(np.mean(self.done_returns)) if ended else None,
             "episode_length": float(np.mean(self.done_lengths)) if ended else None,
-            "checkpoint": str(self.checkpoint),
+            "checkpoint": str(self.checkpoint) if self.checkpoint is not None else None,
         }
 
     def close(self) -> None:
@@ -194,6 +235,11 @@ class Evaluator:
             env.close()
 
 
-def _copied(frame):
+def env_seeds(seed: int, num_envs: int) -> list[int]:
+    """One seed per env, all drawn from `seed`."""
+    return [int(s) for s in np.random.SeedSequence(seed).generate_state(num_envs)]
+
+
+def copied_frame(frame):
     """A frame the env cannot overwrite later (text is immutable already)."""
     return frame if frame is None or isinstance(frame, str) else np.array(frame)

@@ -1,8 +1,8 @@
 """The engine process: `python -m puffer_tui.engine RUN_DIR [--resume] [--fallback-checkpoint]`.
 
 Loads RUN_DIR/config.toml, serves the control socket, builds the Trainer (optionally restoring
-the latest checkpoint), then loops: run_epoch -> metrics row -> periodic checkpoint -> queued
-commands. SIGINT/SIGTERM ask for a stop (checkpoint, clean exit); a second one exits at once.
+the latest checkpoint), then loops: run_epoch -> evaluation when due (engine/periodic_eval.py,
+its `eval` group added to the row) -> metrics row -> periodic checkpoint -> queued commands. SIGINT/SIGTERM ask for a stop (checkpoint, clean exit); a second one exits at once.
 An exception becomes an error event carrying the traceback (events.log and every client),
 state "error" in status.json, and exit status 1.
 
@@ -43,6 +43,7 @@ from puffer_tui.engine.fault_handling import FaultHandling, check_memory, tidy_l
 from puffer_tui.engine.frame_source import FrameSource
 from puffer_tui.engine.health import NonFiniteError, is_disk_full
 from puffer_tui.engine.metrics import MetricsWriter, truncate_after
+from puffer_tui.engine.periodic_eval import EVAL, PeriodicEval
 from puffer_tui.engine.protocol import (
     LAUNCH_ID_ENV,
     MessageType,
@@ -73,6 +74,7 @@ class Engine(FaultHandling):
                                      trainer=self._trainer, checkpoint=self.save_checkpoint,
                                      world=self.world)
         self.metrics: MetricsWriter | None = None
+        self.evaluation: PeriodicEval | None = None  # rank 0's, built with the trainer
         self.server: ControlServer | None = None
         self.telemetry: Telemetry | None = None
         self.started = time.time()
@@ -159,6 +161,9 @@ class Engine(FaultHandling):
         if self.resume:
             self._restore()
         self.metrics = MetricsWriter(self.run_dir) if self.world.is_main else None
+        if self.world.is_main:
+            self.evaluation = PeriodicEval(self.trainer.config, self.run_dir, self.events,
+                                           self._evaluation_interrupted)
         if self.metrics is not None and self.metrics.tensorboard_error:
             self.events.warning(f"TensorBoard is installed but unusable, metrics.jsonl only "
                                 f"({self.metrics.tensorboard_error})")
@@ -181,6 +186,7 @@ class Engine(FaultHandling):
                 continue
             if self.telemetry is not None:  # rank 0's
                 self.telemetry.record(row)
+            row = self._evaluate(row)
             self._persist(row)
             self.write_status()
         if self.trainer.done and not self.state.stop_requested:
@@ -196,6 +202,25 @@ class Engine(FaultHandling):
                 self.events.info(f"stopped at step {self.trainer.global_step} without a checkpoint")
             self.state.enter(RunState.STOPPED)
         return 0
+
+    def _evaluate(self, row: dict) -> dict:
+        """The row with an `eval` group when an evaluation is due after this epoch (rank 0;
+        engine/periodic_eval.py), told to clients at once."""
+        if self.evaluation is None or not self.evaluation.due(self.trainer.epoch):
+            return row
+        group = self.evaluation.run(self.trainer)
+        if group is None:
+            return row
+        row = {**row, EVAL: group}
+        if self.telemetry is not None:
+            self.telemetry.record(row)
+        return row
+
+    def _evaluation_interrupted(self) -> bool:
+        """Between evaluation steps: apply queued commands (a pause waits here); True to
+        give up (a stop, or eval.interval set to 0)."""
+        self.commands.safe_point(between_steps=True)
+        return self.state.stop_requested or self.config.eval.interval == 0
 
     def _restore(self) -> None:
         def skipped(path, error):
@@ -233,6 +258,11 @@ class Engine(FaultHandling):
                 self.events.warning(f"closing the trainer failed: {e}")
         if self.metrics is not None:
             self.metrics.close()
+        if self.evaluation is not None:
+            try:
+                self.evaluation.close()
+            except Exception as e:
+                self.events.warning(f"closing the evaluation envs failed: {e}")
         self.world.close()
         if self.world.is_main:
             (self.run_dir / rd.PID_FILE).unlink(missing_ok=True)

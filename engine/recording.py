@@ -19,16 +19,17 @@ The file appears whole or not at all: it is encoded into a temp file beside it, 
 renamed over the final name once complete (see engine/atomic_write.py for the policy).
 
 Runs keep their recordings in `RUN/recordings/` (`recordings_dir`), periodic ones named
-`eval-<step>.gif` (`periodic_recording_path`). The engine records a policy so (on separate
-envs; the Evaluator seeds torch's global generator, so fork it to leave training's alone):
+`eval-<step>.gif` (`periodic_recording_path`). A policy is recorded so (on separate envs; the
+Evaluator samples from its own torch stream, leaving the process's generators alone):
 
-    with torch.random.fork_rng(devices=[]):
-        player = Evaluator(policy, config, checkpoint, 1, seed, True, episodes)
-        try:
-            record_episodes(player.recording_frames(), periodic_recording_path(run_dir, step),
-                            fps, None, player.envs[0].palette)
-        finally:
-            player.close()
+    player = Evaluator(policy, config, checkpoint, 1, seed, True, episodes)
+    try:
+        record_episodes(player.recording_frames(), periodic_recording_path(run_dir, step),
+                        fps, None, player.envs[0].palette)
+    finally:
+        player.close()
+
+During training, engine/periodic_eval.py records env 0's first episode of an evaluation.
 """
 
 from __future__ import annotations
