@@ -2,7 +2,8 @@
 
 For each workload every backend gets the same total number of envs and a few settings; the
 best setting of each backend is compared. Gymnasium's AsyncVectorEnv runs one process per
-env; ours pack several envs into each of a few workers. Timings on a shared machine are
+env; ours pack several envs into each of a few workers ("mp inline": worker 0's block is
+stepped by the caller, so that the processes do not outnumber the cores). Timings on a shared machine are
 noisy: use --repeat to keep the best of several runs.
 """
 
@@ -17,7 +18,7 @@ from functools import partial
 from puffer_tui.benchmarks import vec_runners
 from puffer_tui.benchmarks.vec_workloads import workloads
 
-OURS = ("serial", "multiprocessing", "multiprocessing-pool")
+OURS = ("serial", "multiprocessing", "multiprocessing-pool", "multiprocessing-inline")
 GYMNASIUM = ("gymnasium-sync", "gymnasium-async")
 
 
@@ -38,13 +39,16 @@ def add_arguments(p):
     p.add_argument("--seconds", type=float, default=1.5, help="time per setting (default 1.5)")
     p.add_argument("--repeat", type=int, default=1, help="runs per setting, best kept (default 1)")
     p.add_argument("--workload", action="append",
-                   help="only these workloads (repeatable): squared, cartpole, delay")
+                   help="only these workloads (repeatable): squared, cartpole, delay, pong "
+                        "(pong: the atari extra)")
     p.add_argument("--squared-envs", type=int, default=65536,
                    help="total squared envs (default 65536)")
     p.add_argument("--cartpole-envs", type=int, default=64,
                    help="total CartPole-v1 envs (default 64)")
     p.add_argument("--delay-envs", type=int, default=2,
                    help="total envs of each delay workload (default 2)")
+    p.add_argument("--pong-envs", type=int, default=8,
+                   help="total ALE/Pong-v5 envs (default 8)")
 
 
 def settings_for(workload, cores: int) -> list[tuple[str, int, int, bool]]:
@@ -63,14 +67,21 @@ def settings_for(workload, cores: int) -> list[tuple[str, int, int, bool]]:
             setting = ("multiprocessing-pool", workers, batch, zero_copy)
             if setting not in out:
                 out.append(setting)
+    # Inline: the caller steps one block itself, with as many blocks as cores: synchronous,
+    # and overlapped (half the envs step while the caller handles the other half).
+    if cores > 1 and sync_workers > 1:
+        out.append(("multiprocessing-inline", sync_workers, n, True))
+        if n % 2 == 0 and sync_workers == 2:
+            out.append(("multiprocessing-inline", 2, n // 2, True))
     return out
 
 
 def _ours(workload, backend, workers, batch, zero_copy, seconds):
     real = "serial" if backend == "serial" else "multiprocessing"
+    extra = {"inline": True} if backend == "multiprocessing-inline" else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # pools oversubscribe on purpose
-        return vec_runners.run_ours(workload, real, workers, batch, zero_copy, seconds)
+        return vec_runners.run_ours(workload, real, workers, batch, zero_copy, seconds, **extra)
 
 
 def plan_runs(workload, seconds: float, cores: int) -> list[tuple[Result, object]]:
@@ -137,11 +148,14 @@ def select_workloads(names, sizes):
     chosen = workloads(*sizes)
     if not names:
         return chosen
-    keys = {"squared": "squared", "cartpole": "CartPole-v1", "delay": "delay"}
+    keys = {"squared": "squared", "cartpole": "CartPole-v1", "delay": "delay",
+            "pong": "ALE/Pong-v5"}
     unknown = [n for n in names if n not in keys]
     if unknown:
         raise SystemExit(f"unknown workload(s) {', '.join(unknown)}; choose from "
                          f"{', '.join(keys)}")
+    if "pong" in names and not any(w.name == keys["pong"] for w in chosen):
+        raise SystemExit('the pong workload needs ale-py: pip install "puffer-tui[atari]"')
     return [w for w in chosen if any(w.name.startswith(keys[n]) for n in names)]
 
 
@@ -150,9 +164,10 @@ def run(args) -> int:
 
     if args.seconds <= 0 or args.repeat < 1:
         raise SystemExit("--seconds must be > 0 and --repeat >= 1")
-    sizes = (args.squared_envs, args.cartpole_envs, args.delay_envs)
+    sizes = (args.squared_envs, args.cartpole_envs, args.delay_envs, args.pong_envs)
     if min(sizes) < 1:
-        raise SystemExit("--squared-envs, --cartpole-envs and --delay-envs must be >= 1")
+        raise SystemExit("--squared-envs, --cartpole-envs, --delay-envs and --pong-envs must "
+                         "be >= 1")
     cores = available_cores()
 
     def log(text):

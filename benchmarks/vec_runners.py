@@ -44,12 +44,13 @@ def _timed(step, rows_per_step: int, seconds: float) -> float:
 
 
 def run_ours(workload, backend: str, num_workers: int, batch_size: int, zero_copy: bool,
-             seconds: float) -> float:
+             seconds: float, **options) -> float:
     """Agent-steps/second of one of our backends, driven through the async API."""
     from puffer_tui.engine.vec import make
 
     vec = make(workload.creator(), num_envs=workload.num_envs, backend=backend,
-               num_workers=num_workers, batch_size=batch_size, zero_copy=zero_copy, seed=0)
+               num_workers=num_workers, batch_size=batch_size, zero_copy=zero_copy, seed=0,
+               **options)
     try:
         actions = fixed_actions(vec.single_action_space, vec.agents_per_batch)
         vec.async_reset(0)

@@ -7,6 +7,7 @@ LABELS = {
     "serial": "serial",
     "multiprocessing": "mp sync",
     "multiprocessing-pool": "mp pool",
+    "multiprocessing-inline": "mp inline",
     "gymnasium-sync": "gym Sync",
     "gymnasium-async": "gym Async",
     "envpool": "envpool",
@@ -29,7 +30,7 @@ def print_table(results, best, summary, cores: int) -> None:
 
     table = Table(title=f"agent-steps/second, best setting per backend ({cores} cores)")
     for col in ("workload", "backend", "envs", "workers", "batch", "steps/s",
-                "x gym best", "x mp sync"):
+                "x gym best", "x mp sync", "x serial"):
         table.add_column(col, justify="left" if col in ("workload", "backend") else "right")
     workloads = list(dict.fromkeys(r.workload for r in results))
     for workload in workloads:
@@ -41,10 +42,12 @@ def print_table(results, best, summary, cores: int) -> None:
             sps = f"[red]{r.error}[/red]" if r.error and not r.sps else _sps(r.sps)
             if backend == "multiprocessing-pool":
                 label += " zero-copy" if r.zero_copy else " gathered"
+            if backend == "multiprocessing-inline" and r.batch_size < r.num_envs:
+                label += " pool"
             table.add_row(workload, label, str(r.num_envs), str(r.num_workers),
                           str(r.batch_size), sps, _ratio(ratio["vs_gymnasium_best"]),
-                          _ratio(ratio["vs_our_sync"]))
+                          _ratio(ratio["vs_our_sync"]), _ratio(ratio["vs_our_serial"]))
         table.add_section()
-    Console(width=110).print(table)
+    Console(width=120).print(table)
     print("Gymnasium's AsyncVectorEnv uses one process per env; "
           "'--json' lists every setting tried.")

@@ -60,6 +60,20 @@ def make_cartpole():
     return gymnasium.make("CartPole-v1")
 
 
+def make_pong():
+    """ALE Pong as Gymnasium registers it: raw 210x160 RGB frames, frame skip 4 (~0.25 ms)."""
+    import ale_py
+
+    gymnasium.register_envs(ale_py)
+    return gymnasium.make("ALE/Pong-v5")
+
+
+def ale_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("ale_py") is not None
+
+
 @dataclass(frozen=True)
 class Workload:
     name: str
@@ -85,15 +99,18 @@ def _gym(gym_creator):
     return from_gymnasium(gym_creator)
 
 
-def workloads(squared_envs=65536, cartpole_envs=64, delay_envs=2):
+def workloads(squared_envs=65536, cartpole_envs=64, delay_envs=2, pong_envs=8):
     """The default sizes: a squared env steps in ~10 ns, so a worker needs tens of thousands
     for its step (~0.3 ms at 32768) to outweigh the round trip and a busy machine's wake-up
     latency (at 16384 envs in all, 2 workers only matched serial on the shared dev box, at
     65536 they beat it by 1.4x); 64 CartPoles give 32 per worker (~0.3 ms a step);
     the delay envs run one per worker, the setting of the PufferLib 0.5 experiment, where
-    waiting for the slowest env costs the synchronous mode most."""
+    waiting for the slowest env costs the synchronous mode most; 8 Pongs (atari extra) give
+    4 per worker (~1 ms a step)."""
     delay0 = functools.partial(DelayEnv, delay_s=1e-3, spread=0.0)
     delay1 = functools.partial(DelayEnv, delay_s=1e-3, spread=1.0)
+    pong = [Workload("ALE/Pong-v5", "Atari Pong, raw frames (ale-py)", pong_envs,
+                     functools.partial(_gym, make_pong), make_pong)] if ale_available() else []
     return [
         Workload("squared", "native C env, size 11", squared_envs,
                  functools.partial(_native, "squared", size=11)),
@@ -103,4 +120,5 @@ def workloads(squared_envs=65536, cartpole_envs=64, delay_envs=2):
                  functools.partial(_gym, delay0), delay0),
         Workload("delay 1ms±100%", "Python env, 1 ms mean, exponential step times", delay_envs,
                  functools.partial(_gym, delay1), delay1),
+        *pong,
     ]

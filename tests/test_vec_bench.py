@@ -71,6 +71,8 @@ def test_json_output_lists_every_backend():
     backends = {r["backend"] for r in data["results"]}
     assert {"serial", "multiprocessing", "multiprocessing-pool", "gymnasium-sync",
             "gymnasium-async"} <= backends
+    cores = data["cores"]
+    assert cores < 2 or "multiprocessing-inline" in backends
     for r in data["results"]:
         assert r["error"] is None, r
         assert r["sps"] > 0

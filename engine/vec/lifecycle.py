@@ -23,11 +23,15 @@ def describe_death(proc) -> str:
     return f"process {proc.pid} exited with code {code}"
 
 
-def shutdown_workers(procs, socks, crash_logs, driver_env=None) -> None:
-    """Ask every worker to close, then SIGTERM and SIGKILL stragglers, and reap them all.
+def shutdown_workers(procs, socks, crash_logs, driver_env=None, local_blocks=()) -> None:
+    """Ask every worker to close, then SIGTERM and SIGKILL stragglers, and reap them all;
+    close the blocks stepped in this process (None entries: an inline worker's place).
 
     Used by close(), by garbage collection and at interpreter exit (weakref.finalize); it
     must work from any state, including half-started vecs and workers stuck in a step."""
+    procs = [p for p in procs if p is not None]
+    socks = [s for s in socks if s is not None]
+    crash_logs = [log for log in crash_logs if log is not None]
     for sock in socks:
         try:
             channel.send_object(sock, ("close",))
@@ -48,6 +52,8 @@ def shutdown_workers(procs, socks, crash_logs, driver_env=None) -> None:
         sock.close()
     for log in crash_logs:
         log.close()
+    for block in local_blocks:
+        block.close()
     if driver_env is not None:
         driver_env.close()
 

@@ -6,7 +6,9 @@ answers one byte (or a small pickle when it has infos). With `batch_size == num_
 waits for every worker (synchronous). With a smaller batch it is an EnvPool-style pool:
 recv() returns the first workers to finish, so simulation overlaps with the caller's work.
 `zero_copy` batches are fixed contiguous blocks of workers returned as views of shared
-memory; otherwise any finished workers are gathered (copied) into batch arrays.
+memory; otherwise any finished workers are gathered (copied) into batch arrays. With
+`inline=True` worker 0 is not a process: the caller steps its block itself in send(), after
+waking the others (block.py says why that is faster when the workers fill the cores).
 
 Not thread-safe: call it from one thread (the trainer's). Workers start from a forkserver
 and do not import the caller's `__main__` (see main_module.py), unless the env creator is
@@ -20,11 +22,13 @@ import multiprocessing
 import pickle
 import socket
 import time
+import traceback
 import weakref
 
 import numpy as np
 
 from puffer_tui.engine.vec import channel, env_state
+from puffer_tui.engine.vec.block import InlineBlock
 from puffer_tui.engine.vec.crash_log import CrashLog
 from puffer_tui.engine.vec.errors import WorkerError
 from puffer_tui.engine.vec.lifecycle import describe_death, shutdown_workers
@@ -47,6 +51,9 @@ DEFAULT_TIMEOUT_S = 15.0  # no step or reset should take this long; a hung env b
 # with as many workers as cores, a spinning waiter would take the core a worker or the
 # trainer needs, and on the 2-core dev box blocking at once measured faster.
 SPIN_US_WITH_SPARE_CORE = 20.0
+# The caller of an inline vec has a core of its own while the others step theirs: it polls
+# longer, so that the answer of a block stepped in parallel with its own costs no wake-up.
+SPIN_US_INLINE_CALLER = 200.0
 
 
 def _context(method: str):
@@ -76,26 +83,34 @@ class Multiprocessing(WorkerPool):
     Same API and attributes as Serial, plus `worker_pids`, `envs_per_worker` and
     `workers_per_batch`. `timeout`: seconds recv()/frame() wait for a worker before calling
     it hung. `spin_us`: how long a waiting process polls before it blocks (None: 20 us when
-    there is a core to spare beyond the workers, else 0). Any worker failure raises
+    there is a core to spare beyond the workers, else 0; an inline caller 200 us). `inline`:
+    worker 0's envs are stepped by the caller (one process fewer). Any worker failure raises
     WorkerError and closes the whole vec env.
     """
 
     def __init__(self, env_creator, num_envs: int = 1, num_workers: int | None = None,
                  batch_size: int | None = None, zero_copy: bool = True, seed: int = 0,
                  env_kwargs: dict | None = None, timeout: float = DEFAULT_TIMEOUT_S,
-                 spin_us: float | None = None, start_method: str = START_METHOD):
+                 spin_us: float | None = None, start_method: str = START_METHOD,
+                 inline: bool = False):
         plan = plan_workers(num_envs, num_workers, batch_size, zero_copy)
         self._take_plan(plan, num_envs, zero_copy, seed, timeout)
+        spare_core = available_cores() > plan.num_workers
+        worker_spin = SPIN_US_WITH_SPARE_CORE if spare_core else 0.0
         if spin_us is None:
-            spin_us = SPIN_US_WITH_SPARE_CORE if available_cores() > plan.num_workers else 0.0
-        self._spin_s = spin_us / 1e6
+            spin_us = SPIN_US_INLINE_CALLER if inline else worker_spin
+        else:
+            worker_spin = spin_us
+        self._spin_s, self._worker_spin_s = spin_us / 1e6, worker_spin / 1e6
         env_kwargs = dict(env_kwargs or {})
         _check_picklable(env_creator, env_kwargs)
         probe = self._probe(env_creator, env_kwargs)
-        self._procs, self._socks, self._logs = [], [], []
+        self._procs, self._socks, self._logs = [], [], []  # None for the inline worker
+        self._inline: InlineBlock | None = None
+        self._local: list[InlineBlock] = []  # the inline block, for the finalizer to close
         # Ends the workers and the driver env on close(), garbage collection or exit.
         self._finalizer = weakref.finalize(
-            self, shutdown_workers, self._procs, self._socks, self._logs, probe
+            self, shutdown_workers, self._procs, self._socks, self._logs, probe, self._local
         )
         self._busy = [False] * self.num_workers  # a step/reset answer is outstanding
         self._frames: dict[int, object] = {}
@@ -105,10 +120,16 @@ class Multiprocessing(WorkerPool):
             layout = SharedLayout(self.single_observation_space, self.single_action_space,
                                   self.num_agents)
             memory = SharedMemoryFile(layout.nbytes)
-            self._use_buffers(layout.views(memory.attach(keep_fd=True)))
+            mapping = memory.attach(keep_fd=True)
+            self._use_buffers(layout.views(mapping))
             self.masks[:] = True
-            self._start_workers(env_creator, env_kwargs, memory, layout, start_method)
+            self._start_workers(env_creator, env_kwargs, memory, layout, start_method, inline)
             memory.close_fd()  # the workers hold their own descriptors now
+            if inline:  # built while the workers start theirs
+                self._inline = InlineBlock(env_creator, env_kwargs,
+                                           layout.views(mapping, 0, self._rows),
+                                           self.envs_per_worker, self._worker_seed(0))
+                self._local.append(self._inline)
             self._wait_idle()
             self._ready.clear()
         except BaseException:
@@ -117,10 +138,15 @@ class Multiprocessing(WorkerPool):
             self.close()
             raise
 
-    def _start_workers(self, env_creator, env_kwargs, memory, layout, start_method):
+    def _start_workers(self, env_creator, env_kwargs, memory, layout, start_method, inline):
         ctx = _context(start_method)
         needs_main = creator_needs_main(env_creator, env_kwargs)
         for w in range(self.num_workers):
+            if inline and w == 0:
+                self._procs.append(None)
+                self._socks.append(None)
+                self._logs.append(None)
+                continue
             ours, theirs = socket.socketpair()
             log = CrashLog()
             self._socks.append(ours)
@@ -130,26 +156,45 @@ class Multiprocessing(WorkerPool):
             proc = ctx.Process(
                 target=worker_main, name=f"puffer-vec-worker-{w}", daemon=True,
                 args=(w, env_creator, env_kwargs, memory, layout, rows, self.envs_per_worker,
-                      seed, theirs, log, self._spin_s, start_method == "forkserver"),
+                      seed, theirs, log, self._worker_spin_s, start_method == "forkserver"),
             )
             with main_module_hidden(not needs_main):  # the worker needs only the creator
                 proc.start()
             theirs.close()  # only the worker holds its end: its death means EOF here
             self._procs.append(proc)
             self._busy[w] = True  # its "ready" is outstanding
-        self._fd_worker = {s.fileno(): w for w, s in enumerate(self._socks)}
-        self._fd_worker.update({p.sentinel: w for w, p in enumerate(self._procs)})
+        self._remote = [w for w in range(self.num_workers) if self._procs[w] is not None]
+        self._fd_worker = {self._socks[w].fileno(): w for w in self._remote}
+        self._fd_worker.update({self._procs[w].sentinel: w for w in self._remote})
 
     @property
     def worker_pids(self) -> list[int]:
-        return [p.pid for p in self._procs]
+        """The worker processes (an inline worker has none: it is the caller)."""
+        return [p.pid for p in self._procs if p is not None]
 
     def _outstanding(self) -> bool:
         return any(self._busy)
 
     def _start_reset(self, w: int) -> None:
+        if w == 0 and self._inline is not None:
+            self._run_inline(lambda block: block.reset(self._worker_seed(0)))
+            return
         message = ("reset", self._worker_seed(w))
         self._command(w, lambda s: channel.send_object(s, message))
+
+    def _run_inline(self, work) -> None:
+        """Worker 0's step or reset, here and now; it is then ready like a worker that answered.
+        An env error is a WorkerError, as it would be from a worker process."""
+        self._mark_sent(0)
+        try:
+            infos = work(self._inline)
+        except Exception as exc:
+            raise self._fail(WorkerError(0, f"{type(exc).__name__}: {exc} (in the inline "
+                                         "worker, the caller's process)",
+                                         traceback.format_exc())) from exc
+        if infos:
+            self._infos[0].extend(infos)
+        self._ready.append(0)
 
     def _start_steps(self, held, actions) -> None:
         """Write the held workers' actions into shared memory, then wake each of them."""
@@ -161,11 +206,19 @@ class Multiprocessing(WorkerPool):
             for i, w in enumerate(held):
                 dst = self.actions[self._slice(w)]
                 np.copyto(dst, actions[i * self._rows:(i + 1) * self._rows], casting="unsafe")
+        inline = False
         for w in held:
-            self._command(w, lambda s: s.send(channel.STEP))
+            if w == 0 and self._inline is not None:
+                inline = True  # stepped last: the others step meanwhile
+            else:
+                self._command(w, lambda s: s.send(channel.STEP))
+        if inline:
+            self._run_inline(InlineBlock.step)
 
     def _frame(self, w: int, local: int, view: str = "env"):
         """Asked of worker w between steps (view "obs": the observation drawn as an image)."""
+        if w == 0 and self._inline is not None:
+            return self._inline.frame(local, view)
         self._frames.pop(w, None)
         self._command(w, lambda s: channel.send_object(s, ("frame", local, view)), step=False)
         self._wait(lambda: w in self._frames, [w])
@@ -185,6 +238,11 @@ class Multiprocessing(WorkerPool):
         self._states.clear()
         for w in range(self.num_workers):
             request = message(w)
+            if w == 0 and self._inline is not None:
+                env = self._inline.env
+                self._states[0] = (env.get_state() if request[0] == "get_state"
+                                   else env.set_state(request[1]))
+                continue
             self._command(w, lambda s, m=request: channel.send_object(s, m), step=False)
         workers = range(self.num_workers)
         self._wait(lambda: len(self._states) == self.num_workers, workers)
@@ -211,14 +269,17 @@ class Multiprocessing(WorkerPool):
                 self._read(self._fd_worker[sock.fileno()])
         deadline = time.monotonic() + self.timeout
         spin = self._spin_s
+        remote = [w for w in workers if self._procs[w] is not None]
+        fds = [self._socks[w] for w in remote] + [self._procs[w].sentinel for w in remote]
         while not satisfied():
-            fds = [self._socks[w] for w in workers] + [self._procs[w].sentinel for w in workers]
+            if not fds:
+                raise RuntimeError("waiting for the inline worker, which never waits")
             ready = channel.wait_readable(fds, spin, max(0.0, deadline - time.monotonic()))
             spin = 0.0
             if not ready:
                 if time.monotonic() < deadline:
                     continue
-                stuck = next((w for w in workers if self._busy[w]), workers[0])
+                stuck = next((w for w in remote if self._busy[w]), remote[0])
                 stack = self._logs[stuck].dump_stack(self._procs[stuck].pid)  # before the kill
                 raise self._fail(WorkerError(
                     stuck, f"no answer within {self.timeout:g} s (is the env hung?); "

@@ -14,8 +14,8 @@ import signal
 import sys
 import traceback
 
-from puffer_tui.engine.native.frames import observation_frame
 from puffer_tui.engine.vec import channel
+from puffer_tui.engine.vec.block import block_frame, reset_block
 
 PARENT_CHECK_S = 1.0  # how often a blocked worker checks that its parent is alive
 
@@ -118,14 +118,10 @@ def _serve(env, buffers, sock, spin_s, parent_pid) -> None:
             continue
         kind = command[0]
         if kind == "reset":
-            infos = env.reset(command[1])[1]
-            buffers["rewards"][:] = 0
-            buffers["terminals"][:] = False
-            buffers["truncations"][:] = False
-            _reply(sock, ("done", infos))
+            _reply(sock, ("done", reset_block(env, buffers, command[1])))
         elif kind == "frame":  # ("frame", env, view): view "obs" draws the observation
             view = command[2] if len(command) > 2 else "env"
-            _reply(sock, ("frame", _frame(env, command[1], view)))
+            _reply(sock, ("frame", block_frame(env, command[1], view)))
         elif kind == "get_state":
             _reply(sock, ("state", env.get_state()))
         elif kind == "set_state":
@@ -138,11 +134,3 @@ def _serve(env, buffers, sock, spin_s, parent_pid) -> None:
         else:
             raise ValueError(f"worker got an unknown command {command!r}")
 
-
-def _frame(env, index: int, view: str):
-    """Env `index`'s frame, or a text frame saying why it failed: drawing an env for someone
-    watching must never take the worker, and the training with it, down."""
-    try:
-        return observation_frame(env, index) if view == "obs" else env.frame(index)
-    except Exception as exc:
-        return f"frame of env {index} failed: {type(exc).__name__}: {exc}"
