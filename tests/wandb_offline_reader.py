@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from pathlib import Path
 
 BLOCK = 32 * 1024
@@ -44,11 +45,12 @@ def record_payloads(path: Path):
 
 
 def read_offline_run(path: Path) -> dict:
-    """{"history": [row, ...], "config": {key: value}, "files": [path, ...]} of a .wandb file
-    (history rows keyed as logged, values decoded from their JSON)."""
+    """{"history": [row, ...], "config": {key: value}, "files": [path, ...], "finished": bool}
+    of a .wandb file as it is now (history rows keyed as logged, values decoded from JSON;
+    finished: the run's exit record is there)."""
     from wandb.proto import wandb_internal_pb2 as pb
 
-    history, config, files = [], {}, []
+    history, config, files, finished = [], {}, [], False
     for payload in record_payloads(path):
         record = pb.Record()
         record.ParseFromString(payload)
@@ -64,7 +66,21 @@ def read_offline_run(path: Path) -> dict:
                 config[item.key] = json.loads(item.value_json)
         elif kind == "files":
             files.extend(f.path for f in record.files.files)
-    return {"history": history, "config": config, "files": files}
+        elif kind == "exit":
+            finished = True
+    return {"history": history, "config": config, "files": files, "finished": finished}
+
+
+def read_finished_run(path: Path, timeout: float = 60.0) -> dict:
+    """read_offline_run once the file holds the run's exit record: wandb's core process
+    writes the file on its own, and may still be at it after `run.finish()` returned."""
+    deadline = time.monotonic() + timeout
+    while True:
+        run = read_offline_run(path)
+        if run["finished"] or time.monotonic() > deadline:
+            assert run["finished"], f"{path} has no exit record after {timeout} s"
+            return run
+        time.sleep(0.05)
 
 
 def offline_run_file(run_dir: Path) -> Path:

@@ -1,0 +1,149 @@
+"""W&B through the one metrics writer, offline (no account, no network): the offline run
+file holds the rows, the config, live changes and recordings; TensorBoard is fed alongside."""
+
+import sys
+import types
+
+import numpy as np
+import pytest
+from wandb_offline_reader import offline_run_file, read_finished_run
+
+from puffer_tui.engine import metrics
+from puffer_tui.engine import wandb_tracker as wt
+from puffer_tui.engine.config import ConfigError, load_config
+
+
+@pytest.fixture
+def offline(tmp_path, monkeypatch):
+    """W&B offline, its config and caches in the test's tmp dir; its service stopped after."""
+    wandb = pytest.importorskip("wandb", reason="the wandb extra is not installed")
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    for name in ("WANDB_CONFIG_DIR", "WANDB_CACHE_DIR", "WANDB_DATA_DIR", "WANDB_ARTIFACT_DIR"):
+        monkeypatch.setenv(name, str(tmp_path / "wandb-home" / name.lower()))
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    yield tmp_path / "run"
+    wandb.teardown()
+
+
+def _row(epoch, step, loss, score):
+    return {"epoch": epoch, "global_step": step, "sps": 1000.0 + epoch, "learning_rate": 0.01,
+            "losses": {"policy_loss": loss}, "timing": {"env": 0.1},
+            "env": {"score": score, "note": "text is not a metric"},
+            "workers": [{"rank": 0, "sps": 1.0}]}
+
+
+def _gif(path, frames=3):
+    iio = pytest.importorskip("imageio.v3", reason="the record extra is not installed")
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    images = np.zeros((frames, 8, 8, 3), np.uint8)
+    images[:, :, :, 0] = np.arange(frames)[:, None, None] * 60
+    iio.imwrite(path, images, duration=100, loop=0)
+
+
+def test_offline_run_holds_rows_config_live_changes_and_recordings(offline):
+    run_dir = offline
+    run_dir.mkdir()
+    config = load_config("squared", {"train.wandb": True, "train.wandb_project": "tests"})
+    writer = metrics.MetricsWriter(run_dir, tensorboard=False, config=config)
+    writer.write(_row(1, 100, 0.5, 0.1))
+    config.train.learning_rate = 0.002  # what trainer.set_hyperparameter does
+    writer.write(_row(2, 200, 0.25, 0.4))
+    _gif(run_dir / "recordings" / "eval-200.gif")
+    _gif(run_dir / "recordings" / ".eval-300.gif.1234.tmp.gif")  # one being encoded: not yet
+    writer.write(_row(3, 300, 0.125, 0.9))
+    writer.close()
+
+    logged = read_finished_run(offline_run_file(run_dir))
+    rows = [h for h in logged["history"] if "losses/policy_loss" in h]
+    assert [(r["global_step"], r["losses/policy_loss"], r["env/score"]) for r in rows] == \
+        [(100, 0.5, 0.1), (200, 0.25, 0.4), (300, 0.125, 0.9)]
+    assert rows[0]["train/sps"] == 1001.0 and rows[0]["timing/env"] == 0.1
+    assert not any("note" in key or key.startswith("workers") for r in rows for key in r)
+    changes = [h for h in logged["history"] if wt.LIVE_CHANGE_KEY in h]
+    assert len(changes) == 1 and changes[0]["global_step"] == 100  # made after row 1
+    assert "train.learning_rate changed from 0.015 to 0.002" in changes[0][wt.LIVE_CHANGE_KEY]
+    assert logged["config"]["train"]["learning_rate"] == 0.002
+    assert logged["config"]["env_name"] == "squared"
+    videos = [h for h in logged["history"] if "recordings/eval/_type" in h]
+    assert len(videos) == 1 and videos[0]["global_step"] == 300
+    assert videos[0]["recordings/eval/_type"] == "video-file"
+    media = list(offline_run_file(run_dir).parent.glob("files/media/videos/recordings/eval_*.gif"))
+    assert len(media) == 1 and media[0].read_bytes() == (run_dir / "recordings" / "eval-200.gif").read_bytes()
+    assert [r["epoch"] for r in metrics.read_metrics(run_dir)] == [1, 2, 3]  # the file as ever
+
+
+def test_a_resumed_run_continues_its_wandb_run_without_relogging_recordings(offline):
+    run_dir = offline
+    run_dir.mkdir()
+    config = load_config("squared", {"train.wandb": True})
+    writer = metrics.MetricsWriter(run_dir, tensorboard=False, config=config)
+    _gif(run_dir / "recordings" / "eval-100.gif")
+    writer.write(_row(1, 100, 0.5, 0.1))
+    writer.close()
+    run_id = (run_dir / wt.WANDB_DIR / wt.RUN_ID_FILE).read_text().strip()
+
+    writer = metrics.MetricsWriter(run_dir, tensorboard=False, config=config)
+    assert writer.tracker.resumed and writer.tracker.run.id == run_id
+    _gif(run_dir / "recordings" / "eval-200.gif")
+    writer.write(_row(2, 200, 0.25, 0.4))
+    writer.close()
+    files = sorted(run_dir.glob("wandb/offline-run-*/run-*.wandb"))
+    assert len(files) == 2 and all(f.name == f"run-{run_id}.wandb" for f in files)
+    second = read_finished_run(files[-1])
+    assert [h["global_step"] for h in second["history"] if "recordings/eval/_type" in h] == [200]
+
+
+def test_tensorboard_is_fed_from_the_same_rows_as_wandb(offline, monkeypatch):
+    scalars = []
+
+    class SummaryWriter:
+        def __init__(self, logdir):
+            pass
+
+        def add_scalar(self, tag, value, step):
+            scalars.append((tag, value, step))
+
+        def close(self):
+            pass
+
+    module = types.ModuleType("torch.utils.tensorboard")
+    module.SummaryWriter = SummaryWriter
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", module)
+    offline.mkdir()
+    config = load_config("squared", {"train.wandb": True})
+    writer = metrics.MetricsWriter(offline, tensorboard=True, config=config)
+    writer.write(_row(1, 100, 0.5, 0.1))
+    writer.close()
+    row = [h for h in read_finished_run(offline_run_file(offline))["history"]
+           if "losses/policy_loss" in h][0]
+    assert {tag: value for tag, value, _ in scalars} == \
+        {key: value for key, value in row.items() if "/" in key}
+
+
+def test_wandb_off_makes_no_wandb_files(tmp_path):
+    writer = metrics.MetricsWriter(tmp_path, tensorboard=False, config=load_config("squared", {}))
+    writer.write(_row(1, 100, 0.5, 0.1))
+    writer.close()
+    assert writer.tracker is None and not (tmp_path / wt.WANDB_DIR).exists()
+
+
+def test_missing_wandb_is_a_clear_error_before_anything_is_written(tmp_path, monkeypatch):
+    config = load_config("squared", {"train.wandb": True})
+    monkeypatch.setattr(wt, "wandb_available", lambda: False)
+    with pytest.raises(ConfigError, match=r'pip install "puffer-tui\[wandb\]"'):
+        wt.check_wandb(config)
+    wt.check_wandb(load_config("squared", {}))  # off: nothing asked of the package
+    monkeypatch.setitem(sys.modules, "wandb", None)  # `import wandb` fails
+    with pytest.raises(ConfigError, match=r"train.wandb is on .*puffer-tui\[wandb\]"):
+        metrics.MetricsWriter(tmp_path, tensorboard=False, config=config)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_recording_series_groups_periodic_recordings():
+    from pathlib import Path
+
+    assert wt.recording_series(Path("eval-1234.gif")) == "recordings/eval"
+    assert wt.recording_series(Path("best run.mp4")) == "recordings/best run"
