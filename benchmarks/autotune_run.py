@@ -1,0 +1,221 @@
+"""`puffer-tui autotune ENV`: the fastest way to step one env on this machine, within a budget.
+
+Three phases share `seconds` of wall time (start-ups included, so the whole run is bounded):
+1. the serial layout of the env's configured envs: its step cost (µs per agent-step) and the
+   memory each env adds;
+2. every other layout that fits the cores and memory, timed through the real vec env;
+3. a short `bench train`-like timing (the real Trainer: inference, learning and all) of the
+   best few layouts, always with serial among them: the number training feels.
+The best is the fastest in phase 3 (phase 2 when no layout could be trained in time), or
+serial when nothing beats it by 5%.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from puffer_tui.benchmarks.autotune_layouts import (
+    Layout,
+    candidate_layouts,
+    config_error_text,
+    layout_config,
+    memory_shortfall,
+    time_vec,
+)
+
+VEC_SHARE = 0.45  # of the budget, for phases 1 and 2; phase 3 gets the rest
+MIN_MEASURE = 0.1  # seconds: the least a layout is counted, however small the budget
+TRAINED = 3  # layouts timed in phase 3
+SERIAL_MARGIN = 1.05  # another layout must be this much faster than serial to be chosen
+FIRST_STARTUP_GUESS = 1.0  # seconds to start workers, until one start-up was measured
+
+
+@dataclass
+class Row:
+    layout: Layout
+    vec_sps: float | None = None
+    train_sps: float | None = None
+    startup: float | None = None
+    note: str = ""
+
+    def as_dict(self) -> dict:
+        return {**self.layout.vec_settings(), "label": self.layout.label,
+                "vec_sps": self.vec_sps, "train_sps": self.train_sps, "note": self.note}
+
+
+@dataclass
+class Outcome:
+    env: str
+    cores: int
+    seconds: float = 0.0
+    us_per_step: float | None = None
+    bytes_per_env: float | None = None
+    rows: list[Row] = field(default_factory=list)
+    best: Row | None = None
+
+    @property
+    def best_by(self) -> str:
+        return "training" if self.best and self.best.train_sps else "vec"
+
+    def as_dict(self) -> dict:
+        return {"env": self.env, "cores": self.cores, "seconds": self.seconds,
+                "us_per_agent_step": self.us_per_step, "bytes_per_env": self.bytes_per_env,
+                "layouts": [r.as_dict() for r in self.rows],
+                "best": self.best.as_dict() if self.best else None, "best_by": self.best_by}
+
+
+class _Clock:
+    def __init__(self, seconds: float):
+        self.start = time.perf_counter()
+        self.seconds = seconds
+
+    def left(self, share: float) -> float:
+        return self.start + share * self.seconds - time.perf_counter()
+
+
+def autotune(env_spec: str, overrides: dict, seconds: float, totals: list[int], cores: int,
+             progress=lambda text="", advance=0, total=None: None) -> Outcome:
+    """Measure every layout of `totals` envs; `progress(text, advance, total)` follows along
+    (total: the number of steps, each layout timed and each training timing one)."""
+    from puffer_tui.engine.memory_estimate import available_memory
+
+    clock = _Clock(seconds)
+    out = Outcome(env_spec, cores)
+    out.rows = [Row(layout) for layout in candidate_layouts(totals, cores)]
+    available = available_memory()
+    progress(total=len(out.rows) + min(TRAINED, len(out.rows)))
+    _time_layouts(out, env_spec, overrides, clock, available, progress)
+    _time_training(out, env_spec, overrides, clock, progress)
+    out.best = choose_best(out.rows)
+    out.seconds = time.perf_counter() - clock.start
+    return out
+
+
+def choose_best(rows: list[Row]) -> Row | None:
+    """The fastest in training (in stepping when none was trained), but serial unless the
+    other beats it by SERIAL_MARGIN: fewer processes, and a lead within the noise is none."""
+    measured = [r for r in rows if r.train_sps] or [r for r in rows if r.vec_sps]
+    if not measured:
+        return None
+    rate = (lambda r: r.train_sps) if measured[0].train_sps else (lambda r: r.vec_sps)
+    best = max(measured, key=rate)
+    serial = max((r for r in measured if r.layout.backend == "serial"), key=rate, default=None)
+    if serial is not None and rate(best) < SERIAL_MARGIN * rate(serial):
+        return serial
+    return best
+
+
+def _time_layouts(out: Outcome, env_spec, overrides, clock, available, progress) -> None:
+    startup = {"serial": 0.0, "multiprocessing": FIRST_STARTUP_GUESS}
+    for i, row in enumerate(out.rows):
+        progress(f"vec: {row.layout.label}")
+        try:
+            config = layout_config(env_spec, overrides, row.layout)
+            short = memory_shortfall(config, out.bytes_per_env or 0.0, available)
+            if short:
+                row.note = f"skipped: {short}"
+                continue
+            slot = clock.left(VEC_SHARE) / (len(out.rows) - i)
+            timing = time_vec(config, max(MIN_MEASURE, slot - startup[row.layout.backend]))
+        except Exception as e:  # one layout that fails must not end the whole tuning
+            row.note = f"failed: {config_error_text(e)}"
+            continue
+        finally:
+            progress("", advance=1)
+        row.vec_sps, row.startup = timing.sps, timing.startup
+        startup[row.layout.backend] = timing.startup
+        if timing.bytes_per_env is not None and out.us_per_step is None:
+            out.us_per_step = 1e6 / timing.sps
+            out.bytes_per_env = timing.bytes_per_env
+
+
+def training_candidates(rows: list[Row], count: int = TRAINED) -> list[Row]:
+    """The `count` fastest layouts by vec agent-steps/s, the fastest serial one among them (the
+    trainer's own process then has every core for torch, which can beat faster stepping)."""
+    ranked = sorted((r for r in rows if r.vec_sps), key=lambda r: -r.vec_sps)
+    chosen = ranked[:count]
+    serial = next((r for r in ranked if r.layout.backend == "serial"), None)
+    if serial is not None and serial not in chosen:
+        chosen = chosen[: count - 1] + [serial]
+    return chosen
+
+
+def _time_training(out: Outcome, env_spec, overrides, clock, progress) -> None:
+    import warnings
+
+    from puffer_tui.benchmarks.train import measure
+    from puffer_tui.engine import trainer  # noqa: F401  (torch's import: not in a slot)
+
+    chosen = training_candidates(out.rows)
+    budget = {**overrides, "train.total_timesteps": 10**12}  # never ends while measured
+    trained_sps = None  # the last training rate measured: the best guess of the next one
+    overhead = None  # a Trainer's build, warm-up and close: measured on the first one
+    for i, row in enumerate(chosen):
+        progress(f"training: {row.layout.label}")
+        try:
+            config = layout_config(env_spec, budget, row.layout)
+            batch = config.train.batch_size or config.vec.num_envs * config.train.horizon
+            # until one was measured, learning is guessed to cost twice the collection
+            epoch = batch / (trained_sps or row.vec_sps / 3)
+            cost = overhead if overhead is not None else (row.startup or 0.0) + epoch + 0.5
+            slot = clock.left(1.0) / (len(chosen) - i)
+            seconds = slot - cost - epoch  # counting stops at an epoch's end
+            if seconds < MIN_MEASURE:
+                row.note = "no time to train (raise --seconds)"
+                continue
+            start = time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # workers > cores, on purpose
+                result = measure(config, seconds)
+            row.train_sps = trained_sps = result["sps"]
+            overhead = time.perf_counter() - start - result["seconds"]
+        except Exception as e:
+            row.note = f"training failed: {config_error_text(e)}"
+        finally:
+            progress("", advance=1)
+
+
+def preset_text(out: Outcome, env_settings: dict) -> str:
+    """The best layout as a preset for `puffer-tui train ENV --preset FILE`: env_name, the
+    [env] settings it was measured with (those given as flags) and its [vec] table."""
+    from puffer_tui.engine.config import _toml_value
+
+    best = out.best
+    figure = best.train_sps if out.best_by == "training" else best.vec_sps
+    serial = next((r for r in out.rows if r.layout.backend == "serial"), None)
+    serial_figure = (serial.train_sps if out.best_by == "training" else serial.vec_sps) \
+        if serial else None
+    lines = [f"# puffer-tui autotune {out.env} on {out.cores} cores, "
+             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
+             f"# best by {out.best_by} agent-steps/s: {best.layout.label}: {figure:,.0f}"
+             + (f" (serial {serial_figure:,.0f})" if serial_figure else ""),
+             f"env_name = {_toml_value(out.env)}"]
+    if env_settings:
+        lines += ["", "[env]"] + [f"{k} = {_toml_value(v)}" for k, v in env_settings.items()]
+    lines += ["", "[vec]"] + [f"{k} = {_toml_value(v)}"
+                              for k, v in best.layout.vec_settings().items()]
+    return "\n".join(lines) + "\n"
+
+
+def print_report(out: Outcome, console) -> None:
+    from rich.table import Table
+
+    from puffer_tui.engine.memory_estimate import format_bytes
+
+    if out.us_per_step is not None:
+        console.print(f"{out.env}: one agent-step costs {out.us_per_step:.3f} µs serially; "
+                      f"each env holds ~{format_bytes(out.bytes_per_env or 0)} of memory")
+    serial = next((r.vec_sps for r in out.rows if r.layout.backend == "serial" and r.vec_sps),
+                  None)
+    table = Table(title=f"autotune {out.env}: {out.cores} cores, {out.seconds:.0f} s "
+                        f"(agent-steps/s)")
+    for name, justify in (("layout", "left"), ("vec", "right"), ("x serial", "right"),
+                          ("training", "right"), ("note", "left")):
+        table.add_column(name, justify=justify)
+    for r in out.rows:
+        note = "best" if r is out.best else r.note
+        table.add_row(r.layout.label, f"{r.vec_sps:,.0f}" if r.vec_sps else "-",
+                      f"{r.vec_sps / serial:.2f}" if r.vec_sps and serial else "-",
+                      f"{r.train_sps:,.0f}" if r.train_sps else "-", note)
+    console.print(table)
