@@ -55,7 +55,11 @@ class VecConfig:
     num_envs: int = _f(4096, "environments simulated in parallel", 1, 1_000_000)
     num_workers: int = _f(2, "worker processes (multiprocessing) or Ray actors (ray)", 1, 1024)
     batch_size: int = _f(0, "envs per recv() (0: num_envs, i.e. synchronous)", 0, 1_000_000)
-    zero_copy: bool = _f(True, "pool waits for contiguous blocks of envs (no copies)")
+    zero_copy: bool = _f(True, "pool returns contiguous blocks of envs in turn (no copies); "
+                         "off: any finished workers, gathered")
+    inline: bool = _f(False, "multiprocessing: the trainer's process steps one block of envs "
+                      "itself, one worker process fewer (faster when the workers fill the "
+                      "cores; a crash of an env in that block ends the run)")
     worker_timeout: float = _f(15.0, "seconds a worker may take to step or reset before it is "
                                "reported hung, with its stack (multiprocessing)", 0.1, 86400.0)
     ray_address: str = _f("", "Ray cluster host:port (ray backend; empty: RAY_ADDRESS or a "

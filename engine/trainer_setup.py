@@ -46,6 +46,8 @@ def make_vecenv(config: Config, seed: int | None = None):
     if v.backend != "serial":
         kwargs.update(num_workers=v.num_workers, batch_size=v.batch_size or v.num_envs,
                       zero_copy=v.zero_copy, timeout=v.worker_timeout)
+    if v.backend == "multiprocessing" and v.inline:
+        kwargs.update(inline=True)
     if v.backend == "ray":
         kwargs.update(address=v.ray_address, num_cpus=v.ray_num_cpus)
     return vec.make(creator(config.env_name, **config.env), **kwargs)

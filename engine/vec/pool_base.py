@@ -139,20 +139,19 @@ class WorkerPool(VecAPI):
         return obs, rewards, terminals, truncations, infos, env_ids, masks
 
     def _wait_for_block(self):
+        """Zero-copy blocks are taken in turn (round robin), waiting for the one sent longest
+        ago even when another finished first: every block then steps equally often, so that
+        collecting one half while the caller works on the other (overlapped collection)
+        stores the same transitions as stepping all at once, and an inline block, always
+        done at once, cannot run ahead of the others. (Gathered batches take whichever workers
+        finished first instead, EnvPool-style.)"""
         if len(self._blocks) == 1:
             self._wait_idle()
             return self._blocks[0]
-        chosen = []
-
-        def some_block_done():
-            ready = set(self._ready)  # a ready worker is never busy
-            done = [b for b in self._blocks if all(w in ready for w in b[0])]
-            if done:  # the block sent longest ago first, so none starves
-                chosen.append(min(done, key=lambda b: self._sent[b[0][0]]))
-            return bool(done)
-
-        self._wait(some_block_done, range(self.num_workers))
-        return chosen[-1]
+        block = min(self._blocks, key=lambda b: self._sent[b[0][0]])
+        workers = block[0]
+        self._wait(lambda: all(w in self._ready for w in workers), workers)
+        return block
 
     def _gather_rows(self, workers):
         out = self._gather
