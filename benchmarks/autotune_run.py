@@ -53,6 +53,7 @@ class Outcome:
     bytes_per_env: float | None = None
     rows: list[Row] = field(default_factory=list)
     best: Row | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def best_by(self) -> str:
@@ -62,7 +63,8 @@ class Outcome:
         return {"env": self.env, "cores": self.cores, "seconds": self.seconds,
                 "us_per_agent_step": self.us_per_step, "bytes_per_env": self.bytes_per_env,
                 "layouts": [r.as_dict() for r in self.rows],
-                "best": self.best.as_dict() if self.best else None, "best_by": self.best_by}
+                "best": self.best.as_dict() if self.best else None, "best_by": self.best_by,
+                "notes": self.notes}
 
 
 class _Clock:
@@ -131,14 +133,16 @@ def _time_layouts(out: Outcome, env_spec, overrides, clock, available, progress)
 
 
 def training_candidates(rows: list[Row], count: int = TRAINED) -> list[Row]:
-    """The `count` fastest layouts by vec agent-steps/s, the fastest serial one among them (the
-    trainer's own process then has every core for torch, which can beat faster stepping)."""
+    """Up to `count` layouts by priority: the fastest by vec agent-steps/s, the fastest serial
+    one (the trainer's own process then has every core for torch, which can beat faster
+    stepping), then the next fastest."""
     ranked = sorted((r for r in rows if r.vec_sps), key=lambda r: -r.vec_sps)
-    chosen = ranked[:count]
-    serial = next((r for r in ranked if r.layout.backend == "serial"), None)
-    if serial is not None and serial not in chosen:
-        chosen = chosen[: count - 1] + [serial]
-    return chosen
+    serial = [r for r in ranked if r.layout.backend == "serial"][:1]
+    chosen: list[Row] = []
+    for row in ranked[:1] + serial + ranked:
+        if not any(row is c for c in chosen):
+            chosen.append(row)
+    return chosen[:count]
 
 
 def _time_training(out: Outcome, env_spec, overrides, clock, progress) -> None:
@@ -147,20 +151,32 @@ def _time_training(out: Outcome, env_spec, overrides, clock, progress) -> None:
     from puffer_tui.benchmarks.train import measure
     from puffer_tui.engine import trainer  # noqa: F401  (torch's import: not in a slot)
 
-    chosen = training_candidates(out.rows)
     budget = {**overrides, "train.total_timesteps": 10**12}  # never ends while measured
-    trained_sps = None  # the last training rate measured: the best guess of the next one
-    overhead = None  # a Trainer's build, warm-up and close: measured on the first one
-    for i, row in enumerate(chosen):
-        progress(f"training: {row.layout.label}")
+    plans = []
+    for row in training_candidates(out.rows):
         try:
             config = layout_config(env_spec, budget, row.layout)
-            batch = config.train.batch_size or config.vec.num_envs * config.train.horizon
-            # until one was measured, learning is guessed to cost twice the collection
-            epoch = batch / (trained_sps or row.vec_sps / 3)
-            cost = overhead if overhead is not None else (row.startup or 0.0) + epoch + 0.5
-            slot = clock.left(1.0) / (len(chosen) - i)
-            seconds = slot - cost - epoch  # counting stops at an epoch's end
+        except Exception as e:
+            row.note = f"training failed: {config_error_text(e)}"
+            continue
+        batch = config.train.batch_size or config.vec.num_envs * config.train.horizon
+        plans.append((row, config, batch))
+    # as many as the time left can train, in priority order; one alone compares nothing
+    while len(plans) > 1 and clock.left(1.0) / len(plans) < max(
+            _first_cost(row, batch) for row, _, batch in plans) + MIN_MEASURE:
+        plans.pop()
+    if len(plans) < 2:
+        out.notes.append("no time left to time training: best by vec agent-steps/s "
+                         "(raise --seconds)")
+        return
+    trained_sps = None  # the last training rate measured: the best guess of the next one
+    overhead = None  # a Trainer's build, warm-up and close: measured on the first one
+    for i, (row, config, batch) in enumerate(plans):
+        progress(f"training: {row.layout.label}")
+        epoch = batch / (trained_sps or row.vec_sps / 3)
+        cost = overhead + epoch if overhead is not None else _first_cost(row, batch)
+        seconds = clock.left(1.0) / (len(plans) - i) - cost  # the counting ends with an epoch
+        try:
             if seconds < MIN_MEASURE:
                 row.note = "no time to train (raise --seconds)"
                 continue
@@ -174,6 +190,13 @@ def _time_training(out: Outcome, env_spec, overrides, clock, progress) -> None:
             row.note = f"training failed: {config_error_text(e)}"
         finally:
             progress("", advance=1)
+
+
+def _first_cost(row: Row, batch: int) -> float:
+    """Seconds a Trainer of `row` takes besides its counted time, guessed before any was
+    measured: the vec start-up, a warm-up epoch, one epoch past the count, and its build
+    (learning guessed to cost twice the collection)."""
+    return (row.startup or 0.0) + 2 * batch / (row.vec_sps / 3) + 0.5
 
 
 def preset_text(out: Outcome, env_settings: dict) -> str:
@@ -219,3 +242,5 @@ def print_report(out: Outcome, console) -> None:
                       f"{r.vec_sps / serial:.2f}" if r.vec_sps and serial else "-",
                       f"{r.train_sps:,.0f}" if r.train_sps else "-", note)
     console.print(table)
+    for note in out.notes:
+        console.print(note)

@@ -107,3 +107,23 @@ def _with_progress(work):
             bar.update(task, description=text or None, advance=advance, total=total)
 
         return work(progress)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m puffer_tui.app.commands.autotune ENV ...`: the command on its own (the
+    launcher runs it so, as a subprocess, whatever the `puffer-tui` command table lists)."""
+    import argparse
+
+    from puffer_tui.app.cli import split_env_settings
+
+    parser = argparse.ArgumentParser(prog="puffer-tui")
+    add_parser(parser.add_subparsers(dest="command", required=True), "autotune", __doc__.split(
+        "\n")[0].split(": ", 1)[1])
+    rest, env_settings = split_env_settings(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(["autotune", *rest])
+    args.extra = env_settings
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
