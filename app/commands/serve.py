@@ -1,0 +1,130 @@
+"""`puffer-tui serve [--port P] [--host H] [-- ARGS]`: the app in a browser, via textual-serve.
+
+Each browser tab runs its own copy of the app, `puffer-tui ARGS`: the launcher (no ARGS) or
+`attach [RUN]`, which link to engines that are already running like the terminal app does.
+Opening a page starts no training, so other ARGS (`train ...`) are refused; start runs with
+`puffer-tui train` or from the launcher, in the page or not. Closing a tab closes its app
+(its engines go on training).
+
+Serves on 127.0.0.1 unless told otherwise: whoever opens the page can steer and stop runs,
+so a host other than loopback is served with a warning. Needs the `web` extra
+(`pip install "puffer-tui[web]"`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shlex
+import socket
+import sys
+
+INSTALL_HINT = 'pip install "puffer-tui[web]"'
+APP_SUBCOMMANDS = ("attach",)  # what a page may run besides the launcher: nothing that trains
+DEFAULT_PORT = 8000
+
+
+class ServeError(ValueError):
+    """A serve that cannot start; the message names the problem and the fix."""
+
+
+def add_parser(sub, name, help_text):
+    p = sub.add_parser(
+        name, help=help_text, description=help_text,
+        epilog="examples: `puffer-tui serve` (the launcher), `puffer-tui serve --port 8080 -- "
+               "attach RUN` (one run's dashboard); then open http://127.0.0.1:PORT")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, metavar="P",
+                   help=f"port to serve on (default {DEFAULT_PORT})")
+    p.add_argument("--host", default="127.0.0.1", metavar="H",
+                   help="address to serve on (default 127.0.0.1, this machine only)")
+    p.add_argument("--runs-dir", metavar="D",
+                   help="where runs live (default $PUFFER_TUI_RUNS or ./runs)")
+    p.add_argument("app_args", nargs="*", metavar="ARGS",
+                   help="after --: the app each page runs: nothing (the launcher) or attach [RUN]")
+    p.set_defaults(run=run)
+
+
+def app_command(app_args: list[str]) -> str:
+    """The shell command textual-serve starts for each page: this Python's puffer-tui."""
+    return shlex.join([sys.executable, "-m", "puffer_tui.app.cli", *app_args])
+
+
+def check_app_args(app_args: list[str], runs_dir: str | None) -> None:
+    """Refuse what a page must not run (training) and an attach that has nothing to show."""
+    if not app_args:
+        return
+    if app_args[0] not in APP_SUBCOMMANDS:
+        raise ServeError(
+            f"a page may run the launcher (no ARGS) or `attach [RUN]`, not {app_args[0]!r}: "
+            f"opening a page starts no training; start it with `puffer-tui train`, then "
+            f"`puffer-tui serve -- attach RUN`")
+    from puffer_tui.app.commands.attach import choose_run, find_sweep
+
+    names = [a for a in app_args[1:] if not a.startswith("-")]
+    if find_sweep(names[0] if names else None, runs_dir) is None:
+        choose_run(names[0] if names else None, runs_dir)  # RunDirError: no such live run
+
+
+def check_port(host: str, port: int) -> None:
+    if not 1 <= port <= 65535:
+        raise ServeError(f"--port {port} is not a port; use one in 1..65535 (e.g. 8000)")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except socket.gaierror as e:
+        raise ServeError(f"--host {host}: cannot resolve it ({e}); use 127.0.0.1") from None
+    family, _, _, _, address = infos[0]
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as aiohttp will
+        try:
+            probe.bind(address)
+        except OSError as e:
+            raise ServeError(f"cannot serve on {host}:{port} ({e.strerror or e}); pick another "
+                             f"with --port") from None
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def run(args) -> int:
+    from puffer_tui.engine.run_dir import RUNS_ENV_VAR, RunDirError
+
+    prog = "puffer-tui serve"
+    try:
+        check_app_args(args.app_args, args.runs_dir)
+        check_port(args.host, args.port)
+        try:
+            from textual_serve.server import Server
+        except ImportError:
+            raise ServeError(f"serving needs textual-serve: {INSTALL_HINT}") from None
+    except (ServeError, RunDirError) as e:
+        print(f"{prog}: error: {e}", file=sys.stderr)
+        return 2
+    if args.runs_dir:  # the pages' apps (launcher or attach) look for runs there
+        os.environ[RUNS_ENV_VAR] = os.path.abspath(args.runs_dir)
+    if not is_loopback(args.host):
+        print(f"{prog}: warning: serving on {args.host}: anyone who can reach it can steer and "
+              f"stop runs (no login)", file=sys.stderr)
+    command = app_command(args.app_args)
+    title = "puffer-tui " + " ".join(args.app_args) if args.app_args else "puffer-tui"
+    Server(command, host=args.host, port=args.port, title=title.strip()).serve()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m puffer_tui.app.commands.serve ...`, the same as `puffer-tui serve ...`."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="puffer-tui")
+    add_parser(parser.add_subparsers(), "serve", "Serves the app to a browser (textual-serve)")
+    args = parser.parse_args(["serve", *(sys.argv[1:] if argv is None else argv)])
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
