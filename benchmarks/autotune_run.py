@@ -199,9 +199,10 @@ def _first_cost(row: Row, batch: int) -> float:
     return (row.startup or 0.0) + 2 * batch / (row.vec_sps / 3) + 0.5
 
 
-def preset_text(out: Outcome, env_settings: dict) -> str:
+def preset_text(out: Outcome, settings: dict) -> str:
     """The best layout as a preset for `puffer-tui train ENV --preset FILE`: env_name, the
-    [env] settings it was measured with (those given as flags) and its [vec] table."""
+    [env] and [train] values it was measured with (`settings`: {"env.size": 9, ...}, those
+    given as flags; a smaller batch may need its minibatch size) and its [vec] table."""
     from puffer_tui.engine.config import _toml_value
 
     best = out.best
@@ -214,10 +215,16 @@ def preset_text(out: Outcome, env_settings: dict) -> str:
              f"# best by {out.best_by} agent-steps/s: {best.layout.label}: {figure:,.0f}"
              + (f" (serial {serial_figure:,.0f})" if serial_figure else ""),
              f"env_name = {_toml_value(out.env)}"]
-    if env_settings:
-        lines += ["", "[env]"] + [f"{k} = {_toml_value(v)}" for k, v in env_settings.items()]
-    lines += ["", "[vec]"] + [f"{k} = {_toml_value(v)}"
-                              for k, v in best.layout.vec_settings().items()]
+    tables = {"env": {}, "train": {}}
+    for key, value in settings.items():
+        section, name = key.split(".", 1)
+        if section in tables:
+            tables[section][name] = value
+    tables["vec"] = best.layout.vec_settings()
+    for section in ("env", "vec", "train"):
+        if tables[section]:
+            lines += ["", f"[{section}]"]
+            lines += [f"{k} = {_toml_value(v)}" for k, v in tables[section].items()]
     return "\n".join(lines) + "\n"
 
 

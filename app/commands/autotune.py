@@ -73,11 +73,12 @@ def run(args) -> int:
         print_report(outcome, _console(sys.stderr))
         return _fail("no layout could be measured (see the notes above)")
     if save is not None:
-        env_settings = {k.split(".", 1)[1]: config.env[k.split(".", 1)[1]]
-                        for k in overrides if k.startswith("env.")}
         from puffer_tui.engine.atomic_write import write_atomic
 
-        write_atomic(save, preset_text(outcome, env_settings))
+        measured_with = config.as_dict()  # the flags' values, typed
+        settings = {key: measured_with[key.split(".")[0]][key.split(".", 1)[1]]
+                    for key in overrides if key.startswith(("env.", "train."))}
+        write_atomic(save, preset_text(outcome, settings))
     if args.json:
         print(json.dumps({**outcome.as_dict(), "saved": str(save) if save else None}, indent=2))
         return 0

@@ -1,0 +1,119 @@
+"""`puffer-tui autotune ENV`: the layouts it tries, how it picks the best, and end to end on
+squared and gym:CartPole-v1 with tiny budgets (the saved preset then loads with
+`train --preset`). No timing is asserted: only what was measured and written."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from puffer_tui.benchmarks.autotune_layouts import Layout, candidate_layouts
+from puffer_tui.benchmarks.autotune_run import Row, choose_best, training_candidates
+
+
+def autotune(*argv, timeout=120):
+    return subprocess.run([sys.executable, "-m", "puffer_tui.app.commands.autotune", *argv],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_layouts_cover_workers_envs_per_worker_batch_and_copying():
+    layouts = candidate_layouts([64], cores=2)
+    assert layouts[0] == Layout("serial", 64)
+    mp = {(lay.num_workers, lay.batch_size, lay.zero_copy) for lay in layouts[1:]}
+    assert mp == {(w, b, zc) for w in (2, 4) for b, zc in ((0, True), (32, True), (32, False))}
+    labels = [lay.label for lay in layouts]
+    assert "serial 64" in labels and "4 x 16 overlap gather" in labels and "2 x 32 sync" in labels
+
+
+def test_layouts_only_where_the_envs_divide():
+    assert candidate_layouts([1], cores=2) == [Layout("serial", 1)]
+    # 3 envs: 3 workers divide them, but an odd count cannot be split into two halves
+    assert candidate_layouts([3], cores=2) == [Layout("serial", 3),
+                                               Layout("multiprocessing", 3, 3, 0, True)]
+    assert {lay.num_envs for lay in candidate_layouts([8, 16], cores=1)} == {8, 16}
+
+
+def _row(backend, vec, train=None, workers=2):
+    return Row(Layout(backend, 64, 1 if backend == "serial" else workers), vec, train)
+
+
+def test_best_is_the_fastest_trained_but_serial_unless_clearly_beaten():
+    serial, mp = _row("serial", 100.0, 100.0), _row("multiprocessing", 300.0, 103.0)
+    assert choose_best([serial, mp]) is serial  # 3% faster in training: within the noise
+    mp.train_sps = 130.0
+    assert choose_best([serial, mp]) is mp
+    untrained = [_row("serial", 100.0), _row("multiprocessing", 200.0)]
+    assert choose_best(untrained) is untrained[1]  # nothing trained: by vec rate
+    assert choose_best([Row(Layout("serial", 64), note="failed: x")]) is None
+
+
+def test_training_candidates_put_serial_second():
+    rows = [_row("serial", 10.0), _row("multiprocessing", 50.0), _row("multiprocessing", 40.0, workers=4),
+            _row("multiprocessing", 30.0, workers=8)]
+    assert [r.vec_sps for r in training_candidates(rows)] == [50.0, 10.0, 40.0]
+    assert [r.vec_sps for r in training_candidates(rows, 2)] == [50.0, 10.0]
+    rows[0].vec_sps = 99.0  # serial fastest: then the next two
+    assert [r.vec_sps for r in training_candidates(rows)] == [99.0, 50.0, 40.0]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["nosuchenv"], "unknown env 'nosuchenv'"),
+    (["gym:NoSuchId-v0"], "unknown Gymnasium id"),
+    (["squared", "--seconds", "0"], "--seconds"),
+    (["squared", "--save", "/nonexistent-dir/p.toml"], "does not exist"),
+    (["squared", "--num-envs", "8,x"], "--num-envs"),
+])
+def test_bad_input_is_one_line_and_exit_2(argv, message):
+    result = autotune(*argv)
+    assert result.returncode == 2, result.stderr
+    assert message in result.stderr and "Traceback" not in result.stderr
+    assert result.stderr.startswith("puffer-tui autotune: error:")
+
+
+def _load_with_train_preset(env, preset, runs):
+    """The config `puffer-tui train ENV --preset FILE` writes for its run (no engine started)."""
+    from puffer_tui.app.cli import build_parser
+    from puffer_tui.app.commands.train import prepare_run
+    from puffer_tui.engine import config as cfg
+    from puffer_tui.engine import run_dir as rd
+
+    args = build_parser().parse_args(["train", env, "--preset", str(preset), "--headless",
+                                      "--runs-dir", str(runs)])
+    args.extra = []
+    run_dir, resuming = prepare_run(args)
+    assert not resuming
+    return cfg.load(run_dir / rd.CONFIG_FILE)
+
+
+def test_squared_end_to_end_saves_a_preset_train_accepts(tmp_path):
+    preset = tmp_path / "squared-fast.toml"
+    result = autotune("squared", "--seconds", "2", "--vec.num-envs", "64", "--env.size", "9",
+                      "--train.torch-threads", "1", "--save", str(preset), "--json")
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["env"] == "squared" and out["saved"] == str(preset)
+    assert out["us_per_agent_step"] > 0 and out["bytes_per_env"] >= 0
+    backends = {row["backend"] for row in out["layouts"]}
+    assert backends == {"serial", "multiprocessing"}
+    assert all(row["vec_sps"] or row["note"] for row in out["layouts"])
+    best = out["best"]
+    text = preset.read_text()
+    assert 'env_name = "squared"' in text and "size = 9" in text
+    config = _load_with_train_preset("squared", preset, tmp_path / "runs")
+    assert config.env["size"] == 9
+    for key in ("backend", "num_envs", "num_workers", "batch_size", "zero_copy"):
+        assert getattr(config.vec, key) == best[key], key
+
+
+def test_gym_cartpole_end_to_end_with_a_table(tmp_path):
+    preset = tmp_path / "cartpole.toml"
+    result = autotune("gym:CartPole-v1", "--seconds", "3", "--vec.num-envs", "8",
+                      "--train.minibatch-size", "256", "--train.torch-threads", "1",
+                      "--save", str(preset))
+    assert result.returncode == 0, result.stderr
+    assert "autotune gym:CartPole-v1" in result.stdout and "serial 8" in result.stdout
+    assert "2 x 4 overlap" in result.stdout and "best" in result.stdout
+    assert "--preset" in result.stdout
+    config = _load_with_train_preset("gym:CartPole-v1", preset, tmp_path / "runs")
+    assert config.vec.num_envs == 8
