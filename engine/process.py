@@ -160,7 +160,9 @@ class Engine(FaultHandling):
         self.trainer = Trainer(self.config, safe_point=self.commands.safe_point, world=self.world)
         if self.resume:
             self._restore()
-        self.metrics = MetricsWriter(self.run_dir) if self.world.is_main else None
+        # the trainer's own config: W&B (train.wandb) attaches it and sees live changes to it
+        self.metrics = MetricsWriter(self.run_dir, config=self.trainer.config) \
+            if self.world.is_main else None
         if self.world.is_main:
             self.evaluation = PeriodicEval(self.trainer.config, self.run_dir, self.events,
                                            self._evaluation_interrupted)
@@ -257,7 +259,7 @@ class Engine(FaultHandling):
             except Exception as e:
                 self.events.warning(f"closing the trainer failed: {e}")
         if self.metrics is not None:
-            self.metrics.close()
+            self.metrics.close(exit_code=1 if self.error else 0)  # W&B marks a crash failed
         if self.evaluation is not None:
             try:
                 self.evaluation.close()
