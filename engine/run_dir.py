@@ -182,6 +182,7 @@ class RunInfo:
     best_score: float | None
     last_checkpoint: Path | None
     detail: str = ""
+    parent: str = ""  # the checkpoint a branched run started from (engine/lineage.py)
 
 
 def run_info(run_dir: str | os.PathLike) -> RunInfo:
@@ -189,7 +190,8 @@ def run_info(run_dir: str | os.PathLike) -> RunInfo:
     run_dir = Path(run_dir)
     status = read_status(run_dir)
     state = run_state(run_dir, status)
-    env = status.get("env") or _env_from_config(run_dir)
+    saved = _read_config(run_dir)
+    env = status.get("env") or str(saved.get("env_name", "?"))
     steps, best = _scan_metrics(run_dir / METRICS_FILE)
     if isinstance(status.get("global_step"), int):
         steps = max(steps or 0, status["global_step"])
@@ -201,17 +203,19 @@ def run_info(run_dir: str | os.PathLike) -> RunInfo:
         path=run_dir, name=run_dir.name, env=env, state=state, global_step=steps,
         total_timesteps=status.get("total_timesteps"), best_score=best,
         last_checkpoint=checkpoints[-1] if checkpoints else None, detail=detail,
+        parent=saved["parent"] if isinstance(saved.get("parent"), str) else "",
     )
 
 
-def _env_from_config(run_dir: Path) -> str:
+def _read_config(run_dir: Path) -> dict:
+    """config.toml as plain data ({} when it cannot be read): a cheap read for listings."""
     import tomllib
 
     try:
         with (run_dir / CONFIG_FILE).open("rb") as f:
-            return str(tomllib.load(f).get("env_name", "?"))
+            return tomllib.load(f)
     except (OSError, ValueError):
-        return "?"
+        return {}
 
 
 def _scan_metrics(path: Path) -> tuple[int | None, float | None]:

@@ -23,6 +23,7 @@ from textual.widgets import Button, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
+from puffer_tui.app.widgets.runs_list import RunsList, run_entry, runs_as_tree
 from puffer_tui.engine.config import ConfigError, load_config, schema
 from puffer_tui.engine.env_catalogue import describe_envs, spec_suggestions
 from puffer_tui.engine.protocol import LIVE_STATES
@@ -106,26 +107,6 @@ def field_text(spec, value: str, error: str | None) -> Text:
     return text
 
 
-class RunsList(OptionList):
-    """The runs and sweeps; `space` marks runs to compare (ctrl+o opens the comparison)."""
-
-    BINDINGS = [Binding("space", "mark", "Mark", show=False)]
-
-    def action_mark(self) -> None:
-        self.screen.toggle_mark()
-
-
-def run_entry(info, marked: bool) -> Text:
-    text = Text(no_wrap=True, overflow="ellipsis")
-    if marked:
-        text.append("● ", "bold magenta")
-    text.append(info.name, "bold" if info.state in LIVE_STATES else "")
-    text.append(f"\n  {info.state}", "green" if info.state in LIVE_STATES else "dim")
-    if info.global_step:
-        text.append(f", {info.global_step:,} steps", "dim")
-    return text
-
-
 class LauncherScreen(Screen):
     # 80x24 first: a 30-column left side (envs, recent runs), the preset on the right with the
     # focused field shown in full below it; wider terminals give the help column more room.
@@ -159,6 +140,7 @@ class LauncherScreen(Screen):
         self._form_timer = None
         self._suggester = SpecSuggester()
         self._run_infos: dict[str, object] = {}  # option id (the run's path) -> RunInfo
+        self._run_depths: dict[str, int] = {}  # option id -> depth in the lineage tree
         self.marked: list[str] = []  # the runs marked for comparison, in marking order
 
     def compose(self) -> ComposeResult:
@@ -241,9 +223,11 @@ class LauncherScreen(Screen):
             text.append(f", {sweep['done']}/{sweep['target']} trials", "dim")
             runs.add_option(Option(text, id=SWEEP_OPTION + str(sweep["path"])))
         self._run_infos = {str(info.path): info for info in infos}
+        self._run_depths = {}
         self.marked = [m for m in self.marked if m in self._run_infos]
-        for info in infos:
-            runs.add_option(Option(run_entry(info, str(info.path) in self.marked),
+        for info, depth in runs_as_tree(infos):  # branches under the runs they came from
+            self._run_depths[str(info.path)] = depth
+            runs.add_option(Option(run_entry(info, str(info.path) in self.marked, depth),
                                    id=str(info.path)))
         if infos or sweeps:
             runs.highlighted = 0  # so Enter acts on a run as soon as the list has the focus
@@ -384,8 +368,9 @@ class LauncherScreen(Screen):
             self.marked.remove(option_id)
         else:
             self.marked.append(option_id)
-        runs.replace_option_prompt(option_id,
-                                   run_entry(self._run_infos[option_id], option_id in self.marked))
+        runs.replace_option_prompt(option_id, run_entry(
+            self._run_infos[option_id], option_id in self.marked,
+            self._run_depths.get(option_id, 0)))
         runs.border_subtitle = (f"{len(self.marked)} marked  ctrl+o: compare" if self.marked
                                 else "Enter: open  space: mark")
 

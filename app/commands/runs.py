@@ -40,6 +40,19 @@ def _describe_checkpoint(path) -> str:
         return path.name
 
 
+def run_cell(info, depth: int):
+    """The run's name, under its parent's (indented), and where a branch came from."""
+    from rich.text import Text
+
+    from puffer_tui.engine.lineage import describe_parent
+
+    text = Text("  " * (depth - 1) + "└─" if depth else "", style="dim")
+    text.append(info.name, style="")
+    if info.parent:  # the parent's name when it is not the row above
+        text.append(f"\nfrom {describe_parent(info.parent, with_run=not depth)}", style="dim")
+    return text
+
+
 def run(args) -> int:
     from puffer_tui.engine.run_dir import list_runs, run_info, runs_root
 
@@ -57,7 +70,7 @@ def run(args) -> int:
              "global_step": i.global_step, "total_timesteps": i.total_timesteps,
              "best_score": i.best_score,
              "last_checkpoint": str(i.last_checkpoint) if i.last_checkpoint else None,
-             "detail": i.detail}
+             "parent": i.parent or None, "detail": i.detail}
             for i in infos]}, indent=2))
         return 0
     from rich.console import Console
@@ -70,6 +83,7 @@ def run(args) -> int:
         return 0
     from rich.text import Text
 
+    from puffer_tui.app.widgets.runs_list import runs_as_tree
     from puffer_tui.engine.protocol import RunState
 
     styles = {RunState.RUNNING: "green", RunState.PAUSED: "yellow", RunState.FINISHED: "cyan",
@@ -80,14 +94,14 @@ def run(args) -> int:
     table.add_column("run", overflow="fold", ratio=1)  # the only column that may wrap
     for col in ("env", "status", "steps", "best", "checkpoint"):
         table.add_column(col, no_wrap=True, justify="right" if col in ("steps", "best") else "left")
-    for i in infos:
+    for i, depth in runs_as_tree(infos):  # a branched run under the run it came from
         steps = "-" if i.global_step is None else short_count(i.global_step)
         if i.total_timesteps:
             steps += f"/{short_count(i.total_timesteps)}"
         best = "-" if i.best_score is None else f"{i.best_score:.3f}"
         checkpoint = _describe_checkpoint(i.last_checkpoint) if i.last_checkpoint else "-"
         status = Text(i.state, style=styles.get(i.state, "white"))
-        table.add_row(Text(i.name), Text(i.env), status, steps, best, checkpoint)
+        table.add_row(run_cell(i, depth), Text(i.env), status, steps, best, checkpoint)
     console.print(table)
     for i in infos:
         if i.detail:  # engine error text: printed as is, never read as markup

@@ -2,6 +2,7 @@
 
     puffer-tui train squared --headless --train.total-timesteps 2e6 --env.size 9
     puffer-tui train --resume runs/squared-20261122-001401 --headless
+    puffer-tui train --from squared-20261122-001401/best.pt --train.learning-rate 1e-3
 
 Without --headless the Textual dashboard opens (puffer_tui.app.app.run_app).
 """
@@ -83,6 +84,10 @@ def add_parser(sub, name, help_text):
                    help="no dashboard: a plain progress display; Ctrl-C checkpoints and stops")
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="continue a run from its latest checkpoint (a path or a run name)")
+    p.add_argument("--from", dest="branch_from", metavar="RUN[/CHECKPOINT]",
+                   help="start a new run from a run's checkpoint (its latest, or a file in its "
+                        "checkpoints/ such as best.pt) with the overrides given: any setting "
+                        "the parent's weights still fit; the new run records its parent")
     p.add_argument("--fallback-checkpoint", action="store_true",
                    help="with --resume: if the latest checkpoint is corrupt, use the previous one")
     p.add_argument("--runs-dir", metavar="D",
@@ -160,14 +165,40 @@ def plan_resume(resume, overrides: dict, root, env: str | None = None,
             f"{ckpt.checkpoint_dir(run_dir)}: it ended before its first one); start a new run "
             f"with `puffer-tui train {config.env_name}`")
     check_device(config)
-    step = _checkpoint_step(latest)
-    if step is not None and step >= config.train.total_timesteps:
-        raise cfg.ConfigError(
-            f"{run_dir.name} already trained {step:,} of its {config.train.total_timesteps:,} "
-            f"steps; to train on, raise the budget: `{extend_command(run_dir, step)}`")
     # a damaged checkpoint is named here, not in an engine traceback after config.toml changed
-    ckpt.load_latest(run_dir, fallback=fallback_checkpoint, on_skip=lambda path, e: None)
+    # (unless the run is over anyway: then how to extend it is the news)
+    try:
+        _, state = ckpt.load_latest(run_dir, fallback=fallback_checkpoint,
+                                    on_skip=lambda path, e: None)
+    except ckpt.CheckpointError:
+        state = None
+    step = int(state["global_step"]) if state else _checkpoint_step(latest)
+    total = resumed_total(config, state)
+    given = any(cfg.spec_for(key, config.env_name).key == "train.total_timesteps"
+                for key in overrides)
+    if step is not None and step >= total:
+        if given:
+            raise cfg.ConfigError(
+                f"--train.total-timesteps {total} is not above the {step:,} steps "
+                f"{run_dir.name} has trained; ask for more: `{extend_command(run_dir, step)}`")
+        raise cfg.ConfigError(
+            f"{run_dir.name} already trained {step:,} of its {total:,} steps; to train on, "
+            f"raise the budget: `{extend_command(run_dir, step)}`")
+    if state is None:
+        ckpt.load_latest(run_dir, fallback=fallback_checkpoint, on_skip=lambda path, e: None)
     return run_dir, changed
+
+
+def resumed_total(config, state: dict | None) -> int:
+    """The budget a resume trains to, as the trainer picks it (Trainer.load_state_dict): the
+    one in config.toml when it was given for this resume (it differs from the one the
+    checkpoint's engine was built with), else the checkpoint's, changed live or not."""
+    ours = config.train.total_timesteps
+    if not state:
+        return ours
+    built = (state.get("built_config") or {}).get("train", {}).get("total_timesteps", ours)
+    live = (state.get("config") or {}).get("train", {}).get("total_timesteps", ours)
+    return ours if built != ours else int(live)
 
 
 def _checkpoint_step(path) -> int | None:
@@ -216,10 +247,13 @@ def prepare_run(args):
     if getattr(args, "preset", None):
         from puffer_tui.engine.sweep.preset import read_preset
 
-        if args.resume:
-            raise cfg.ConfigError("--preset is for a new run; a resumed run keeps its config")
+        if args.resume or args.branch_from:
+            raise cfg.ConfigError("--preset is for a new run; a resumed or branched run starts "
+                                  "from its checkpoint's config (give the changes as flags)")
         preset = read_preset(args.preset)
         args.env = args.env or preset.get("env_name")
+    if args.branch_from:
+        return _prepare_branch(args, overrides, root), True
     if args.resume:
         run_dir, changed = plan_resume(args.resume, overrides, root, args.env,
                                        args.fallback_checkpoint)
@@ -242,6 +276,28 @@ def prepare_run(args):
     run_dir = rd.create_run_dir(run_label(config.env_name), root)
     cfg.save(config, run_dir / rd.CONFIG_FILE)
     return run_dir, False
+
+
+def _prepare_branch(args, overrides: dict, root):
+    """The branch's run dir, written once every check of engine/branch.py passed."""
+    from puffer_tui.engine import branch
+    from puffer_tui.engine.config import ConfigError
+
+    if args.resume:
+        raise ConfigError("--from starts a new run from a checkpoint, --resume continues a "
+                          "run: give one of them")
+    if args.fallback_checkpoint:
+        raise ConfigError("--fallback-checkpoint is for --resume; with --from name the "
+                          "checkpoint to start from (RUN/NAME.pt)")
+    plan = branch.plan_branch(args.branch_from, overrides, root, args.env,
+                              check_overrides=check_flags)
+    run_dir = branch.create_branch(plan, root)
+    changed = ", ".join(plan.changes) if plan.changes else "no setting changed"
+    print(f"branch of {plan.parent_run.name} at {plan.checkpoint.name} (step {plan.step:,}): "
+          f"{changed}", flush=True)
+    for note in plan.notes:
+        print(f"  {note}", flush=True)
+    return run_dir
 
 
 def run(args) -> int:
