@@ -70,7 +70,7 @@ class DevTools:
 
 
 async def _shoot(devtools_url: str, url: str, width: int, height: int, timeout: float,
-                 settle: float) -> bytes:
+                 settle: float, while_open) -> bytes:
     import aiohttp
 
     deadline = time.monotonic() + timeout
@@ -87,14 +87,18 @@ async def _shoot(devtools_url: str, url: str, width: int, height: int, timeout: 
             await asyncio.sleep(0.5)
             shot = await tools.screenshot()
             if shot != first:
+                if while_open is not None:
+                    while_open()  # the page is still open and live
                 return shot
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{url} did not change in {timeout} s: not live")
 
 
 def screenshot_live_page(url: str, width: int = 1280, height: int = 800, timeout: float = 60.0,
-                         settle: float = 3.0, browser: str | None = None) -> bytes:
-    """PNG bytes of `url` once its app has drawn and the page has changed since (live)."""
+                         settle: float = 3.0, browser: str | None = None,
+                         while_open=None) -> bytes:
+    """PNG bytes of `url` once its app has drawn and the page has changed since (live);
+    `while_open()` is called then, before the browser closes the page."""
     browser = browser or find_browser()
     if browser is None:
         raise FileNotFoundError(f"no headless browser ({', '.join(BROWSERS)}); on Debian: "
@@ -109,7 +113,8 @@ def screenshot_live_page(url: str, width: int = 1280, height: int = 800, timeout
             devtools_url = _devtools_url(process, time.monotonic() + 30)
             # chromium goes on logging: keep its pipe drained so it never blocks on it
             threading.Thread(target=process.stderr.read, daemon=True).start()
-            return asyncio.run(_shoot(devtools_url, url, width, height, timeout, settle))
+            return asyncio.run(_shoot(devtools_url, url, width, height, timeout, settle,
+                                      while_open))
         finally:
             process.terminate()
             try:
