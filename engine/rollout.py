@@ -11,8 +11,11 @@ value, the mask, and the reward / terminal / truncation that arrived WITH that o
 a truncation also stores `final_values`: the value of the observation that ended the truncated
 episode, the bootstrap of the step before it.
 
-Storage is CPU memory (pinned when the trainer runs on CUDA, so the copy to the device is
-asynchronous); writes go through numpy views, which index far faster than torch on CPU.
+Storage is CPU memory by default (pinned when asked, so a copy to a GPU is asynchronous);
+writes go through numpy views, which index far faster than torch on CPU. With `device` the
+storage lives on that device instead (the trainer's choice on CUDA): the policy's outputs are
+written where they were computed, with no copy back to the host on every step, and the batch
+is handed to the learner as is. Both storages hold the same batch for the same steps.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import torch
 
 class RolloutBuffer:
     def __init__(self, segments: int, horizon: int, num_agents: int, obs_shape, obs_dtype,
-                 action_shape, action_dtype, state_size: int = 0, pin_memory: bool = False):
+                 action_shape, action_dtype, state_size: int = 0, pin_memory: bool = False,
+                 device: torch.device | str | None = None):
         if horizon < 2:
             raise ValueError(f"horizon must be >= 2 (a step's advantage needs its successor), "
                              f"got {horizon}")
@@ -33,8 +37,13 @@ class RolloutBuffer:
                 f"{num_agents} agents; batch_size must be >= num_agents * horizon "
                 f"({num_agents * horizon})")
         self.segments, self.horizon, self.num_agents = segments, horizon, num_agents
+        self.device = None if device is None else torch.device(device)
+        pin_memory = pin_memory and self.device is None
 
         def tensor(shape, dtype):
+            if self.device is not None:
+                return torch.zeros((segments, horizon, *shape), dtype=dtype,
+                                   device=self.device), None
             t = torch.zeros((segments, horizon, *shape), dtype=dtype, pin_memory=pin_memory)
             return t, t.numpy()
 
@@ -51,9 +60,11 @@ class RolloutBuffer:
         self.state_size = state_size
         if state_size:
             shape = (segments, state_size)
-            self.state_h = torch.zeros(shape, pin_memory=pin_memory)
-            self.state_c = torch.zeros(shape, pin_memory=pin_memory)
-            self._h, self._c = self.state_h.numpy(), self.state_c.numpy()
+            where = {"device": self.device} if self.device else {"pin_memory": pin_memory}
+            self.state_h = torch.zeros(shape, **where)
+            self.state_c = torch.zeros(shape, **where)
+            self._h, self._c = (None, None) if self.device else (self.state_h.numpy(),
+                                                                 self.state_c.numpy())
         self.segment_of = np.zeros(num_agents, np.int64)
         self.position_of = np.zeros(num_agents, np.int64)
         self.start_batch()
@@ -71,8 +82,8 @@ class RolloutBuffer:
 
     def store(self, env_ids, observations, rewards, terminals, truncations, masks,
               actions, logprobs, values, state=None, final_values=None) -> int:
-        """Write one step for rows `env_ids` (arrays indexed like env_ids; torch CPU tensors
-        or numpy) and advance them; returns how many segments this step completed.
+        """Write one step for rows `env_ids` (arrays indexed like env_ids: numpy or torch
+        tensors, CPU ones or, for device storage, ones on that device) and advance them; returns how many segments this step completed.
         `final_values`: per row, V(final observation) where the row was truncated (None: no
         row was)."""
         env_ids = np.asarray(env_ids)
@@ -88,23 +99,52 @@ class RolloutBuffer:
             pick = lambda a: None if a is None else np.asarray(a)  # noqa: E731
         if len(env_ids) == 0:
             return 0
-        self._obs[seg, pos] = pick(observations)
-        self._act[seg, pos] = pick(actions)
-        self._logp[seg, pos] = pick(logprobs)
-        self._val[seg, pos] = pick(values)
-        self._rew[seg, pos] = pick(rewards)
-        self._term[seg, pos] = pick(terminals)
-        self._trunc[seg, pos] = pick(truncations)
-        self._final[seg, pos] = 0.0 if final_values is None else pick(final_values)
-        self._mask[seg, pos] = pick(masks)
-        if self.state_size and state is not None:
-            first = np.flatnonzero(pos == 0)
+        columns = ((self.observations, self._obs, observations),
+                   (self.actions, self._act, actions), (self.logprobs, self._logp, logprobs),
+                   (self.values, self._val, values), (self.rewards, self._rew, rewards),
+                   (self.terminals, self._term, terminals),
+                   (self.truncations, self._trunc, truncations),
+                   (self.final_values, self._final,
+                    0.0 if final_values is None else final_values),
+                   (self.masks, self._mask, masks))
+        first = np.flatnonzero(pos == 0) if self.state_size and state is not None else ()
+        if self.device is None:
+            for _, view, value in columns:
+                view[seg, pos] = value if isinstance(value, float) else pick(value)
             if len(first):
                 h, c = (np.asarray(s) for s in state)
                 rows = first if keep is None else keep[first]
                 self._h[seg[first]] = h[rows]
                 self._c[seg[first]] = c[rows]
+        else:
+            self._store_on_device(seg, pos, keep, columns, first, state)
         return self._advance(env_ids, pos)
+
+    def _store_on_device(self, seg, pos, keep, columns, first, state) -> None:
+        """store() for device storage: host inputs (numpy) are filtered to the active rows
+        before their copy, device inputs (the policy's outputs) where they are."""
+        device = self.device
+        index = (torch.from_numpy(seg).to(device), torch.from_numpy(pos).to(device))
+        kept = {}  # the active rows' indices, per device they are needed on
+
+        def rows_of(value, dtype):
+            if isinstance(value, float):
+                return torch.tensor(value, dtype=dtype, device=device)
+            t = value if isinstance(value, torch.Tensor) else torch.from_numpy(
+                np.ascontiguousarray(value))
+            if keep is not None:
+                if t.device not in kept:
+                    kept[t.device] = torch.from_numpy(keep).to(t.device)
+                t = t[kept[t.device]]
+            return t.to(device=device, dtype=dtype, non_blocking=True)
+
+        for storage, _, value in columns:
+            storage[index] = rows_of(value, storage.dtype)
+        if len(first):
+            at = torch.from_numpy(seg[first]).to(device)
+            pick = torch.from_numpy(first).to(device)
+            for storage, rows in zip((self.state_h, self.state_c), state, strict=True):
+                storage[at] = rows_of(rows, storage.dtype)[pick]
 
     def _advance(self, env_ids: np.ndarray, pos: np.ndarray) -> int:
         pos = pos + 1
@@ -120,7 +160,8 @@ class RolloutBuffer:
         return len(finished)
 
     def tensors(self, device: torch.device) -> dict[str, torch.Tensor]:
-        """The batch on `device` (no copy on CPU; asynchronous from pinned memory on CUDA)."""
+        """The batch on `device` (no copy when it is already there: CPU storage for a CPU
+        learner, device storage; asynchronous from pinned memory)."""
         names = ["observations", "actions", "logprobs", "values", "rewards", "terminals",
                  "truncations", "final_values", "masks"]
         names += ["state_h", "state_c"] if self.state_size else []
