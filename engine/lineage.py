@@ -41,6 +41,17 @@ def describe_parent(parent: str, with_run: bool = True) -> str:
     return f"{run.name} @ {step:,}" if with_run else f"step {step:,}"
 
 
+def branch_step(parent: str) -> int | None:
+    """The step a branch started at, from its parent's checkpoint name (None for a run that
+    did not branch, or one that started from best.pt)."""
+    from puffer_tui.engine.checkpoint import parse_name
+
+    try:
+        return parse_name(Path(parent).name)[0] if parent else None
+    except ValueError:
+        return None
+
+
 def tree_order(runs: list[Path], parents: dict[Path, str]) -> list[tuple[Path, int]]:
     """`runs` as (run, depth): each run right after its parent (and the parent's earlier
     children), one level deeper; runs whose parent is not listed are roots. Siblings and

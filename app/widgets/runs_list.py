@@ -7,10 +7,11 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import OptionList
 
-from puffer_tui.engine.lineage import describe_parent, tree_order
+from puffer_tui.engine.lineage import branch_step, tree_order
 from puffer_tui.engine.protocol import LIVE_STATES
 
-MAX_INDENT = 3  # deeper branches are drawn at this depth: names must still fit 30 columns
+MAX_INDENT = 3  # deeper branches are drawn at this depth
+ENTRY_WIDTH = 24  # the launcher's 30-column runs list, less its border, padding and scrollbar
 
 
 class RunsList(OptionList):
@@ -29,21 +30,30 @@ def runs_as_tree(infos: list) -> list[tuple[object, int]]:
     return [(by_path[path], depth) for path, depth in order]
 
 
-def run_entry(info, marked: bool, depth: int = 0) -> Text:
-    """Two lines: the name (under its parent: indented, after a branch mark), then its state
-    and where a branch came from (the parent's name too when it is not listed above)."""
-    text = Text(no_wrap=True, overflow="ellipsis")
+def run_entry(info, marked: bool, depth: int = 0, width: int = ENTRY_WIDTH) -> Text:
+    """Two lines of at most `width` columns (the list wraps longer ones): the name (under its
+    parent: indented after a branch mark, its start cut rather than its distinct end), then
+    its state and steps; a branch's from where it started: "finished, 2.05k→8.19k"."""
+    from puffer_tui.app.commands.runs import short_count
+
+    text = Text()
     pad = "  " * (min(depth, MAX_INDENT) - 1) if depth else ""
-    text.append(pad)
-    if depth:
-        text.append("└ ", "dim")
+    lead = (pad + "└─" if depth else "") + ("●" if marked else "")
+    text.append(pad + "└─" if depth else "", "dim")
     if marked:
-        text.append("● ", "bold magenta")
-    text.append(info.name, "bold" if info.state in LIVE_STATES else "")
-    text.append(f"\n{pad}  {info.state}",
-                "green" if info.state in LIVE_STATES else "dim")
-    if info.global_step:
-        text.append(f", {info.global_step:,} steps", "dim")
-    if info.parent:
-        text.append(f", from {describe_parent(info.parent, with_run=not depth)}", "dim")
+        text.append("●", "bold magenta")
+    room = width - len(lead)
+    name = info.name if len(info.name) <= room else "…" + info.name[-(room - 1):]
+    text.append(name, "bold" if info.state in LIVE_STATES else "")
+    start = branch_step(info.parent)
+    if start is not None:
+        steps = f", {short_count(start)}→{short_count(info.global_step or start)}"
+    else:
+        steps = f", {info.global_step:,} steps" if info.global_step else ""
+    state = f"{pad}  {info.state}{steps}"
+    if len(state) > width:  # the steps first, the indent second
+        state = f"  {info.state}{steps}"
+    if len(state) > width:
+        state = state[:width - 1] + "…"
+    text.append("\n" + state, "green" if info.state in LIVE_STATES else "dim")
     return text
