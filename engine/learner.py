@@ -3,11 +3,17 @@
 Before each minibatch the advantages of the whole batch are recomputed (cheap: the C kernel)
 with the latest importance ratios and values, so V-trace corrects for how far the policy has
 moved since collection; segments are drawn by priority, their advantages normalised and
-importance-weighted, and the PPO loss is minimised with Adam and gradient-norm clipping.
+importance-weighted, and the PPO loss is minimised with Adam (or Muon, engine/optimizers.py)
+and gradient-norm clipping.
+
+`precision` "bfloat16" runs the policy's forward (and so its backward) under torch.autocast:
+matrix products in bfloat16, the heads' outputs cast back to float32 before the loss, whose
+arithmetic, like the advantages and the optimizer's state, stays float32.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import torch
@@ -37,11 +43,20 @@ def explained_variance(values: torch.Tensor, returns: torch.Tensor, valid: torch
 
 
 class Learner:
-    def __init__(self, policy, optimizer, train_forward: Callable | None = None):
+    def __init__(self, policy, optimizer, train_forward: Callable | None = None,
+                 precision: str = "float32"):
+        if precision not in ("float32", "bfloat16"):
+            raise ValueError(f"precision must be float32 or bfloat16, got {precision!r}")
         self.policy = policy
         self.optimizer = optimizer
         # the (possibly compiled) function replaying sequences: (obs, state, starts) -> heads
         self.train_forward = train_forward or policy.forward_sequence
+        self.precision = precision
+
+    def _autocast(self, device: torch.device):
+        if self.precision == "float32":
+            return contextlib.nullcontext()
+        return torch.autocast(device.type, dtype=torch.bfloat16)
 
     def set_learning_rate(self, lr: float) -> None:
         for group in self.optimizer.param_groups:
@@ -88,7 +103,9 @@ class Learner:
 
             mb_obs = data["observations"][idx]
             state = (data["state_h"][idx], data["state_c"][idx]) if recurrent else None
-            params, new_value = self.train_forward(mb_obs, state, starts[idx])
+            with self._autocast(device):
+                params, new_value = self.train_forward(mb_obs, state, starts[idx])
+            params, new_value = params.float(), new_value.float()  # no-ops in float32
             flat_actions = data["actions"][idx].reshape(mb_segments * horizon, -1)
             new_logprob, entropy = self.policy.actor.evaluate(params, flat_actions)
 

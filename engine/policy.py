@@ -83,7 +83,13 @@ class Policy(nn.Module):
     # -- forward ------------------------------------------------------------------------------
 
     def _heads(self, hidden: torch.Tensor):
-        return self.actor(hidden), self.critic(hidden).squeeze(-1)
+        """(action params, values) from one matrix product with the two heads' weights
+        stacked: on CPU a product with 1 or 5 columns costs nearly as much as a wide one, in
+        the backward pass too. The same function as actor(hidden), critic(hidden)."""
+        weight = torch.cat((self.actor.linear.weight, self.critic.weight))
+        bias = torch.cat((self.actor.linear.bias, self.critic.bias))
+        out = torch.addmm(bias, hidden, weight.t())
+        return out[:, :-1], out[:, -1]
 
     def step(self, obs: torch.Tensor, state=None, starts: torch.Tensor | None = None):
         """One step for N rows: (action params [N, .], values [N], new state)."""

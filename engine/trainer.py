@@ -49,17 +49,19 @@ from puffer_tui.engine.config import (
 from puffer_tui.engine.distributed import World, check_together, reduce_epoch
 from puffer_tui.engine.episode_log import EpisodeLog
 from puffer_tui.engine.learner import Learner
+from puffer_tui.engine.optimizers import make_optimizer
 from puffer_tui.engine.policy import make_policy
 from puffer_tui.engine.protocol import ENV, LOSS_KEYS, LOSSES, WORKERS
 from puffer_tui.engine.rollout import RolloutBuffer
-from puffer_tui.engine.schedule import START, learning_rate, resumed_anchor
+from puffer_tui.engine.schedule import START, budget_moved, learning_rate, resumed_anchor
 from puffer_tui.engine.timing import Timing
 from puffer_tui.engine.trainer_setup import auto_threads, make_vecenv, resolve_device
 
 __all__ = ["Trainer", "auto_threads", "make_vecenv", "resolve_device"]
 
 # When a live field's new value takes effect.
-_APPLIES = {"update_epochs": "from the next update"}
+_APPLIES = {"update_epochs": "from the next update",
+            "total_timesteps": "now: the run's end and its lr schedule move together"}
 _APPLIES_DEFAULT = "from the next minibatch"
 _PROGRESS_INTERVAL = 0.25  # seconds between progress snapshots while collecting
 
@@ -119,23 +121,21 @@ class Trainer:
         self.batch_size = batch
 
         self.policy = make_policy(obs_space, act_space, train).to(self.device)
-        self.optimizer = torch.optim.Adam(
-            self.policy.parameters(), lr=train.learning_rate, eps=train.adam_eps,
-            betas=(train.adam_beta1, train.adam_beta2))
+        self.optimizer = make_optimizer(self.policy, train, self.device)
         step_fn, sequence_fn = self.policy.step, self.policy.forward_sequence
         if train.compile:
             step_fn = torch.compile(step_fn)
             sequence_fn = torch.compile(sequence_fn)
         sequence_fn = self.world.wrap(self.policy, sequence_fn)  # DDP averages the gradients
         self._step_fn = step_fn
-        self.learner = Learner(self.policy, self.optimizer, sequence_fn)
+        self.learner = Learner(self.policy, self.optimizer, sequence_fn, train.precision)
 
         cuda = self.device.type == "cuda"
         self.buffer = RolloutBuffer(
             batch // train.horizon, train.horizon, self.num_agents, obs_space.shape,
             obs_space.dtype, self.policy.actor.action_shape, self.policy.actor.action_dtype,
             state_size=self.policy.hidden_size if self.policy.recurrent else 0,
-            pin_memory=cuda)
+            device=self.device if cuda else None)  # on the GPU: no per-step copy back
         # Per-agent recurrent state, on the device; zeroed where an episode starts.
         self.lstm_state = self.policy.initial_state(self.num_agents, self.device)
         # Observations reach the GPU through a pinned staging buffer and a non-blocking copy.
@@ -261,12 +261,15 @@ class Trainer:
                     else:
                         self.lstm_state[0][rows] = new_state[0]
                         self.lstm_state[1][rows] = new_state[1]
-                cpu = (lambda t: t.cpu()) if cuda else (lambda t: t)  # noqa: E731
-                buffer.store(env_ids, obs, rewards, terminals, truncations, masks,
-                             cpu(actions), cpu(logprobs), cpu(values),
-                             None if state is None else (cpu(state[0]), cpu(state[1])),
+                # a device buffer takes the policy's outputs where they are
+                on_device = buffer.device is not None
+                host = (lambda t: t.cpu()) if cuda and not on_device else (  # noqa: E731
+                    lambda t: t)
+                buffer.store(env_ids, obs_t if on_device else obs, rewards, terminals,
+                             truncations, masks, host(actions), host(logprobs), host(values),
+                             None if state is None else (host(state[0]), host(state[1])),
                              final_values)
-                env_actions = cpu(env_actions).numpy()
+                env_actions = env_actions.cpu().numpy()
             # Count now: recv() may return the backend's live buffers, which send() overwrites
             # with the next step's masks.
             stepped = int(np.count_nonzero(masks))
@@ -313,6 +316,9 @@ class Trainer:
                               "(set it in the run's config or on the command line)")
         checked = apply(self.config, {spec.key: value})  # validates the whole config
         new_value = getattr(getattr(checked, spec.section), spec.name)
+        if spec.key == "train.total_timesteps":  # the end moves: the schedules move with it
+            self.schedule = budget_moved(self.schedule, self.config.train.total_timesteps,
+                                         new_value, self.global_step)
         setattr(getattr(self.config, spec.section), spec.name, new_value)
         return new_value, _APPLIES.get(spec.name, _APPLIES_DEFAULT)
 
@@ -354,7 +360,9 @@ class Trainer:
         self._check_compatible(saved)
         self.policy.load_state_dict(state["policy"])
         # Adam adopts the given tensors and updates them in place: keep the caller's intact.
-        self.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
+        # None: a branch that changed train.optimizer starts with a fresh one (engine/branch.py)
+        if state["optimizer"] is not None:
+            self.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
         self._restore_live_fields(saved, state.get("built_config"))
         self.global_step = int(state["global_step"])
         self.schedule = resumed_anchor(state.get("lr_schedule"), self.config.train,
@@ -390,7 +398,7 @@ class Trainer:
         if saved.env_name != self.config.env_name:
             raise ValueError(f"checkpoint is for env {saved.env_name!r}, this trainer runs "
                              f"{self.config.env_name!r}")
-        for name in ("policy", "hidden_size"):
+        for name in ("policy", "hidden_size", "optimizer"):
             ours, theirs = getattr(self.config.train, name), getattr(saved.train, name)
             if ours != theirs:
                 raise ValueError(f"checkpoint has train.{name} = {theirs!r}, this trainer "

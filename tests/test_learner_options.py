@@ -1,0 +1,131 @@
+"""The learner's options: `train.optimizer` (adam, muon) with checkpoints that carry its
+state, `train.precision bfloat16` (autocast), and the policy's fused heads."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from puffer_tui.engine import checkpoint as ckpt
+from puffer_tui.engine.config import load_config
+from puffer_tui.engine.optimizers import MuonWithAdam, make_optimizer, muon_parameter_names
+from puffer_tui.engine.protocol import LOSSES
+from puffer_tui.engine.trainer import Trainer
+
+SMALL = {"vec.num_envs": 8, "train.horizon": 8, "train.minibatch_size": 16,
+         "train.hidden_size": 16, "train.total_timesteps": 100_000, "train.torch_threads": 1}
+
+
+def _trainer(**overrides):
+    return Trainer(load_config("squared", {**SMALL, **overrides}))
+
+
+def test_adam_is_fused_on_cpu():
+    with _trainer() as trainer:
+        assert isinstance(trainer.optimizer, torch.optim.Adam)
+        assert trainer.optimizer.defaults["fused"] is True
+
+
+def test_muon_takes_the_hidden_matrices_and_adam_the_rest():
+    with _trainer(**{"train.optimizer": "muon"}) as trainer:
+        opt = trainer.optimizer
+        assert isinstance(opt, MuonWithAdam)
+        assert isinstance(opt.muon, torch.optim.Muon)
+        named = dict(trainer.policy.named_parameters())
+        muon = {id(p) for g in opt.muon.param_groups for p in g["params"]}
+        adam = {id(p) for g in opt.adam.param_groups for p in g["params"]}
+        assert muon == {id(named["hidden.weight"])}
+        assert muon.isdisjoint(adam) and muon | adam == {id(p) for p in named.values()}
+        # one learning rate drives both (the learner sets it on every group)
+        trainer.learner.set_learning_rate(0.005)
+        assert {g["lr"] for g in opt.param_groups} == {0.005}
+
+
+def test_muon_gets_the_lstm_matrices_never_the_input_table_or_heads():
+    with _trainer(**{"train.optimizer": "muon", "train.policy": "lstm"}) as trainer:
+        names = muon_parameter_names(trainer.policy)
+    assert set(names) == {"lstm.weight_ih_l0", "lstm.weight_hh_l0"}
+
+
+def test_muon_trains_and_its_state_round_trips_through_a_checkpoint(tmp_path):
+    overrides = {"train.optimizer": "muon", "vec.backend": "serial"}
+    with _trainer(**overrides) as first:
+        before = first.policy.hidden.weight.detach().clone()
+        for _ in range(2):
+            row = first.run_epoch()
+        assert not torch.equal(before, first.policy.hidden.weight)
+        assert all(math.isfinite(v) for v in row[LOSSES].values())
+        ckpt.save_checkpoint(tmp_path, first.state_dict())
+        state = first.state_dict()["optimizer"]
+        assert set(state) == {"adam", "muon"}
+        assert "momentum_buffer" in next(iter(state["muon"]["state"].values()))
+        first.run_epoch()
+        expected = {k: v.clone() for k, v in first.policy.state_dict().items()}
+    _, saved = ckpt.load_latest(tmp_path)
+    with _trainer(**overrides) as second:
+        second.load_state_dict(saved)
+        loaded = second.optimizer.state_dict()
+        for part in ("adam", "muon"):
+            for key, moments in saved["optimizer"][part]["state"].items():
+                for name, tensor in moments.items():
+                    assert torch.equal(loaded[part]["state"][key][name], tensor), (part, name)
+        second.run_epoch()  # the same epoch as the first trainer's third: exact resume
+        for key, tensor in second.policy.state_dict().items():
+            assert torch.equal(tensor, expected[key]), key
+
+
+def test_a_checkpoint_of_another_optimizer_is_refused_by_name(tmp_path):
+    with _trainer() as adam_run:
+        adam_run.run_epoch()
+        state = adam_run.state_dict()
+    with _trainer(**{"train.optimizer": "muon"}) as muon_run, \
+            pytest.raises(ValueError, match="train.optimizer"):
+        muon_run.load_state_dict(state)
+
+
+def test_make_optimizer_refuses_an_unknown_name():
+    policy = torch.nn.Linear(2, 2)
+    train = load_config("squared", SMALL).train
+    train.optimizer = "sgd"
+    with pytest.raises(ValueError, match="adam or muon"):
+        make_optimizer(policy, train)
+
+
+def test_bfloat16_autocasts_the_training_forward_and_trains_finite():
+    with _trainer(**{"train.precision": "bfloat16"}) as trainer:
+        seen = []
+        hook = trainer.policy.hidden.register_forward_hook(
+            lambda _m, _i, out: seen.append(out.dtype) if torch.is_grad_enabled() else None)
+        before = trainer.policy.hidden.weight.detach().clone()
+        for _ in range(3):
+            row = trainer.run_epoch()
+        hook.remove()
+        assert seen and set(seen) == {torch.bfloat16}  # the learner's forwards only
+        assert all(math.isfinite(v) for v in row[LOSSES].values()), row[LOSSES]
+        assert trainer.policy.hidden.weight.dtype == torch.float32
+        assert not torch.equal(before, trainer.policy.hidden.weight)
+
+
+class _CountMatmuls(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.count = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket in (torch.ops.aten.mm, torch.ops.aten.addmm):
+            self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def test_the_heads_are_one_matrix_product_with_the_heads_own_weights():
+    with _trainer() as trainer:
+        policy = trainer.policy
+        hidden = torch.randn(32, 16)
+        with _CountMatmuls() as ops:
+            params, values = policy._heads(hidden)
+        assert ops.count == 1
+        torch.testing.assert_close(params, policy.actor(hidden))
+        torch.testing.assert_close(values, policy.critic(hidden).squeeze(-1))
