@@ -24,6 +24,11 @@ from puffer_tui.engine.protocol import (
     decode_frame,
 )
 
+# The epoch row's evaluation group (engine/periodic_eval.py; engine/protocol.py's EVAL once
+# the lead adds it): telemetry carries the last row's, tagged with that row's epoch.
+EVAL = "eval"
+EVAL_KEYS = ("score", "episode_return", "episode_length", "episodes", "seconds")
+
 
 @dataclass
 class Event:
@@ -46,12 +51,15 @@ class TelemetryStore:
     losses: dict = field(init=False)
     stats: dict = field(init=False)
     events: deque = field(init=False)
+    evals: dict = field(init=False)  # {eval key: values, one per evaluation}
+    eval_steps: deque = field(init=False)  # global_step of each evaluation
     frame: Frame | None = None
     last_message: float = 0.0  # time.monotonic() of the last line received
     events_seen: int = 0  # total events ever ingested, so a log can append only the new ones
     events_reordered: int = 0  # bumped when an event lands before others: a log redraws all
     telemetry_seen: int = 0  # telemetry pushes ingested (tests wait for "a few more pushes")
     _last_epoch: int | None = None
+    _last_eval_epoch: int = 0
 
     def __post_init__(self):
         self.sps = deque(maxlen=self.sps_capacity)
@@ -59,6 +67,8 @@ class TelemetryStore:
         self.losses = {k: deque(maxlen=self.epoch_capacity) for k in LOSS_KEYS}
         self.stats = {}
         self.events = deque(maxlen=self.event_capacity)
+        self.evals = {k: deque(maxlen=self.epoch_capacity) for k in EVAL_KEYS}
+        self.eval_steps = deque(maxlen=self.epoch_capacity)
 
     # -- input --------------------------------------------------------------------------------
 
@@ -106,6 +116,7 @@ class TelemetryStore:
                 self.sps.append(float(row["sps"]))  # one sample per epoch: the shape, roughly
             self._epoch_row(epoch, row.get("global_step", 0), row.get(LOSSES) or {},
                             row.get(ENV) or {})
+            self._evaluation(row.get(EVAL), epoch, row.get("global_step", 0))
         # The file's entries happened first; within one second (the file's resolution) they
         # stay ahead of what was pushed or said by the app since connecting.
         from_file = {_event_key(e) for e in events}
@@ -121,6 +132,9 @@ class TelemetryStore:
         sps = t.get("sps")
         if isinstance(sps, (int, float)) and math.isfinite(sps) and t.get("state") == RunState.RUNNING:
             self.sps.append(float(sps))
+        evaluation = t.get(EVAL)
+        if isinstance(evaluation, dict):
+            self._evaluation(evaluation, evaluation.get("epoch"), t.get("global_step", 0))
         epoch = t.get("epoch")
         if epoch is None or not epoch or epoch <= (self._last_epoch or 0):
             return
@@ -139,6 +153,19 @@ class TelemetryStore:
             if isinstance(v, (int, float)) and math.isfinite(v):
                 self.stats.setdefault(k, deque(maxlen=self.epoch_capacity)).append(float(v))
 
+    def _evaluation(self, group, epoch, step) -> None:
+        """One point per evaluation: the telemetry repeats the last row's until the next
+        epoch, so an evaluation counts once, by the epoch that ran it."""
+        if not isinstance(group, dict) or not group or not isinstance(epoch, int) \
+                or epoch <= self._last_eval_epoch:
+            return
+        self._last_eval_epoch = epoch
+        self.eval_steps.append(int(step or 0))
+        for k in EVAL_KEYS:
+            v = group.get(k)
+            finite = isinstance(v, (int, float)) and math.isfinite(v)
+            self.evals[k].append(float(v) if finite else math.nan)
+
     def _frame(self, m: dict) -> None:
         frame = decode_frame(m)
         if frame is not None:  # a bad frame is dropped; the render keeps the last good one
@@ -156,9 +183,17 @@ class TelemetryStore:
             return math.inf
         return (time.monotonic() if now is None else now) - self.last_message
 
+    def eval_history(self, key: str = "score") -> list[float]:
+        """The evaluations' `key` so far (NaN where one had none, e.g. no score logged)."""
+        return list(self.evals.get(key, ()))
+
     def trend(self, key: str, window: int = 5) -> int:
-        """+1 / -1 / 0: the mean of the last `window` epochs against the `window` before."""
-        values = list(self.stats.get(key, ()))
+        """+1 / -1 / 0: the mean of the last `window` epochs against the `window` before
+        ("eval/<name>": of the last evaluations)."""
+        if key.startswith(f"{EVAL}/"):
+            values = [v for v in self.eval_history(key[len(EVAL) + 1:]) if math.isfinite(v)]
+        else:
+            values = list(self.stats.get(key, ()))
         if len(values) < 2:
             return 0
         window = min(window, len(values) // 2)

@@ -170,7 +170,8 @@ class PeriodicEval:
                                 f"{e}")
             return
         cut = " (cut short: the GIF reached its size limit)" if made.cut_short else ""
-        self.events.info(f"recording saved: {made.path} ({made.frames} frames, "
+        where = made.path.relative_to(self.run_dir)  # the run dir is known to every reader
+        self.events.info(f"recording saved: {where} ({made.frames} frames, "
                          f"{made.width}x{made.height}, {fps:g} fps){cut}")
 
     def _first_episode(self, evaluator) -> Iterator:

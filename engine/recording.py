@@ -371,3 +371,39 @@ def _gif_repeats(path: Path) -> list[int]:
 def read_recording(path: str | os.PathLike) -> list[np.ndarray]:
     """Every frame of a recording (.gif or .mp4) as H x W x 3 uint8 images, in order."""
     return list(iter_recording(path))
+
+
+def recording_fps(path: str | os.PathLike) -> float:
+    """The frame rate `iter_recording` plays `path` at: a GIF's shortest common frame delay,
+    an MP4's own rate (10 when the file names none)."""
+    import math
+
+    path = Path(path)
+    if path.suffix.lower() == ".gif":
+        from PIL import Image
+
+        with Image.open(path) as image:
+            delays = []
+            for index in range(getattr(image, "n_frames", 1)):
+                image.seek(index)
+                delays.append(int(image.info.get("duration", 0)))
+        base = math.gcd(*delays) if any(delays) else 0
+        return 1000.0 / base if base else 10.0
+    _, imageio_v3 = _encoder(path.suffix.lower())
+    try:
+        fps = imageio_v3.immeta(path).get("fps")
+    except Exception:  # noqa: BLE001 - a file without the metadata plays at the default
+        fps = None
+    return float(fps) if isinstance(fps, (int, float)) and fps > 0 else 10.0
+
+
+def latest_recording(run_dir: str | os.PathLike) -> Path | None:
+    """The run's newest recording (recordings/*.gif|*.mp4, by modification time), or None."""
+    directory = recordings_dir(run_dir)
+    try:
+        found = [(entry.stat().st_mtime_ns, entry.name) for entry in os.scandir(directory)
+                 if not entry.name.startswith(".") and Path(entry.name).suffix.lower()
+                 in SUFFIXES and entry.is_file()]
+    except OSError:
+        return None
+    return directory / max(found)[1] if found else None

@@ -7,14 +7,19 @@ numbers and plots at most once a second (plots only when a new epoch arrived); a
 key asked for (pause, resume, the link lost) is drawn at once. With no messages, nothing
 runs. Keys become `EngineRequest` messages that the app sends from a worker; it never waits
 on the engine.
+
+Evaluation during training (engine/periodic_eval.py) shows as an "eval score" line beside the
+training score in the episodes panel. Once the run has a recording, `v` replays the newest one
+in the env panel at its frame rate (app/widgets/recording_replay.py); any key stops it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
-from textual import on
+from textual import events, on, work
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -30,6 +35,7 @@ from puffer_tui.app.widgets.env_render import EnvRender
 from puffer_tui.app.widgets.episode_stats import EpisodeStats
 from puffer_tui.app.widgets.event_log import EventLog
 from puffer_tui.app.widgets.loss_panel import LossPanel
+from puffer_tui.app.widgets.recording_replay import LatestRecording, Replay, load_replay
 from puffer_tui.app.widgets.run_header import RunHeader
 from puffer_tui.app.widgets.sps_history import SpsHistory
 from puffer_tui.app.widgets.timing_bars import TimingBars
@@ -40,6 +46,7 @@ from puffer_tui.screens.help import HelpScreen
 from puffer_tui.screens.hyperparameters import HyperparameterScreen
 from puffer_tui.screens.render import RenderScreen
 
+EVAL_SCORE = "eval/score"  # the episodes panel's line of the evaluations' score
 # keys that need a live engine (hidden once the run has ended or the link is gone)
 STEERING = ("pause", "resume", "checkpoint", "stop", "hyperparameters")
 FRAME_REFRESH_S = 0.25  # the render, at most this often (the engine sends no more frames)
@@ -67,6 +74,8 @@ class DashboardScreen(Screen):
     DashboardScreen.-narrow EnvRender { width: 26; }
     DashboardScreen.-narrow CpuPanel { width: 26; }
     DashboardScreen.-narrow EpisodeStats { width: 26; }
+    /* at 80 columns the replay key takes the room of the command palette's hint (^p works) */
+    DashboardScreen.-narrow.-recording FooterKey.-command-palette { display: none; }
     """
 
     BINDINGS = [
@@ -76,6 +85,7 @@ class DashboardScreen(Screen):
         Binding("s", "stop", "Stop"),
         Binding("h", "hyperparameters", "Hyperparams"),
         Binding("r", "render_view", "Render"),
+        Binding("v", "replay", "Replay"),  # shown once the run has a recording
         Binding("left_square_bracket", "env(-1)", "Prev env", show=False),
         Binding("right_square_bracket", "env(1)", "Next env", show=False),
         Binding("l", "next_loss", "Next loss", show=False),
@@ -102,6 +112,11 @@ class DashboardScreen(Screen):
         self._drawn_at = {"numbers": 0.0, "frame": 0.0}
         self._waiting: dict[str, Timer] = {}
         self.redraws = 0  # numbers-and-plots redraws so far (tests wait on it)
+        self.recordings = LatestRecording()
+        self.replay: Replay | None = None  # the recording playing in the env panel
+        self._replay_started = 0.0
+        self._replay_timer: Timer | None = None
+        self.replays = 0  # replays started so far (tests wait on it)
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -188,7 +203,7 @@ class DashboardScreen(Screen):
 
     def refresh_frame(self) -> None:
         store = self.store
-        if store.frame is self._shown_frame:
+        if store.frame is self._shown_frame or self.replay is not None:
             return
         self._shown_frame = store.frame
         render = self.query_one(EnvRender)
@@ -212,8 +227,11 @@ class DashboardScreen(Screen):
         timing.percent = t.get("timing_pct") or {}
         timing.seconds = t.get("timing") or {}
         stats = self.query_one(EpisodeStats)
-        stats.trends = {k: store.trend(k) for k in store.stats}
-        stats.history = {k: list(v) for k, v in store.stats.items()}
+        history = {k: list(v) for k, v in store.stats.items()}
+        if store.eval_history():  # one point per evaluation, beside the training score
+            history[EVAL_SCORE] = store.eval_history()
+        stats.trends = {k: store.trend(k) for k in history}
+        stats.history = history
         self.query_one(CpuPanel).gpu = t.get("gpu")
         workers = self.query_one(WorkersPanel)
         workers.worker_rows = t.get(WORKERS) or []
@@ -221,6 +239,9 @@ class DashboardScreen(Screen):
         workers.set_class(len(workers.worker_rows) > 1 or bool(workers.cluster), "-shown")
         self.query_one(EventLog).show(list(store.events), store.events_seen,
                                       store.events_reordered)
+        if self.recordings.check(self._run_dir()):
+            self.set_class(self.recordings.path is not None, "-recording")
+            self.sync_footer()  # the replay key comes (or goes)
         if store.state != self._last_state:
             self._last_state = store.state
             # The footer's pause/resume label follows the state. Footer updates are async
@@ -290,6 +311,8 @@ class DashboardScreen(Screen):
         if action == "launcher":  # back to the launcher once this run is over (or lost)
             return not self.over_sweep and not self.linked and (state in FINAL_STATES
                                         or self.link_state == lm.DISCONNECTED)
+        if action == "replay":
+            return self.recordings.path is not None or self.replay is not None
         if action == "pause":
             return state != RunState.PAUSED
         if action == "resume":
@@ -333,6 +356,82 @@ class DashboardScreen(Screen):
 
     def action_back_to_sweep(self) -> None:
         self.app.back_to_sweep()
+
+    # -- replaying the last recording in the env panel ------------------------------------
+
+    def _run_dir(self) -> Path | None:
+        run_dir = self.store.hello.get("run_dir") or getattr(self.app, "run_dir", None)
+        return Path(run_dir) if run_dir else None
+
+    def action_replay(self) -> None:
+        if self.replay is not None:
+            self.stop_replay()
+        elif self.recordings.path is not None:
+            self.query_one(EnvRender).caption = f"loading {self.recordings.path.name}"
+            self._load_replay(self.recordings.path)
+
+    @work(thread=True, exclusive=True, group="replay")
+    def _load_replay(self, path: Path) -> None:
+        from puffer_tui.engine.recording import RecordingError
+
+        try:
+            replay = load_replay(path)
+        except (RecordingError, OSError, ValueError) as e:
+            self.app.call_from_thread(self._replay_failed, path, e)
+            return
+        self.app.call_from_thread(self._start_replay, replay)
+
+    def _replay_failed(self, path: Path, error: Exception) -> None:
+        self.query_one(EnvRender).caption = ""
+        self.notify(f"cannot replay {path.name}: {error}", severity="warning")
+
+    def _start_replay(self, replay: Replay) -> None:
+        if not self.query_one(EnvRender).caption:
+            return  # stopped while it loaded
+        self.replay = replay
+        self.replays += 1
+        self._replay_started = time.monotonic()
+        # the frame shown follows the clock, whatever the ticks' jitter; at most 20 a second
+        self._replay_timer = self.set_interval(1 / min(replay.fps, 20.0), self._replay_tick)
+        self._replay_tick()
+        self.sync_footer()
+
+    def _replay_tick(self) -> None:
+        replay = self.replay
+        if replay is None:
+            return
+        elapsed = time.monotonic() - self._replay_started
+        frame = replay.frame_at(elapsed)
+        if frame is None:
+            self.stop_replay()
+            return
+        render = self.query_one(EnvRender)
+        render.caption = (f"replay {replay.position(elapsed)}/{len(replay.frames)} "
+                          f"{replay.path.name}")
+        render.frame = frame
+
+    def stop_replay(self) -> None:
+        """Back to the live frames (also what any key does while a replay plays)."""
+        if self._replay_timer is not None:
+            self._replay_timer.stop()
+            self._replay_timer = None
+        was_playing = self.replay is not None
+        self.replay = None
+        for render in self.query(EnvRender):
+            render.caption = ""
+            render.frame = self.store.frame
+        self._shown_frame = self.store.frame
+        if was_playing:
+            self.sync_footer()
+
+    def on_key(self, event: events.Key) -> None:
+        if self.replay is not None or self.query_one(EnvRender).caption:
+            event.prevent_default()  # the key stops the replay and does nothing else
+            event.stop()
+            self.stop_replay()
+
+    def on_screen_suspend(self) -> None:
+        self.stop_replay()
 
     def action_next_loss(self) -> None:
         self.query_one(LossPanel).cycle()

@@ -117,7 +117,7 @@ def test_recordings_every_second_evaluation_are_announced(runs):
     path = evaluated / "recordings" / made[0]
     frames = read_recording(path)
     log = (evaluated / rd.EVENTS_FILE).read_text()
-    assert f"recording saved: {path} ({len(frames)} frames" in log
+    assert f"recording saved: recordings/{made[0]} ({len(frames)} frames" in log
     assert frames[0].shape == (11 * 4, 11 * 4, 3)  # squared's 11x11 tiles at record_scale 4
 
 

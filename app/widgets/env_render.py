@@ -80,6 +80,9 @@ class EnvRender(Widget):
     num_envs: reactive[int] = reactive(0)
     enabled: reactive[bool] = reactive(True)
     view: reactive[str] = reactive("env")  # "obs": the frames show the observation
+    # set while the panel replays a recording ("replay eval-4096.gif 12/89"): the title
+    # says so instead of the env
+    caption: reactive[str] = reactive("")
 
     def on_mount(self) -> None:
         self._titles()
@@ -93,7 +96,13 @@ class EnvRender(Widget):
     def watch_view(self) -> None:
         self._titles()
 
+    def watch_caption(self) -> None:
+        self._titles()
+
     def _titles(self) -> None:
+        if self.caption:
+            self.border_title, self.border_subtitle = self.caption, "any key stops"
+            return
         total = f"/{self.num_envs}" if self.num_envs else ""
         observation = " observation" if self.view == "obs" else ""
         self.border_title = f"env {self.env_index}{total}{observation}"
