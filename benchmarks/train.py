@@ -15,10 +15,17 @@ from puffer_tui.engine.protocol import TIMING, TIMING_KEYS
 def add_arguments(p):
     from puffer_tui.engine.config import add_arguments as add_config_arguments
 
-    p.add_argument("env", metavar="ENV", help="environment to train")
+    p.add_argument("env", metavar="ENV", nargs="?",
+                   help="environment to train (with --peer sb3: gym:CartPole-v1, the default)")
     p.add_argument("--seconds", type=float, default=10.0,
                    help="measured training time, after one warm-up epoch (default 10)")
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--peer", choices=("sb3",),
+                   help="also train a peer in the same run and compare: sb3 = Stable-Baselines3 "
+                        "PPO with its defaults on CartPole-v1 (pip install \"puffer-tui[bench]\")")
+    p.add_argument("--budget", type=float, default=300.0,
+                   help="with --peer: wall seconds each side may train before it gives up on "
+                        "a mean episode length of 475 (default 300)")
     add_config_arguments(p)
     p.set_defaults(accepts_extra=True)
 
@@ -68,16 +75,31 @@ def run(args) -> int:
 
     if args.seconds <= 0:
         raise SystemExit("--seconds must be > 0")
+    if args.peer:
+        from puffer_tui.benchmarks.peer_sb3 import ENV_SPEC, require_sb3
+
+        if args.env not in (None, ENV_SPEC):
+            raise SystemExit(f"--peer {args.peer} compares on {ENV_SPEC}: give that ENV or none")
+        if not args.budget > 0:
+            raise SystemExit("--budget must be > 0")
+        require_sb3()
+        args.env = ENV_SPEC
+    elif args.env is None:
+        raise SystemExit("name the ENV to train (see `puffer-tui envs`)")
     try:
         overrides = overrides_from_args(args, getattr(args, "extra", []) or [])
-        # A budget large enough that the run never ends inside the measurement.
-        overrides.setdefault("train.total_timesteps", 10**12)
+        if not args.peer:  # a budget large enough that the run never ends while measured
+            overrides.setdefault("train.total_timesteps", 10**12)
         config = load_config(args.env, overrides)
         from puffer_tui.engine.preflight import check_start
 
         check_start(config)  # an env that cannot be built: one line, not a traceback
     except ConfigError as e:
         raise SystemExit(f"puffer-tui bench train: error: {e}") from None
+    if args.peer:
+        from puffer_tui.benchmarks.peer_sb3 import run_peer
+
+        return run_peer(config, args.budget, args.json)
     result = measure(config, args.seconds)
     if args.json:
         print(json.dumps({"train": result}, indent=2))
