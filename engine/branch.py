@@ -195,10 +195,14 @@ def seed_state(state: dict, base: Config, child: Config) -> tuple[dict, list[str
 
 def _with_adam_settings(optimizer: dict, train) -> dict:
     """The optimizer state with the branch's Adam betas and eps: loading a state dict restores
-    its param groups' settings, which would silently undo those overrides."""
+    its param groups' settings, which would silently undo those overrides. Muon's state holds
+    an Adam's and a Muon's ({"adam": ..., "muon": ...}); only Adam groups have betas."""
+    if "param_groups" not in optimizer:
+        return {key: _with_adam_settings(value, train) if isinstance(value, dict) else value
+                for key, value in optimizer.items()}
     groups = []
-    for group in optimizer.get("param_groups", []):
-        if "betas" in group:  # an Adam group (a Muon group has none)
+    for group in optimizer["param_groups"]:
+        if "betas" in group:
             group = {**group, "betas": (train.adam_beta1, train.adam_beta2),
                      "eps": train.adam_eps}
         groups.append(group)

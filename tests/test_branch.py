@@ -128,3 +128,26 @@ def test_a_run_without_checkpoints_cannot_be_branched(tmp_path, capsys):
     assert main(["train", "--from", str(run), "--headless", "--runs-dir", str(tmp_path)]) == 2
     assert "has no checkpoint to branch from" in capsys.readouterr().err
     assert rd.list_runs(tmp_path) == [run]
+
+
+def test_another_optimizer_starts_fresh_on_the_parents_weights(parent):
+    root, run = parent
+    plan = plan_branch(run.name, {"train.optimizer": "muon",
+                                  "train.total_timesteps": str(4 * EPOCH)}, root)
+    saved = ckpt.load_checkpoint(plan.checkpoint)
+    with Trainer(plan.config) as trainer:
+        trainer.load_state_dict(plan.state)
+        assert all(torch.equal(trainer.policy.state_dict()[k], w)
+                   for k, w in saved["policy"].items())
+        assert trainer.global_step == 2 * EPOCH
+        fresh = trainer.optimizer.state_dict()
+        assert set(fresh) == {"adam", "muon"} and not fresh["adam"]["state"]
+        muon_state = trainer.state_dict()
+    # a Muon run's branch with other Adam settings: its Adam groups take them
+    base = cfg.from_dict(muon_state["config"])
+    seed, _ = seed_state(muon_state, base, cfg.apply(base, {"train.adam_beta1": 0.9,
+                                                           "train.adam_eps": 1e-6}))
+    adam_groups = seed["optimizer"]["adam"]["param_groups"]
+    assert [(g["betas"], g["eps"]) for g in adam_groups] == [((0.9, 0.999), 1e-6)] * len(
+        adam_groups)
+    assert seed["optimizer"]["muon"] == muon_state["optimizer"]["muon"]
