@@ -16,6 +16,7 @@ COMMANDS = {
     "eval": "Plays a trained policy and reports its score",
     "runs": "Lists the runs with their state, steps, best score and last checkpoint",
     "attach": "Opens the dashboard of a running engine (the latest if RUN is omitted)",
+    "serve": "Serves the app to a browser (textual-serve): the launcher or attach RUN",
     "sweep": "Searches hyperparameters with Optuna; each trial is an ordinary run",
 }
 

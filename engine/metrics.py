@@ -22,6 +22,7 @@ from pathlib import Path
 from puffer_tui.engine.atomic_write import write_atomic
 from puffer_tui.engine.protocol import (
     ENV,
+    EVAL,
     LOSS_KEYS,
     LOSSES,
     METRIC_GROUPS,
@@ -149,11 +150,11 @@ def remove_torn_tail(path: Path) -> int:
 
 # metrics.jsonl columns of the groups: losses bare, timing prefixed; env stats bare unless
 # the name is taken by a trainer column, then "env/<name>" (flatten and grouped are inverses)
-_FLAT_PREFIX = {LOSSES: "", TIMING: "timing_", TIMING_PCT: "timing_pct_"}
+_FLAT_PREFIX = {LOSSES: "", TIMING: "timing_", TIMING_PCT: "timing_pct_", EVAL: f"{EVAL}/"}
 
 
 def _env_column(key: str) -> str:
-    taken = (key in ROW_KEYS or key in LOSS_KEYS or key.startswith(("timing_", "env/")))
+    taken = (key in ROW_KEYS or key in LOSS_KEYS or key.startswith(("timing_", "env/", f"{EVAL}/")))
     return f"{ENV}/{key}" if taken else key
 
 
@@ -185,6 +186,8 @@ def grouped(flat: dict) -> dict:
             row[TIMING_PCT][key[len("timing_pct_"):]] = value
         elif key.startswith("timing_"):
             row[TIMING][key[len("timing_"):]] = value
+        elif key.startswith(f"{EVAL}/"):
+            row.setdefault(EVAL, {})[key[len(EVAL) + 1:]] = value
         else:
             row[ENV][key.removeprefix(f"{ENV}/")] = value
     return row

@@ -78,4 +78,7 @@ def check_start(config: Config) -> None:
     check_batch(config, layout.agents_per_env)
     check_policy(config, layout)
     check_device(config)
+    from puffer_tui.engine.wandb_tracker import check_wandb
+
+    check_wandb(config)  # train.wandb without the package: `pip install "puffer-tui[wandb]"`
     check_memory(config)  # sizes that cannot fit: refused before the run dir exists

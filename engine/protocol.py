@@ -40,6 +40,10 @@ FINAL_STATES = (RunState.FINISHED, RunState.STOPPED, RunState.ERROR)
 ROW_KEYS = ("epoch", "global_step", "sps", "uptime", "learning_rate")
 LOSSES, TIMING, TIMING_PCT, ENV = "losses", "timing", "timing_pct", "env"
 METRIC_GROUPS = (LOSSES, TIMING, TIMING_PCT, ENV)
+# An epoch that ran an evaluation (engine/periodic_eval.py) has an "eval" group too:
+# metrics.jsonl columns "eval/<name>", TensorBoard tags "eval/<name>", telemetry "eval".
+EVAL = "eval"
+EVAL_KEYS = ("score", "episode_return", "episode_length", "episodes", "seconds")
 LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac",
              "explained_variance")
 TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")  # where an epoch's wall time goes

@@ -20,6 +20,7 @@ from puffer_tui.engine.engine_state import EngineState
 from puffer_tui.engine.protocol import (
     CLUSTER,
     ENV,
+    EVAL,
     LOSSES,
     TIMING,
     TIMING_PCT,
@@ -72,6 +73,8 @@ class Telemetry:
             "timing": dict(row.get(TIMING) or {}),
             "timing_pct": dict(row.get(TIMING_PCT) or {}),
             "stats": dict(row.get(ENV) or {}),
+            # the last row's evaluation, if it ran one; its epoch tells the app a new one
+            EVAL: {**row[EVAL], "epoch": row.get("epoch")} if row.get(EVAL) else {},
             "hyperparameters": {
                 s.key: getattr(getattr(live_config, s.section), s.name) for s in live_specs()
             },

@@ -9,12 +9,12 @@ from textual.widget import Widget
 from puffer_tui.app.widgets.format import metric, spark
 
 # The fields every env reports come first, in this order; env-specific ones follow.
-FIRST = ("score", "episode_return", "episode_length")
+FIRST = ("score", "eval/score", "episode_return", "episode_length")
 # Fields where going up is not "better", so the arrow stays neutral in colour.
 NEUTRAL = {"episode_length"}
 # Short names for the common fields: the panel is titled "episodes" already, and
 # "episode_return" / "episode_length" cut to one width would both read "episode".
-LABELS = {"episode_return": "return", "episode_length": "length"}
+LABELS = {"episode_return": "return", "episode_length": "length", "eval/score": "eval score"}
 
 
 def label(key: str, width: int) -> str:
