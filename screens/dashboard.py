@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from pathlib import Path
 
-from textual import events, on, work
+from textual import on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -35,13 +34,13 @@ from puffer_tui.app.widgets.env_render import EnvRender
 from puffer_tui.app.widgets.episode_stats import EpisodeStats
 from puffer_tui.app.widgets.event_log import EventLog
 from puffer_tui.app.widgets.loss_panel import LossPanel
-from puffer_tui.app.widgets.recording_replay import LatestRecording, Replay, load_replay
 from puffer_tui.app.widgets.run_header import RunHeader
 from puffer_tui.app.widgets.sps_history import SpsHistory
 from puffer_tui.app.widgets.timing_bars import TimingBars
 from puffer_tui.app.widgets.workers_panel import WorkersPanel
 from puffer_tui.engine.protocol import CLUSTER, FINAL_STATES, WORKERS, RunState, palette_from_wire
 from puffer_tui.screens.confirm import ChoiceDialog
+from puffer_tui.screens.dashboard_replay import ReplayKeys
 from puffer_tui.screens.help import HelpScreen
 from puffer_tui.screens.hyperparameters import HyperparameterScreen
 from puffer_tui.screens.render import RenderScreen
@@ -53,7 +52,7 @@ FRAME_REFRESH_S = 0.25  # the render, at most this often (the engine sends no mo
 PANEL_REFRESH_S = 1.0  # numbers and plots, at most this often (plots only when a new epoch arrived)
 
 
-class DashboardScreen(Screen):
+class DashboardScreen(ReplayKeys, Screen):
     # 80x24 first (the default terminal): narrow side panels leave the plots room; from 100
     # columns on, the side panels take their full width.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
@@ -112,11 +111,7 @@ class DashboardScreen(Screen):
         self._drawn_at = {"numbers": 0.0, "frame": 0.0}
         self._waiting: dict[str, Timer] = {}
         self.redraws = 0  # numbers-and-plots redraws so far (tests wait on it)
-        self.recordings = LatestRecording()
-        self.replay: Replay | None = None  # the recording playing in the env panel
-        self._replay_started = 0.0
-        self._replay_timer: Timer | None = None
-        self.replays = 0  # replays started so far (tests wait on it)
+        self.init_replay()
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -356,82 +351,6 @@ class DashboardScreen(Screen):
 
     def action_back_to_sweep(self) -> None:
         self.app.back_to_sweep()
-
-    # -- replaying the last recording in the env panel ------------------------------------
-
-    def _run_dir(self) -> Path | None:
-        run_dir = self.store.hello.get("run_dir") or getattr(self.app, "run_dir", None)
-        return Path(run_dir) if run_dir else None
-
-    def action_replay(self) -> None:
-        if self.replay is not None:
-            self.stop_replay()
-        elif self.recordings.path is not None:
-            self.query_one(EnvRender).caption = f"loading {self.recordings.path.name}"
-            self._load_replay(self.recordings.path)
-
-    @work(thread=True, exclusive=True, group="replay")
-    def _load_replay(self, path: Path) -> None:
-        from puffer_tui.engine.recording import RecordingError
-
-        try:
-            replay = load_replay(path)
-        except (RecordingError, OSError, ValueError) as e:
-            self.app.call_from_thread(self._replay_failed, path, e)
-            return
-        self.app.call_from_thread(self._start_replay, replay)
-
-    def _replay_failed(self, path: Path, error: Exception) -> None:
-        self.query_one(EnvRender).caption = ""
-        self.notify(f"cannot replay {path.name}: {error}", severity="warning")
-
-    def _start_replay(self, replay: Replay) -> None:
-        if not self.query_one(EnvRender).caption:
-            return  # stopped while it loaded
-        self.replay = replay
-        self.replays += 1
-        self._replay_started = time.monotonic()
-        # the frame shown follows the clock, whatever the ticks' jitter; at most 20 a second
-        self._replay_timer = self.set_interval(1 / min(replay.fps, 20.0), self._replay_tick)
-        self._replay_tick()
-        self.sync_footer()
-
-    def _replay_tick(self) -> None:
-        replay = self.replay
-        if replay is None:
-            return
-        elapsed = time.monotonic() - self._replay_started
-        frame = replay.frame_at(elapsed)
-        if frame is None:
-            self.stop_replay()
-            return
-        render = self.query_one(EnvRender)
-        render.caption = (f"replay {replay.position(elapsed)}/{len(replay.frames)} "
-                          f"{replay.path.name}")
-        render.frame = frame
-
-    def stop_replay(self) -> None:
-        """Back to the live frames (also what any key does while a replay plays)."""
-        if self._replay_timer is not None:
-            self._replay_timer.stop()
-            self._replay_timer = None
-        was_playing = self.replay is not None
-        self.replay = None
-        for render in self.query(EnvRender):
-            render.caption = ""
-            render.frame = self.store.frame
-        self._shown_frame = self.store.frame
-        if was_playing:
-            self.sync_footer()
-
-    def on_key(self, event: events.Key) -> None:
-        if self.replay is not None or self.query_one(EnvRender).caption:
-            event.prevent_default()  # the key stops the replay and does nothing else
-            event.stop()
-            self.stop_replay()
-
-    def on_screen_suspend(self) -> None:
-        self.stop_replay()
 
     def action_next_loss(self) -> None:
         self.query_one(LossPanel).cycle()
