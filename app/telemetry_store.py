@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 from puffer_tui.engine.protocol import (
     ENV,
+    EVAL,  # the epoch row's evaluation: telemetry carries the last row's, tagged with its epoch
+    EVAL_KEYS,
     LOSS_KEYS,
     LOSSES,
     Frame,  # tiles, an RGB image or text; widgets and tests import it from here
@@ -23,11 +25,6 @@ from puffer_tui.engine.protocol import (
     RunState,
     decode_frame,
 )
-
-# The epoch row's evaluation group (engine/periodic_eval.py; engine/protocol.py's EVAL once
-# the lead adds it): telemetry carries the last row's, tagged with that row's epoch.
-EVAL = "eval"
-EVAL_KEYS = ("score", "episode_return", "episode_length", "episodes", "seconds")
 
 
 @dataclass

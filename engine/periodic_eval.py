@@ -40,7 +40,6 @@ from puffer_tui.engine import rng_state
 from puffer_tui.engine.atomic_write import StagedFiles
 from puffer_tui.engine.checkpoint import checkpoint_dir, checksum_path, non_finite_tensors
 
-EVAL = "eval"  # the row's group (engine/protocol.py's EVAL once the lead adds it)
 BEST_CHECKPOINT = "best.pt"
 BEST_SCORE = "best.json"
 DEFAULT_FPS = 15.0  # recordings of envs that name no render fps

@@ -43,8 +43,9 @@ from puffer_tui.engine.fault_handling import FaultHandling, check_memory, tidy_l
 from puffer_tui.engine.frame_source import FrameSource
 from puffer_tui.engine.health import NonFiniteError, is_disk_full
 from puffer_tui.engine.metrics import MetricsWriter, truncate_after
-from puffer_tui.engine.periodic_eval import EVAL, PeriodicEval
+from puffer_tui.engine.periodic_eval import PeriodicEval
 from puffer_tui.engine.protocol import (
+    EVAL,
     LAUNCH_ID_ENV,
     MessageType,
     RunState,

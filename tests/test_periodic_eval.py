@@ -11,7 +11,7 @@ import torch
 from puffer_tui.engine import checkpoint as ckpt
 from puffer_tui.engine import run_dir as rd
 from puffer_tui.engine.config import load
-from puffer_tui.engine.metrics import read_metrics
+from puffer_tui.engine.metrics import grouped, read_metrics
 from puffer_tui.engine.periodic_eval import (
     BEST_CHECKPOINT,
     BEST_SCORE,
@@ -20,11 +20,11 @@ from puffer_tui.engine.periodic_eval import (
     read_best,
 )
 from puffer_tui.engine.process import main as engine_main
+from puffer_tui.engine.protocol import EVAL, EVAL_KEYS
 from tests.engine_harness import make_run
 
 STEPS_PER_EPOCH = 64 * 16  # engine_harness.TINY: 64 envs x horizon 16
 EPOCHS = 3
-EVAL_KEYS = ("score", "episode_return", "episode_length", "episodes", "seconds")
 TRAINING_COLUMNS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac",
                     "explained_variance", "learning_rate", "global_step", "score",
                     "episode_return", "episode_length", "episodes")
@@ -39,11 +39,9 @@ def _run(root, **overrides):
 
 
 def _eval_group(row: dict) -> dict:
-    """The row's evaluation: columns eval/<name> (or one nested "eval" object)."""
-    nested = row.get("eval")
-    if isinstance(nested, dict):
-        return nested
-    return {k.removeprefix("eval/"): v for k, v in row.items() if k.startswith("eval/")}
+    """The row's evaluation: metrics.jsonl's eval/<name> columns, regrouped."""
+    assert "eval" not in row  # columns, not a nested object
+    return grouped(row).get(EVAL, {})
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +73,7 @@ def test_evaluation_leaves_the_training_batches_and_weights_alone(runs):
 def test_every_epoch_row_carries_its_evaluation(runs):
     _, evaluated = runs
     for row in read_metrics(evaluated):
+        assert {f"eval/{k}" for k in EVAL_KEYS} <= set(row)
         group = _eval_group(row)
         assert set(group) == set(EVAL_KEYS)
         assert group["episodes"] == 3 and group["seconds"] > 0
@@ -183,3 +182,41 @@ def test_a_resumed_run_compares_with_the_best_it_kept(tmp_path):
     assert read_best(tmp_path) is None
     assert criterion({"score": None, "episode_return": 2.5}) == 2.5
     assert criterion({"score": float("nan"), "episode_return": None}) is None
+
+
+def test_the_evaluator_samples_from_its_own_stream_and_restarts_alike():
+    """Sampled actions draw from the Evaluator's own torch stream: the process's generator is
+    left where it was, and the same seed plays the same episodes again (restart or new)."""
+    from puffer_tui.engine.config import load_config
+    from puffer_tui.engine.evaluate import Evaluator
+    from puffer_tui.engine.trainer import Trainer
+
+    config = load_config("squared", {"vec.num_envs": 8, "train.horizon": 8,
+                                     "train.minibatch_size": 16, "train.hidden_size": 16,
+                                     "train.torch_threads": 1})
+    with Trainer(config) as trainer:
+        policy = trainer.policy
+        torch.manual_seed(123)
+        before = torch.get_rng_state()
+
+        def play(evaluator):
+            while not evaluator.finished:
+                evaluator.step()
+            return evaluator.done_returns, evaluator.done_lengths
+
+        evaluator = Evaluator(policy, config, None, 3, 7, False, 6)
+        try:
+            first = play(evaluator)
+            assert torch.equal(torch.get_rng_state(), before)
+            evaluator.restart(8)
+            other = play(evaluator)
+            evaluator.restart(7)
+            assert play(evaluator) == first != other
+        finally:
+            evaluator.close()
+        again = Evaluator(policy, config, None, 3, 7, False, 6)
+        try:
+            assert play(again) == first
+        finally:
+            again.close()
+        assert torch.equal(torch.get_rng_state(), before)
