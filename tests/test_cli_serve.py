@@ -55,7 +55,8 @@ def serving(runs_dir, *app_args):
         wait_until(lambda: server.poll() is not None or _answers(url), 60, 0.2, "the server")
         assert server.poll() is None, server.stderr.read()
         yield server, url, started
-        started.extend(psutil.Process(server.pid).children(recursive=True))
+        if server.poll() is None:  # the block may have stopped it itself
+            started.extend(psutil.Process(server.pid).children(recursive=True))
     finally:
         server.send_signal(signal.SIGTERM)
         try:
@@ -115,7 +116,8 @@ def test_without_textual_serve_the_error_names_the_extra(monkeypatch, capsys):
 
 def test_the_page_runs_this_pythons_app_with_the_args():
     command = serve.app_command(["attach", "my run"])
-    assert command.startswith(sys.executable) and command.endswith("attach 'my run'")
+    assert command.startswith(f"exec {sys.executable} -m puffer_tui.app.cli")
+    assert command.endswith("attach 'my run'")
     assert serve.is_loopback("127.0.0.1") and serve.is_loopback("localhost")
     assert not serve.is_loopback("0.0.0.0")
 
@@ -135,13 +137,17 @@ def test_a_browser_shows_the_live_dashboard_of_a_running_engine(tmp_path):
         with serving(tmp_path, "attach", run.name) as (server, url, _):
             apps = []
 
-            def page_app():  # while the page is open: the app it runs, a child of serve
+            def stop_serving_with_the_page_open():
                 apps.extend(p for p in psutil.Process(server.pid).children(recursive=True)
-                            if "attach" in p.cmdline())
+                            if "attach" in _cmdline(p))  # the page's app, a child of serve
+                server.send_signal(signal.SIGTERM)
+                server.wait(60)
 
             png = screenshot_live_page(url + "?fontsize=14", 1280, 800, timeout=120,
-                                       while_open=page_app)
+                                       while_open=stop_serving_with_the_page_open)
             assert apps, "no app process was started for the page"
+            assert server.returncode == 0
+            assert not psutil.wait_procs(apps, timeout=10)[1], "the page's app outlived serve"
         assert png.startswith(b"\x89PNG\r\n\x1a\n")
         (tmp_path / "dashboard.png").write_bytes(png)
         if os.environ.get("PUFFER_TUI_SCREENSHOT"):  # keep it to look at
@@ -156,3 +162,11 @@ def test_a_browser_shows_the_live_dashboard_of_a_running_engine(tmp_path):
             kill_engine(run)
             engine.wait(10)
 
+
+def _cmdline(process) -> list[str]:
+    import psutil
+
+    try:
+        return process.cmdline()
+    except psutil.Error:  # gone meanwhile
+        return []

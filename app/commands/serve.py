@@ -16,12 +16,14 @@ from __future__ import annotations
 import ipaddress
 import os
 import shlex
+import signal
 import socket
 import sys
 
 INSTALL_HINT = 'pip install "puffer-tui[web]"'
 APP_SUBCOMMANDS = ("attach",)  # what a page may run besides the launcher: nothing that trains
 DEFAULT_PORT = 8000
+SHUTDOWN_SECONDS = 3.0  # open pages get this long to hang up when serve is stopped
 
 
 class ServeError(ValueError):
@@ -45,8 +47,9 @@ def add_parser(sub, name, help_text):
 
 
 def app_command(app_args: list[str]) -> str:
-    """The shell command textual-serve starts for each page: this Python's puffer-tui."""
-    return shlex.join([sys.executable, "-m", "puffer_tui.app.cli", *app_args])
+    """The shell command textual-serve starts for each page: this Python's puffer-tui (exec:
+    the app itself is the page's process, no shell between)."""
+    return "exec " + shlex.join([sys.executable, "-m", "puffer_tui.app.cli", *app_args])
 
 
 def check_app_args(app_args: list[str], runs_dir: str | None) -> None:
@@ -112,8 +115,29 @@ def run(args) -> int:
               f"stop runs (no login)", file=sys.stderr)
     command = app_command(args.app_args)
     title = "puffer-tui " + " ".join(args.app_args) if args.app_args else "puffer-tui"
-    Server(command, host=args.host, port=args.port, title=title.strip()).serve()
+    quick_exit_server(Server)(command, host=args.host, port=args.port, title=title).serve()
     return 0
+
+
+def quick_exit_server(server_class):
+    """textual-serve's Server, stopping within SHUTDOWN_SECONDS of Ctrl-C or SIGTERM: its own
+    serve() leaves aiohttp's default, which waits up to 60 s for open pages to hang up."""
+
+    class QuickExitServer(server_class):
+        def serve(self, debug: bool = False) -> None:
+            import asyncio
+
+            from aiohttp import web
+
+            self.debug = debug
+            self.initialize_logging()
+            loop = asyncio.new_event_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, self.request_exit)
+            web.run_app(self._make_app(), host=self.host, port=self.port, handle_signals=False,
+                        loop=loop, print=lambda *args: None, shutdown_timeout=SHUTDOWN_SECONDS)
+
+    return QuickExitServer
 
 
 def main(argv: list[str] | None = None) -> int:
