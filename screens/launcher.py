@@ -128,6 +128,7 @@ class LauncherScreen(Screen):
     BINDINGS = [
         Binding("ctrl+s", "start", "Start training"),
         Binding("ctrl+o", "compare", "Compare"),
+        Binding("ctrl+t", "autotune", "Autotune"),
         Binding("question_mark", "help", "Help"),
         Binding("q", "app.quit", "Quit"),
     ]
@@ -380,6 +381,11 @@ class LauncherScreen(Screen):
                         "marks it, then ctrl+o", title="Compare runs")
             return
         self.app.open_compare([Path(m) for m in self.marked])
+
+    def action_autotune(self) -> None:
+        from puffer_tui.screens.launcher_autotune import start_autotune
+
+        start_autotune(self)  # ~30 s in a subprocess; the best layout fills the [vec] fields
 
     def action_help(self) -> None:
         self.app.open_help()
