@@ -82,3 +82,31 @@ def test_runs_lists_a_branch_under_its_parent_with_where_it_started(tmp_path, ca
     assert "from step 2,048" in out
     # the child right under its parent, though the other run was created between them
     assert out.index("squared-") < out.index("└─") < out.index("cartpole")
+
+
+async def test_the_launcher_shows_a_branch_under_its_parent_at_80x24(tmp_path):
+    from test_app_engine import until
+
+    from puffer_tui.app.app import PufferApp
+    from puffer_tui.screens.launcher import LauncherScreen
+
+    parent = rd.create_run_dir("squared", tmp_path, now=0)
+    (parent / rd.CONFIG_FILE).write_text('env_name = "squared"\n')
+    rd.write_json_atomic(parent / rd.STATUS_FILE, {"state": "finished", "global_step": 2048})
+    child = rd.create_run_dir("squared", tmp_path, now=60)
+    (child / rd.CONFIG_FILE).write_text(f'env_name = "squared"\nparent = "{ckpt_of(parent)}"\n')
+    rd.write_json_atomic(child / rd.STATUS_FILE, {"state": "finished", "global_step": 8192})
+    app = PufferApp(runs_root=tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert isinstance(app.screen, LauncherScreen)
+
+        def lines():
+            return [s.text for s in app.screen._compositor.render_strips()]
+
+        await until(pilot, lambda: any("└─" in line for line in lines()), "the runs tree")
+        text = lines()
+        at = {name: next(i for i, line in enumerate(text) if name in line)
+              for name in (parent.name, "└─")}
+        assert at[parent.name] < at["└─"]  # the child listed below its parent, indented
+        assert child.name[-6:] in text[at["└─"]]
+        assert "finished, 2.05k→8.19k" in text[at["└─"] + 1]
