@@ -147,3 +147,41 @@ def test_recording_series_groups_periodic_recordings():
 
     assert wt.recording_series(Path("eval-1234.gif")) == "recordings/eval"
     assert wt.recording_series(Path("best run.mp4")) == "recordings/best run"
+
+
+def test_a_real_engine_run_logs_offline_with_live_change_eval_and_recording(offline):
+    """The engine's own writer: every metrics.jsonl row, a `set` made through the socket,
+    the eval group and a periodic recording all reach the offline W&B run."""
+    pytest.importorskip("imageio", reason="the record extra is not installed")
+    from engine_harness import kill_engine, make_run, wait_until
+
+    from puffer_tui.app.engine_client import EngineClient
+    from puffer_tui.app.engine_launcher import launch_engine
+
+    run = make_run(offline.parent / "runs", **{
+        "train.total_timesteps": 10**9, "train.wandb": True, "eval.interval": 1,
+        "eval.episodes": 1, "eval.num_envs": 1, "eval.record_every": 1, "env.max_ticks": 50})
+    handle = launch_engine(run)
+    try:
+        with EngineClient.connect(run) as client:
+            wait_until(lambda: client.call("status")["global_step"] > 0, 120, what="steps")
+            client.call("set", key="train.learning_rate", value="0.004")
+            wait_until(lambda: len(metrics.read_metrics(run)) >= 3
+                       and list((run / "recordings").glob("eval-*.gif")), 120,
+                       what="rows after the change and a recording")
+            client.call("stop")
+        assert handle.wait(60) == 0
+    finally:
+        if handle.poll() is None:
+            kill_engine(run)
+    rows = metrics.read_metrics(run)
+    logged = read_finished_run(offline_run_file(run))
+    epochs = [h for h in logged["history"] if "losses/policy_loss" in h]
+    assert [(h["global_step"], h["losses/policy_loss"]) for h in epochs] == \
+        [(r["global_step"], r["policy_loss"]) for r in rows]
+    assert any("eval/score" in h for h in epochs)
+    changes = [h[wt.LIVE_CHANGE_KEY] for h in logged["history"] if wt.LIVE_CHANGE_KEY in h]
+    assert len(changes) == 1 and "train.learning_rate changed from" in changes[0]
+    assert changes[0].endswith("to 0.004")
+    assert logged["config"]["train"]["learning_rate"] == 0.004
+    assert any("recordings/eval/_type" in h for h in logged["history"])
