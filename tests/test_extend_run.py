@@ -72,3 +72,22 @@ def test_a_finished_run_trains_on_to_a_raised_budget(tmp_path, capsys):
     assert rows[2]["learning_rate"] > 0.0  # ...the extension learns on
     assert rd.run_info(run).global_step == 4 * EPOCH
     assert "resumed from step-000000002048" in (run / rd.EVENTS_FILE).read_text()
+
+
+def test_a_budget_raised_live_is_the_one_a_resume_checks(tmp_path, capsys):
+    from puffer_tui.app.commands.train import plan_resume
+    from puffer_tui.engine import checkpoint as ckpt
+    from puffer_tui.engine.trainer import Trainer
+
+    run = make_run(tmp_path, **{"train.total_timesteps": EPOCH})
+    with Trainer(cfg.load(run / rd.CONFIG_FILE)) as trainer:
+        trainer.set_hyperparameter("train.total_timesteps", 4 * EPOCH)  # raised while training
+        trainer.run_epoch()
+        trainer.run_epoch()
+        ckpt.save_checkpoint(run, trainer.state_dict())  # then stopped at 2 of its 4 epochs
+    rd.write_json_atomic(run / rd.STATUS_FILE, {"state": "stopped", "pid": 1})
+    # config.toml still says one epoch: the checks must not call the run finished
+    assert plan_resume(run, {}, tmp_path) == (run, None)
+    assert main(["attach", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert f"puffer-tui train --resume {run}" in err and "trained all its" not in err

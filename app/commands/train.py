@@ -227,9 +227,15 @@ def resume_advice(run_dir) -> str:
         return f"it has no checkpoint to resume from; start a new run with `puffer-tui train {env}`"
     step = _checkpoint_step(latest)
     try:
-        total = load(run_dir / rd.CONFIG_FILE).train.total_timesteps
+        config = load(run_dir / rd.CONFIG_FILE)
+        total = config.train.total_timesteps
     except (ConfigError, OSError):
-        total = rd.run_info(run_dir).total_timesteps
+        config, total = None, rd.run_info(run_dir).total_timesteps
+    if step is not None and total and step >= total and config is not None:
+        try:  # its budget may have been raised live: the checkpoint knows
+            total = resumed_total(config, ckpt.load_checkpoint(latest))
+        except ckpt.CheckpointError:
+            pass
     if step is not None and total and step >= total:
         return f"it trained all its {total:,} steps; train it on with `{extend_command(run_dir, step)}`"
     return f"resume it with `puffer-tui train --resume {run_dir}`"
