@@ -142,6 +142,21 @@ def test_missing_wandb_is_a_clear_error_before_anything_is_written(tmp_path, mon
     assert list(tmp_path.iterdir()) == []
 
 
+def test_no_login_online_is_refused_before_the_run_and_offline_needs_none(offline, monkeypatch):
+    import wandb
+
+    config = load_config("squared", {"train.wandb": True})
+    wt.check_wandb(config)  # offline (the fixture): no account needed
+    wandb.teardown()  # W&B reads its mode and credentials once per process
+    monkeypatch.delenv("WANDB_MODE")
+    monkeypatch.setenv("NETRC", str(offline.parent / "no-netrc"))
+    with pytest.raises(ConfigError, match="no Weights & Biases login here.*WANDB_MODE=offline"):
+        wt.check_wandb(config)
+    wandb.teardown()
+    monkeypatch.setenv("WANDB_API_KEY", "k" * 40)
+    wt.check_wandb(config)
+
+
 def test_recording_series_groups_periodic_recordings():
     from pathlib import Path
 
