@@ -189,6 +189,7 @@ def seed_state(state: dict, base: Config, child: Config) -> tuple[dict, list[str
         seed["optimizer"] = _with_adam_settings(seed["optimizer"], child.train)
     if child.train.seed != base.train.seed:
         seed["rng"], seed["vecenv"], seed["lstm_state"] = {}, None, None
+        seed["episodes_afresh"] = "this branch changed train.seed"  # the resume's warning
         notes.append(f"train.seed {child.train.seed}: new random streams, episodes start afresh")
     return seed, notes
 
