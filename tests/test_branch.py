@@ -151,3 +151,22 @@ def test_another_optimizer_starts_fresh_on_the_parents_weights(parent):
     assert [(g["betas"], g["eps"]) for g in adam_groups] == [((0.9, 0.999), 1e-6)] * len(
         adam_groups)
     assert seed["optimizer"]["muon"] == muon_state["optimizer"]["muon"]
+
+
+@pytest.mark.e2e
+def test_the_command_line_branch_trains_on_from_the_parents_step(parent, tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    root, run = parent
+    runs = tmp_path / "runs"
+    out = subprocess.run(
+        [sys.executable, "-m", "puffer_tui.app.cli", "train", "--from", str(run), "--headless",
+         "--runs-dir", str(runs), "--train.total-timesteps", str(3 * EPOCH)],
+        capture_output=True, text=True, timeout=180, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert f"branch of {run.name} at step-000000002048" in out.stdout
+    assert "finished: 3,072 steps" in out.stdout
+    (child,) = rd.list_runs(runs)  # a branch may live under another runs root
+    assert [r["global_step"] for r in read_metrics(child)] == [3 * EPOCH]
