@@ -5,7 +5,8 @@ Three phases share `seconds` of wall time (start-ups included, so the whole run 
    memory each env adds;
 2. every other layout that fits the cores and memory, timed through the real vec env;
 3. a short `bench train`-like timing (the real Trainer: inference, learning and all) of the
-   best few layouts, always with serial among them: the number training feels.
+   best few layouts, always with serial among them, in two rounds taken in turn when time
+   allows: the number training feels.
 The best is the fastest in phase 3 (phase 2 when no layout could be trained in time), or
 serial when nothing beats it by 5%.
 """
@@ -27,6 +28,7 @@ from puffer_tui.benchmarks.autotune_layouts import (
 VEC_SHARE = 0.45  # of the budget, for phases 1 and 2; phase 3 gets the rest
 MIN_MEASURE = 0.1  # seconds: the least a layout is counted, however small the budget
 TRAINED = 3  # layouts timed in phase 3
+ROUNDS = 2  # training timings of each, taken in turn, so a drift in the load hits all alike
 SERIAL_MARGIN = 1.05  # another layout must be this much faster than serial to be chosen
 FIRST_STARTUP_GUESS = 1.0  # seconds to start workers, until one start-up was measured
 
@@ -133,15 +135,23 @@ def _time_layouts(out: Outcome, env_spec, overrides, clock, available, progress)
 
 
 def training_candidates(rows: list[Row], count: int = TRAINED) -> list[Row]:
-    """Up to `count` layouts by priority: the fastest by vec agent-steps/s, the fastest serial
-    one (the trainer's own process then has every core for torch, which can beat faster
-    stepping), then the next fastest."""
+    """Up to `count` layouts, one of each mode (serial, synchronous workers, overlapped
+    workers: the fastest of each by vec agent-steps/s), the fastest first, serial next. Vec
+    timing cannot show what overlapping gains (inference while the other half steps) nor
+    what serial gains (every core for torch): only training can, so each mode gets its turn."""
+    def mode(row: Row) -> str:
+        layout = row.layout
+        return "serial" if layout.backend == "serial" else (
+            "overlapped" if layout.overlapped else "sync")
+
     ranked = sorted((r for r in rows if r.vec_sps), key=lambda r: -r.vec_sps)
-    serial = [r for r in ranked if r.layout.backend == "serial"][:1]
-    chosen: list[Row] = []
-    for row in ranked[:1] + serial + ranked:
-        if not any(row is c for c in chosen):
-            chosen.append(row)
+    best_of = {}
+    for row in ranked:
+        best_of.setdefault(mode(row), row)
+    chosen = list(best_of.values())  # fastest first
+    if "serial" in best_of and chosen[0] is not best_of["serial"]:
+        chosen.remove(best_of["serial"])
+        chosen.insert(1, best_of["serial"])
     return chosen[:count]
 
 
@@ -161,31 +171,41 @@ def _time_training(out: Outcome, env_spec, overrides, clock, progress) -> None:
             continue
         batch = config.train.batch_size or config.vec.num_envs * config.train.horizon
         plans.append((row, config, batch))
-    # as many as the time left can train, in priority order; one alone compares nothing
-    while len(plans) > 1 and clock.left(1.0) / len(plans) < max(
+    # as many as the time left can train, in priority order, in as many rounds as fit; one
+    # layout alone compares nothing
+    rounds = ROUNDS
+    while len(plans) > 1 and clock.left(1.0) / (len(plans) * rounds) < max(
             _first_cost(row, batch) for row, _, batch in plans) + MIN_MEASURE:
-        plans.pop()
+        if rounds > 1:
+            rounds -= 1
+        else:
+            plans.pop()
     if len(plans) < 2:
         out.notes.append("no time left to time training: best by vec agent-steps/s "
                          "(raise --seconds)")
         return
-    trained_sps = None  # the last training rate measured: the best guess of the next one
-    overhead = None  # a Trainer's build, warm-up and close: measured on the first one
-    for i, (row, config, batch) in enumerate(plans):
+    progress(total=len(out.rows) + len(plans) * rounds)
+    counted = {id(row): [0, 0.0] for row, _, _ in plans}  # steps, seconds over the rounds
+    overhead: dict[str, float] = {}  # a Trainer's build, warm-up and close, by backend
+    todo = [plan for _ in range(rounds) for plan in plans]  # in turn: A B C A B C
+    for i, (row, config, batch) in enumerate(todo):
         progress(f"training: {row.layout.label}")
-        epoch = batch / (trained_sps or row.vec_sps / 3)
-        cost = overhead + epoch if overhead is not None else _first_cost(row, batch)
-        seconds = clock.left(1.0) / (len(plans) - i) - cost  # the counting ends with an epoch
+        epoch = batch / (row.train_sps or row.vec_sps / 3)
+        known = overhead.get(row.layout.backend)
+        cost = known + epoch if known is not None else _first_cost(row, batch)
+        seconds = clock.left(1.0) / (len(todo) - i) - cost  # the counting ends with an epoch
         try:
             if seconds < MIN_MEASURE:
-                row.note = "no time to train (raise --seconds)"
                 continue
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # workers > cores, on purpose
                 result = measure(config, seconds)
-            row.train_sps = trained_sps = result["sps"]
-            overhead = time.perf_counter() - start - result["seconds"]
+            overhead[row.layout.backend] = time.perf_counter() - start - result["seconds"]
+            total = counted[id(row)]
+            total[0] += result["steps"]
+            total[1] += result["seconds"]
+            row.train_sps = total[0] / total[1]
         except Exception as e:
             row.note = f"training failed: {config_error_text(e)}"
         finally:

@@ -184,7 +184,8 @@ def print_table(ours: PeerResult, peer: PeerResult, r: dict) -> None:
         value, bound = r.get(key), r.get(f"{key}_bound", "exact")
         if value is None:
             return "-"
-        return {"lower": ">= ", "upper": "<= "}.get(bound, "") + f"{value:.1f}x"
+        return {"lower": ">= ", "upper": "<= "}.get(bound, "") + (
+            f"{value:.1f}x" if value >= 1 else f"{value:.2f}x")
 
     table = Table(title=f"PPO on CartPole-v1: puffer-tui vs Stable-Baselines3 (mean length of "
                         f"the last {WINDOW} episodes >= {REACH:g})")
@@ -192,7 +193,7 @@ def print_table(ours: PeerResult, peer: PeerResult, r: dict) -> None:
                           ("stable-baselines3", "right"), ("ratio", "right")):
         table.add_column(name, justify=justify)
     table.add_row("training agent-steps/s", f"{ours.sps:,.0f}", f"{peer.sps:,.0f}",
-                  f"{r['sps']:.1f}x" if r["sps"] else "-")
+                  ratio("sps"))
     table.add_row(f"seconds to {REACH:g}", reach(ours, "seconds"), reach(peer, "seconds"),
                   ratio("time_to_reach_seconds"))
     table.add_row(f"agent steps to {REACH:g}", reach(ours, "steps"), reach(peer, "steps"),

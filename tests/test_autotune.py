@@ -48,13 +48,16 @@ def test_best_is_the_fastest_trained_but_serial_unless_clearly_beaten():
     assert choose_best([Row(Layout("serial", 64), note="failed: x")]) is None
 
 
-def test_training_candidates_put_serial_second():
-    rows = [_row("serial", 10.0), _row("multiprocessing", 50.0), _row("multiprocessing", 40.0, workers=4),
-            _row("multiprocessing", 30.0, workers=8)]
+def test_training_candidates_are_the_fastest_of_each_mode_serial_second():
+    rows = [_row("serial", 10.0), _row("multiprocessing", 50.0), _row("multiprocessing", 45.0),
+            Row(Layout("multiprocessing", 64, 2, 32, True), 40.0),
+            Row(Layout("multiprocessing", 64, 4, 32, False), 30.0)]
     assert [r.vec_sps for r in training_candidates(rows)] == [50.0, 10.0, 40.0]
     assert [r.vec_sps for r in training_candidates(rows, 2)] == [50.0, 10.0]
-    rows[0].vec_sps = 99.0  # serial fastest: then the next two
+    rows[0].vec_sps = 99.0  # serial fastest: then the fastest sync and overlapped ones
     assert [r.vec_sps for r in training_candidates(rows)] == [99.0, 50.0, 40.0]
+    rows[3].vec_sps = 60.0
+    assert [r.vec_sps for r in training_candidates(rows)] == [99.0, 60.0, 50.0]
 
 
 @pytest.mark.parametrize("argv, message", [
