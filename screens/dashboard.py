@@ -296,6 +296,9 @@ class DashboardScreen(ReplayKeys, Screen):
                                 self.action_hyperparameters)
         yield SystemCommand("Render view", "Full-screen render", self.action_render_view)
         yield SystemCommand("Next loss curve", "Plot the next loss", self.action_next_loss)
+        if self.recordings.path is not None:
+            yield SystemCommand("Replay recording", f"Play {self.recordings.path.name} in the "
+                                "env panel", self.action_replay)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         state = self.store.state

@@ -82,6 +82,7 @@ async def test_v_replays_the_newest_recording_and_any_key_stops_it(tmp_path):
         screen.refresh_panels()
         assert screen.recordings.path == newest.path and screen.check_action("replay", ())
         assert screen.has_class("-recording")
+        assert "Replay recording" in [c.title for c in screen.palette_commands()]
         await pilot.press("v")
         render = screen.query_one(EnvRender)
         await _until(pilot, lambda: screen.replay is not None)
