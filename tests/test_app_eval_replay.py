@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 from app_fakes import HELLO, telemetry
-from test_app_snapshots import FixedDataApp
+from test_app_snapshots import FixedDataApp, screen_text
 
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.env_render import EnvRender
@@ -83,6 +83,9 @@ async def test_v_replays_the_newest_recording_and_any_key_stops_it(tmp_path):
         assert screen.recordings.path == newest.path and screen.check_action("replay", ())
         assert screen.has_class("-recording")
         assert "Replay recording" in [c.title for c in screen.palette_commands()]
+        await _until(pilot, lambda: "v Replay" in screen_text(app).splitlines()[-1])
+        footer = screen_text(app).splitlines()[-1]  # at 80 columns: every key, Quit included
+        assert footer.rstrip().endswith("q Quit") and "^p" not in footer
         await pilot.press("v")
         render = screen.query_one(EnvRender)
         await _until(pilot, lambda: screen.replay is not None)
