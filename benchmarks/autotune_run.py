@@ -8,7 +8,7 @@ Three phases share `seconds` of wall time (start-ups included, so the whole run 
    best few layouts, always with serial among them, in two rounds taken in turn when time
    allows: the number training feels.
 The best is the fastest in phase 3 (phase 2 when no layout could be trained in time), or
-serial when nothing beats it by 5%.
+serial when nothing beats it by 10%.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ VEC_SHARE = 0.45  # of the budget, for phases 1 and 2; phase 3 gets the rest
 MIN_MEASURE = 0.1  # seconds: the least a layout is counted, however small the budget
 TRAINED = 3  # layouts timed in phase 3
 ROUNDS = 2  # training timings of each, taken in turn, so a drift in the load hits all alike
-SERIAL_MARGIN = 1.05  # another layout must be this much faster than serial to be chosen
+SERIAL_MARGIN = 1.10  # another layout must be this much faster than serial to be chosen
 FIRST_STARTUP_GUESS = 1.0  # seconds to start workers, until one start-up was measured
 
 
@@ -228,8 +228,8 @@ def preset_text(out: Outcome, settings: dict) -> str:
     best = out.best
     figure = best.train_sps if out.best_by == "training" else best.vec_sps
     serial = next((r for r in out.rows if r.layout.backend == "serial"), None)
-    serial_figure = (serial.train_sps if out.best_by == "training" else serial.vec_sps) \
-        if serial else None
+    serial_figure = None if serial is None or serial is best else (
+        serial.train_sps if out.best_by == "training" else serial.vec_sps)
     lines = [f"# puffer-tui autotune {out.env} on {out.cores} cores, "
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}",
              f"# best by {out.best_by} agent-steps/s: {best.layout.label}: {figure:,.0f}"
