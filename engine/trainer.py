@@ -20,7 +20,7 @@ Data flow of one step: recv() -> policy forward (inference mode) -> store in the
   to any loss term or to the advantage normalisation.
 - The LSTM state is per agent row, zeroed where an episode starts; the state at the start of
   each segment is stored so training replays the sequences from the state they had.
-- A checkpoint (state_dict) holds the policy, Adam moments, counters, schedule, RNG streams,
+- A checkpoint (state_dict) holds the policy, optimizer state, counters, schedule, RNG streams,
   config, the envs' state with the step result in flight, and the per-agent LSTM state
   (engine/episode_state.py): a serial CPU run of native envs resumes bit for bit. What cannot
   be exact (Gymnasium envs, pools, CUDA) is listed in docs/exact-resume.md.

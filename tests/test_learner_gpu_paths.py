@@ -127,3 +127,29 @@ def test_device_storage_is_handed_over_without_a_copy():
     data = buffer.tensors(torch.device("cpu"))
     assert data["observations"].data_ptr() == buffer.observations.data_ptr()
     assert not buffer.observations.is_pinned()
+
+
+def test_the_trainer_collects_the_same_batch_into_device_storage():
+    """The trainer's CUDA collection path (the policy's tensors and the observations handed
+    to the buffer as tensors) run on CPU: the batch equals the host storage's."""
+    from puffer_tui.engine.config import load_config
+    from puffer_tui.engine.episode_log import EpisodeLog
+    from puffer_tui.engine.trainer import Trainer
+
+    overrides = {"vec.num_envs": 8, "train.horizon": 8, "train.minibatch_size": 16,
+                 "train.hidden_size": 16, "train.torch_threads": 1, "train.policy": "lstm"}
+    batches = []
+    for on_device in (False, True):
+        with Trainer(load_config("squared", overrides)) as trainer:
+            if on_device:
+                old = trainer.buffer
+                trainer.buffer = RolloutBuffer(
+                    old.segments, old.horizon, old.num_agents, old.observations.shape[2:],
+                    old.observations.numpy().dtype, old.actions.shape[2:],
+                    old.actions.dtype, state_size=old.state_size, device=torch.device("cpu"))
+            trainer._collect(EpisodeLog())
+            batches.append({k: v.clone() for k, v in
+                            trainer.buffer.tensors(torch.device("cpu")).items()})
+    host, device = batches
+    for name in host:
+        assert torch.equal(host[name], device[name]), name
