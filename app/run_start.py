@@ -30,6 +30,38 @@ def prepare_new_run(env_name: str, overrides: dict, runs_root) -> Path:
     return run_dir
 
 
+def branch_base(run_dir: Path):
+    """(checkpoint, its Config): where a branch of `run_dir` starts and the settings it
+    starts with (the launcher's branch form shows them). Loads the checkpoint: off the UI
+    thread."""
+    from puffer_tui.engine import checkpoint as ckpt
+    from puffer_tui.engine.branch import resolve_source
+    from puffer_tui.engine.config import ConfigError, from_dict
+    from puffer_tui.engine.run_dir import RunDirError
+
+    try:
+        _, path = resolve_source(str(run_dir), run_dir.parent)
+        return path, from_dict(ckpt.load_checkpoint(path)["config"])
+    except (ConfigError, ckpt.CheckpointError, RunDirError, KeyError, OSError) as e:
+        raise RunRefused(str(e)) from None
+
+
+def prepare_branch(source: Path, overrides: dict, runs_root) -> Path:
+    """A branch's run dir (`puffer-tui train --from SOURCE` with these overrides), written
+    once all its checks passed; its engine starts as a resume."""
+    from puffer_tui.engine import branch
+    from puffer_tui.engine.checkpoint import CheckpointError
+    from puffer_tui.engine.config import ConfigError
+    from puffer_tui.engine.run_dir import RunDirError
+    from puffer_tui.engine.run_dir import runs_root as root_of
+
+    try:
+        plan = branch.plan_branch(str(source), overrides, root_of(runs_root))
+        return branch.create_branch(plan, root_of(runs_root))
+    except (ConfigError, CheckpointError, RunDirError, OSError) as e:
+        raise RunRefused(str(e)) from None
+
+
 def check_resume(run_dir: Path) -> None:
     """The checks of `puffer-tui train --resume`: a checkpoint, not finished, not damaged,
     not still training..."""

@@ -23,43 +23,20 @@ from textual.widgets import Button, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
-from puffer_tui.app.widgets.runs_list import RunsList, run_entry, runs_as_tree
+from puffer_tui.app.widgets.runs_list import (
+    SWEEP_OPTION,
+    RunsList,
+    recent_sweeps,
+    run_entry,
+    runs_as_tree,
+    sweep_entry,
+)
 from puffer_tui.engine.config import ConfigError, load_config, schema
 from puffer_tui.engine.env_catalogue import describe_envs, spec_suggestions
 from puffer_tui.engine.protocol import LIVE_STATES
+from puffer_tui.screens.launcher_branch import leave_branch, show_branch_form, start_branch
 
 FORM_DELAY_S = 0.15  # the preset form follows the env cursor once it rests this long
-
-
-SWEEP_OPTION = "sweep:"  # a sweep's entry in the runs list: this, then its directory
-MAX_SWEEPS = 5
-
-
-def recent_sweeps(runs_root) -> list[dict]:
-    """The newest sweeps under the runs root: name, path, state, trials done and target;
-    `live` when the driver answers on its socket."""
-    import json
-
-    from puffer_tui.engine.run_dir import socket_answers
-    from puffer_tui.engine.sweep import settings as st
-
-    root = st.sweeps_root(runs_root)
-    found = [d for d in root.iterdir() if (d / st.SETTINGS_FILE).is_file()] if root.is_dir() else []
-    found.sort(key=lambda d: (d / st.SETTINGS_FILE).stat().st_mtime, reverse=True)
-    sweeps = []
-    for path in found[:MAX_SWEEPS]:
-        try:
-            status = json.loads((path / st.STATUS_FILE).read_text())
-        except (OSError, ValueError):
-            status = {}
-        counts = status.get("counts") or {}
-        live = socket_answers(path / st.SOCKET_FILE)
-        state = status.get("state") or "not started"
-        sweeps.append({"name": path.name, "path": path, "live": live,
-                       "state": state if live or state not in ("running", "paused") else "driver gone",
-                       "done": sum(counts.get(k, 0) for k in ("COMPLETE", "PRUNED", "FAIL")),
-                       "target": status.get("target", "?")})
-    return sweeps
 
 
 def env_option(info: dict) -> Option:
@@ -143,6 +120,7 @@ class LauncherScreen(Screen):
         self._run_infos: dict[str, object] = {}  # option id (the run's path) -> RunInfo
         self._run_depths: dict[str, int] = {}  # option id -> depth in the lineage tree
         self.marked: list[str] = []  # the runs marked for comparison, in marking order
+        self.branch_source: Path | None = None  # the checkpoint the branch form starts from
 
     def compose(self) -> ComposeResult:
         yield Static("puffer-tui   Enter on an env: train it   tab: lists and fields   ?: help",
@@ -218,11 +196,7 @@ class LauncherScreen(Screen):
         if not infos and not sweeps:
             runs.add_option(Option(Text("no runs yet", style="dim"), id="none", disabled=True))
         for sweep in sweeps:  # the sweeps first: a sweep's trials are runs of their own
-            text = Text(no_wrap=True, overflow="ellipsis")
-            text.append(f"sweep {sweep['name']}", "bold" if sweep["live"] else "")
-            text.append(f"\n  {sweep['state']}", "green" if sweep["live"] else "dim")
-            text.append(f", {sweep['done']}/{sweep['target']} trials", "dim")
-            runs.add_option(Option(text, id=SWEEP_OPTION + str(sweep["path"])))
+            runs.add_option(Option(sweep_entry(sweep), id=SWEEP_OPTION + str(sweep["path"])))
         self._run_infos = {str(info.path): info for info in infos}
         self._run_depths = {}
         self.marked = [m for m in self.marked if m in self._run_infos]
@@ -235,6 +209,9 @@ class LauncherScreen(Screen):
         self._run_states = {str(i.path): i.state for i in infos}
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option_list.id == "envs" and self.branch_source is not None:
+            leave_branch(self)  # an env chosen: its preset replaces the branch form
+            self.env_name = ""
         if event.option_list.id == "envs" and event.option.id != self.env_name:
             # The spaces show at once; the form (dozens of widgets) is built once the cursor
             # rests, so holding Down through the list does not build every env's form.
@@ -251,6 +228,8 @@ class LauncherScreen(Screen):
 
     async def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "envs":
+            if self.branch_source is not None:
+                leave_branch(self)
             await self.action_start()
         elif event.option_list.id == "runs" and event.option.id.startswith(SWEEP_OPTION):
             self.app.open_sweep(Path(event.option.id[len(SWEEP_OPTION):]))
@@ -261,11 +240,12 @@ class LauncherScreen(Screen):
             else:
                 self.app.resume_run(path)
 
-    async def _show_env(self, name: str) -> None:
+    async def _show_env(self, name: str, config=None, form_name: str | None = None) -> None:
+        """The form of `name`'s preset (or of `config`: a branch's starting settings)."""
         self.env_name = name
         self._show_summary()
         try:
-            config = load_config(name)
+            config = load_config(name) if config is None else config
         except ConfigError as e:
             self.query_one("#chosen", Static).update(Text(str(e), style="red"))
             return
@@ -275,7 +255,8 @@ class LauncherScreen(Screen):
         # and this handler runs to completion before the next highlight is handled.
         holder = self.query_one("#form-holder")
         await holder.remove_children()
-        await holder.mount(OverrideForm(schema(name), preset, env_name=name, id="form"))
+        await holder.mount(OverrideForm(schema(name), preset, env_name=form_name or name,
+                                        id="form"))
         self.query_one("#field", Static).update(
             Text("tab to a field: its value, bounds and help show here", style="dim"))
 
@@ -343,6 +324,9 @@ class LauncherScreen(Screen):
             await self.action_start()
 
     async def action_start(self) -> None:
+        if self.branch_source is not None:
+            await start_branch(self)
+            return
         await self._sync_form()  # Enter right after Down: the form of the env now chosen
         form = self.query_one("#form", OverrideForm)
         try:
@@ -374,6 +358,16 @@ class LauncherScreen(Screen):
             self._run_depths.get(option_id, 0)))
         runs.border_subtitle = (f"{len(self.marked)} marked  ctrl+o: compare" if self.marked
                                 else "Enter: open  space: mark")
+
+    async def branch_highlighted(self) -> None:
+        """`b` in the runs list: the branch form of the highlighted run."""
+        runs = self.query_one("#runs", OptionList)
+        option = runs.get_option_at_index(runs.highlighted) if runs.highlighted is not None \
+            else None
+        if option is None or option.id not in self._run_infos:
+            self.notify("only runs can be branched: b on a run starts the branch form")
+            return
+        await show_branch_form(self, Path(option.id))
 
     def action_compare(self) -> None:
         if len(self.marked) < 2:

@@ -1,5 +1,6 @@
-"""The launcher's runs list: runs as a lineage tree (a branched run indented under the run it
-started from, engine/lineage.py), with the runs marked for comparison."""
+"""The launcher's runs list: the newest sweeps, then the runs as a lineage tree (a branched run
+indented under the run it started from, engine/lineage.py), with the runs marked for
+comparison."""
 
 from __future__ import annotations
 
@@ -10,17 +11,61 @@ from textual.widgets import OptionList
 from puffer_tui.engine.lineage import branch_step, tree_order
 from puffer_tui.engine.protocol import LIVE_STATES
 
+SWEEP_OPTION = "sweep:"  # a sweep's entry in the runs list: this, then its directory
+MAX_SWEEPS = 5
+
+
+def recent_sweeps(runs_root) -> list[dict]:
+    """The newest sweeps under the runs root: name, path, state, trials done and target;
+    `live` when the driver answers on its socket."""
+    import json
+
+    from puffer_tui.engine.run_dir import socket_answers
+    from puffer_tui.engine.sweep import settings as st
+
+    root = st.sweeps_root(runs_root)
+    found = [d for d in root.iterdir() if (d / st.SETTINGS_FILE).is_file()] if root.is_dir() else []
+    found.sort(key=lambda d: (d / st.SETTINGS_FILE).stat().st_mtime, reverse=True)
+    sweeps = []
+    for path in found[:MAX_SWEEPS]:
+        try:
+            status = json.loads((path / st.STATUS_FILE).read_text())
+        except (OSError, ValueError):
+            status = {}
+        counts = status.get("counts") or {}
+        live = socket_answers(path / st.SOCKET_FILE)
+        state = status.get("state") or "not started"
+        sweeps.append({"name": path.name, "path": path, "live": live,
+                       "state": state if live or state not in ("running", "paused") else "driver gone",
+                       "done": sum(counts.get(k, 0) for k in ("COMPLETE", "PRUNED", "FAIL")),
+                       "target": status.get("target", "?")})
+    return sweeps
+
+
+def sweep_entry(sweep: dict) -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(f"sweep {sweep['name']}", "bold" if sweep["live"] else "")
+    text.append(f"\n  {sweep['state']}", "green" if sweep["live"] else "dim")
+    text.append(f", {sweep['done']}/{sweep['target']} trials", "dim")
+    return text
+
+
 MAX_INDENT = 3  # deeper branches are drawn at this depth
 ENTRY_WIDTH = 24  # the launcher's 30-column runs list, less its border, padding and scrollbar
 
 
 class RunsList(OptionList):
-    """The runs and sweeps; `space` marks runs to compare (ctrl+o opens the comparison)."""
+    """The runs and sweeps; `space` marks runs to compare (ctrl+o opens the comparison), `b`
+    opens the branch form of a run (screens/launcher_branch.py)."""
 
-    BINDINGS = [Binding("space", "mark", "Mark", show=False)]
+    BINDINGS = [Binding("space", "mark", "Mark", show=False),
+                Binding("b", "branch", "Branch from this run")]
 
     def action_mark(self) -> None:
         self.screen.toggle_mark()
+
+    async def action_branch(self) -> None:
+        await self.screen.branch_highlighted()
 
 
 def runs_as_tree(infos: list) -> list[tuple[object, int]]:
