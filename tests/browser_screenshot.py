@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import itertools
+import os
 import re
 import shutil
 import subprocess
@@ -108,7 +109,8 @@ def screenshot_live_page(url: str, width: int = 1280, height: int = 800, timeout
             [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
              "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
              f"--window-size={width},{height}", "--remote-debugging-port=0", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "TMPDIR": profile})  # its singleton socket dir goes too
         try:
             devtools_url = _devtools_url(process, time.monotonic() + 30)
             # chromium goes on logging: keep its pipe drained so it never blocks on it
