@@ -44,16 +44,19 @@ def tensorboard_available() -> bool:
 class MetricsWriter:
     """Appends metric rows; `tensorboard=None` means "when installed". `config`, the
     trainer's own Config object, turns on W&B when its train.wandb is set (changes made to
-    it live are seen at the next row)."""
+    it live are seen at the next row). `warn(text)` hears of W&B failing mid-run: it is
+    dropped then (training and metrics.jsonl go on), and `tracker_error` says why."""
 
     def __init__(self, run_dir: str | os.PathLike, tensorboard: bool | None = None,
-                 config=None):
+                 config=None, warn=None):
         self.run_dir = Path(run_dir)
         self.tracker = None
+        self.tracker_error: str | None = None
+        self._warn = warn or (lambda text: None)
         if config is not None and config.train.wandb:  # first: a tracker that fails leaves no fd
             from puffer_tui.engine.wandb_tracker import WandbTracker
 
-            self.tracker = WandbTracker(self.run_dir, config)
+            self.tracker = WandbTracker(self.run_dir, config, self._warn)
         self.path = self.run_dir / METRICS_FILE
         self.torn_bytes = remove_torn_tail(self.path)
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -85,7 +88,10 @@ class MetricsWriter:
             for tag, value in scalar_tags(row):
                 self._tb.add_scalar(tag, value, step)
         if self.tracker is not None:
-            self.tracker.log_row(row)
+            try:
+                self.tracker.log_row(row)
+            except Exception as e:  # a logger that broke must not stop training
+                self._drop_tracker(e)
 
     def flush_pending(self) -> None:
         while self._pending:
@@ -108,7 +114,21 @@ class MetricsWriter:
             self._tb = None
         if self.tracker is not None:
             tracker, self.tracker = self.tracker, None
-            tracker.close(exit_code)
+            try:
+                tracker.close(exit_code)
+            except Exception as e:
+                self.tracker_error = f"{type(e).__name__}: {e}"
+                self._warn(f"Weights & Biases failed to finish the run: {self.tracker_error}")
+
+    def _drop_tracker(self, error: Exception) -> None:
+        self.tracker_error = f"{type(error).__name__}: {error}"
+        self._warn(f"Weights & Biases stopped logging ({self.tracker_error}); metrics.jsonl "
+                   f"and TensorBoard go on")
+        tracker, self.tracker = self.tracker, None
+        try:
+            tracker.close(1)
+        except Exception:
+            pass  # already broken: what it said is in tracker_error
 
 
 def _append_whole(fd: int, data: bytes) -> None:

@@ -100,9 +100,10 @@ def recording_series(path: Path) -> str:
 
 
 class WandbTracker:
-    def __init__(self, run_dir: str | os.PathLike, config: Config):
+    def __init__(self, run_dir: str | os.PathLike, config: Config, warn=None):
         self.run_dir = Path(run_dir)
         self.config = config  # the trainer's own: live changes show up here
+        self._warn = warn or (lambda text: None)
         try:
             import wandb
         except ImportError as e:
@@ -167,9 +168,14 @@ class WandbTracker:
         new = sorted(((path, key) for key, path in self._recording_files().items()
                       if key not in self._seen_recordings), key=lambda item: _written_ns(item[1]))
         for path, key in new:
-            video = self._wandb.Video(str(path), format=path.suffix[1:].lower(), caption=path.name)
+            self._seen_recordings.add(key)  # tried once: a file W&B refuses is not retried
+            try:
+                video = self._wandb.Video(str(path), format=path.suffix[1:].lower(),
+                                          caption=path.name)
+            except Exception as e:
+                self._warn(f"Weights & Biases did not take recording {path.name}: {e}")
+                continue
             self.run.log({STEP_KEY: step, recording_series(path): video})
-            self._seen_recordings.add(key)
         return [path for path, _ in new]
 
     def _recording_files(self) -> dict[str, Path]:

@@ -123,6 +123,27 @@ def test_tensorboard_is_fed_from_the_same_rows_as_wandb(offline, monkeypatch):
         {key: value for key, value in row.items() if "/" in key}
 
 
+def test_wandb_failing_mid_run_is_dropped_with_a_warning_and_rows_go_on(offline, monkeypatch):
+    offline.mkdir()
+    warnings = []
+    writer = metrics.MetricsWriter(offline, tensorboard=False, warn=warnings.append,
+                                   config=load_config("squared", {"train.wandb": True}))
+    writer.write(_row(1, 100, 0.5, 0.1))
+
+    def broken(self, row):
+        raise ConnectionError("the W&B service went away")
+
+    monkeypatch.setattr(wt.WandbTracker, "log_row", broken)
+    writer.write(_row(2, 200, 0.25, 0.4))
+    writer.write(_row(3, 300, 0.125, 0.9))
+    writer.close()
+    assert writer.tracker is None and "the W&B service went away" in writer.tracker_error
+    assert len(warnings) == 1 and "Weights & Biases stopped logging" in warnings[0]
+    assert [r["epoch"] for r in metrics.read_metrics(offline)] == [1, 2, 3]
+    logged = read_finished_run(offline_run_file(offline))
+    assert [h["global_step"] for h in logged["history"] if "losses/policy_loss" in h] == [100]
+
+
 def test_wandb_off_makes_no_wandb_files(tmp_path):
     writer = metrics.MetricsWriter(tmp_path, tensorboard=False, config=load_config("squared", {}))
     writer.write(_row(1, 100, 0.5, 0.1))
