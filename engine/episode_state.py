@@ -62,8 +62,9 @@ def restore(vecenv, lstm_state, saved: dict, device) -> tuple[tuple | None, str 
     they cannot be restored (a checkpoint without them, other envs or settings, another
     number of agents), (the current LSTM state, why not): episodes then start afresh."""
     vec, lstm = saved.get("vecenv"), saved.get("lstm_state")
-    if vec is None:
-        return lstm_state, "the checkpoint holds no env state (Gymnasium envs or an old one)"
+    if vec is None:  # a branch with a new seed says so (engine/branch.py)
+        return lstm_state, saved.get("episodes_afresh") or \
+            "the checkpoint holds no env state (Gymnasium envs or an old one)"
     if (lstm is None) != (lstm_state is None) or (
             lstm is not None and tuple(lstm[0].shape) != tuple(lstm_state[0].shape)):
         return lstm_state, "the checkpoint's recurrent state does not fit this policy/agents"

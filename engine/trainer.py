@@ -317,6 +317,9 @@ class Trainer:
         checked = apply(self.config, {spec.key: value})  # validates the whole config
         new_value = getattr(getattr(checked, spec.section), spec.name)
         if spec.key == "train.total_timesteps":  # the end moves: the schedules move with it
+            if new_value <= self.global_step:
+                raise ConfigError(f"train.total_timesteps {new_value:,} is not above the "
+                                  f"{self.global_step:,} steps done; to end the run now, stop it")
             self.schedule = budget_moved(self.schedule, self.config.train.total_timesteps,
                                          new_value, self.global_step)
         setattr(getattr(self.config, spec.section), spec.name, new_value)

@@ -49,6 +49,17 @@ observation as the policy sees it (an image observation, e.g. Atari's 84x84 fram
   trained, `b` or `escape` back; `|` lines mark hyperparameters changed live
 - `puffer-tui runs --compare A B ...` prints their config differences and final figures
 
+**Branching runs** (launcher)
+
+- the runs list shows each branched run under its parent (`└─`, with the steps it trained
+  from its branch point: `2.05k→8.19k`)
+- `b` on a run opens its branch form: the settings its latest checkpoint trained with; change
+  any (the budget must go above its steps), then `ctrl+s`: a new run from that checkpoint,
+  recording its parent (`puffer-tui train --from RUN[/CHECKPOINT]` on the command line).
+  Choosing an env leaves the form.
+- `ctrl+t` autotunes the selected env (about 30 s): the fastest vectorization layout on this
+  machine fills the [vec] fields
+
 **Enter, everywhere:** Enter confirms what has the focus. On a list it opens the highlighted
 entry (an env: start training it with the preset; a recent run: attach if it is training,
 else resume it). In a field it confirms that value: the editor sends it to the engine (which

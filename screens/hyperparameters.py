@@ -93,9 +93,9 @@ class HyperparameterScreen(Screen):
             for spec in self.specs:
                 if spec.live:
                     yield FieldRow(spec, values.get(spec.key, spec.default), self.key_width)
-            yield Label("Fixed for this run: set them when starting a new one "
-                        "(puffer-tui train ENV --section.name V); a resume can change only "
-                        "train.total_timesteps", classes="section")
+            yield Label("Fixed for this run: change them in a branch from its checkpoint "
+                        "(puffer-tui train --from RUN --section.name V, or b on the run in "
+                        "the launcher)", classes="section")
             for spec in self.specs:
                 if not spec.live:
                     yield Static(self._readonly_line(spec, values.get(spec.key, spec.default)),

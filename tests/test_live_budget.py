@@ -7,7 +7,7 @@ import io
 import pytest
 import torch
 
-from puffer_tui.engine.config import load_config
+from puffer_tui.engine.config import ConfigError, load_config
 from puffer_tui.engine.schedule import learning_rate, progress
 from puffer_tui.engine.trainer import Trainer
 
@@ -38,8 +38,9 @@ def test_a_live_budget_change_moves_the_end_and_the_lr_schedule_together():
         torch.save(trainer.state_dict(), buffer)
         buffer.seek(0)
         state = torch.load(buffer, weights_only=True)
-        trainer.set_hyperparameter("train.total_timesteps", trainer.global_step)
-        assert trainer.done  # the end moved to here: the engine finishes at this boundary
+        with pytest.raises(ConfigError, match="not above the .* steps done; to end the run"):
+            trainer.set_hyperparameter("train.total_timesteps", trainer.global_step)
+        assert trainer.config.train.total_timesteps == 40 * M and trainer.schedule == anchor
     # the run's config.toml still says 20M; its checkpoint carries the moved budget and anchor
     with _trainer(20 * M) as resumed:
         resumed.load_state_dict(state)
