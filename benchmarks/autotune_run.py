@@ -120,7 +120,11 @@ def _time_layouts(out: Outcome, env_spec, overrides, clock, available, progress)
             if short:
                 row.note = f"skipped: {short}"
                 continue
-            slot = clock.left(VEC_SHARE) / (len(out.rows) - i)
+            left = clock.left(VEC_SHARE)
+            if i and left < startup[row.layout.backend] + MIN_MEASURE:  # serial always runs
+                row.note = "skipped: no time left (raise --seconds)"
+                continue
+            slot = left / (len(out.rows) - i)
             timing = time_vec(config, max(MIN_MEASURE, slot - startup[row.layout.backend]))
         except Exception as e:  # one layout that fails must not end the whole tuning
             row.note = f"failed: {config_error_text(e)}"
