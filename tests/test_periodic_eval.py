@@ -7,6 +7,7 @@ import json
 
 import pytest
 import torch
+from engine_harness import make_run
 
 from puffer_tui.engine import checkpoint as ckpt
 from puffer_tui.engine import run_dir as rd
@@ -21,7 +22,6 @@ from puffer_tui.engine.periodic_eval import (
 )
 from puffer_tui.engine.process import main as engine_main
 from puffer_tui.engine.protocol import EVAL, EVAL_KEYS
-from tests.engine_harness import make_run
 
 STEPS_PER_EPOCH = 64 * 16  # engine_harness.TINY: 64 envs x horizon 16
 EPOCHS = 3
