@@ -174,6 +174,38 @@ def test_an_interrupted_evaluation_gives_no_numbers_and_restores_the_generators(
     assert not (tmp_path / "checkpoints" / BEST_SCORE).exists()
 
 
+def test_commands_are_applied_between_evaluation_steps(tmp_path):
+    """Every step of an evaluation is preceded by `interrupted()` (the engine's safe point:
+    a pause waits there, a stop or eval.interval 0 ends it); the evaluation after a late
+    answer of True gives no numbers."""
+    from puffer_tui.engine.config import load_config
+    from puffer_tui.engine.events import EventLog
+    from puffer_tui.engine.trainer import Trainer
+
+    config = load_config("squared", {"vec.num_envs": 8, "train.horizon": 8,
+                                     "train.minibatch_size": 16, "train.hidden_size": 16,
+                                     "train.torch_threads": 1, "eval.interval": 1,
+                                     "eval.num_envs": 1, "eval.episodes": 2})
+    calls = []
+
+    def interrupted():
+        calls.append(evaluation.evaluator.steps)
+        return len(calls) > 30
+
+    with Trainer(config) as trainer:
+        trainer.run_epoch()
+        evaluation = PeriodicEval(config, tmp_path, EventLog(tmp_path), interrupted)
+        try:
+            group = evaluation.run(trainer)
+        finally:
+            evaluation.close()
+    assert calls[:3] == [0, 1, 2]  # before each step
+    if group is None:
+        assert len(calls) == 31  # cut short on the 31st
+    else:
+        assert group["episodes"] == 2 and len(calls) == group["episode_length"] * 2
+
+
 def test_a_resumed_run_compares_with_the_best_it_kept(tmp_path):
     (tmp_path / "checkpoints").mkdir()
     (tmp_path / "checkpoints" / BEST_SCORE).write_text(json.dumps({"value": 0.75, "epoch": 3}))
