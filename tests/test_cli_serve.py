@@ -170,3 +170,13 @@ def _cmdline(process) -> list[str]:
         return process.cmdline()
     except psutil.Error:  # gone meanwhile
         return []
+
+
+def test_puffer_tui_serve_passes_the_args_after_double_dash(tmp_path, capsys):
+    from puffer_tui.app.cli import main
+
+    assert main(["serve", "--runs-dir", str(tmp_path), "--", "train", "squared",
+                 "--env.size", "9"]) == 2
+    assert "not 'train'" in capsys.readouterr().err
+    assert main(["serve", "--runs-dir", str(tmp_path), "--", "attach"]) == 2
+    assert f"no runs in {tmp_path}" in capsys.readouterr().err
