@@ -1,6 +1,7 @@
 """`puffer-tui autotune ENV`: the fastest way to step one env on this machine, within a budget.
 
-Three phases share `seconds` of wall time (start-ups included, so the whole run is bounded):
+Three phases share `seconds` of wall time (the start-ups of workers and trainers included, so
+the whole run is bounded; torch's import comes before):
 1. the serial layout of the env's configured envs: its step cost (µs per agent-step) and the
    memory each env adds;
 2. every other layout that fits the cores and memory, timed through the real vec env;
@@ -31,6 +32,8 @@ TRAINED = 3  # layouts timed in phase 3
 ROUNDS = 2  # training timings of each, taken in turn, so a drift in the load hits all alike
 SERIAL_MARGIN = 1.10  # another layout must be this much faster than serial to be chosen
 FIRST_STARTUP_GUESS = 1.0  # seconds to start workers, until one start-up was measured
+TRAINER_BUILD_GUESS = 1.5  # seconds to build a Trainer and close it (policy, buffers, first
+#                            learn's allocations), until one was measured
 
 
 @dataclass
@@ -82,6 +85,11 @@ def autotune(env_spec: str, overrides: dict, seconds: float, totals: list[int], 
              progress=lambda text="", advance=0, total=None: None) -> Outcome:
     """Measure every layout of `totals` envs; `progress(text, advance, total)` follows along
     (total: the number of steps, each layout timed and each training timing one)."""
+    # imported before the clock runs: torch, and torch._dynamo, which the first optimizer
+    # built imports (torch.optim's constructors are wrapped to disable it): 2-5 s here
+    import torch._dynamo  # noqa: F401
+
+    from puffer_tui.engine import trainer  # noqa: F401
     from puffer_tui.engine.memory_estimate import available_memory
 
     clock = _Clock(seconds)
@@ -163,7 +171,6 @@ def _time_training(out: Outcome, env_spec, overrides, clock, progress) -> None:
     import warnings
 
     from puffer_tui.benchmarks.train import measure
-    from puffer_tui.engine import trainer  # noqa: F401  (torch's import: not in a slot)
 
     budget = {**overrides, "train.total_timesteps": 10**12}  # never ends while measured
     plans = []
@@ -200,6 +207,8 @@ def _time_training(out: Outcome, env_spec, overrides, clock, progress) -> None:
         seconds = clock.left(1.0) / (len(todo) - i) - cost  # the counting ends with an epoch
         try:
             if seconds < MIN_MEASURE:
+                if not row.train_sps:
+                    row.note = "no time to train (raise --seconds)"
                 continue
             start = time.perf_counter()
             with warnings.catch_warnings():
@@ -220,7 +229,7 @@ def _first_cost(row: Row, batch: int) -> float:
     """Seconds a Trainer of `row` takes besides its counted time, guessed before any was
     measured: the vec start-up, a warm-up epoch, one epoch past the count, and its build
     (learning guessed to cost twice the collection)."""
-    return (row.startup or 0.0) + 2 * batch / (row.vec_sps / 3) + 0.5
+    return (row.startup or 0.0) + 2 * batch / (row.vec_sps / 3) + TRAINER_BUILD_GUESS
 
 
 def preset_text(out: Outcome, settings: dict) -> str:

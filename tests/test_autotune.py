@@ -9,7 +9,14 @@ import sys
 import pytest
 
 from puffer_tui.benchmarks.autotune_layouts import Layout, candidate_layouts
-from puffer_tui.benchmarks.autotune_run import Row, choose_best, training_candidates
+from puffer_tui.benchmarks.autotune_run import (
+    Outcome,
+    Row,
+    _Clock,
+    _time_training,
+    choose_best,
+    training_candidates,
+)
 
 
 def autotune(*argv, timeout=120):
@@ -58,6 +65,42 @@ def test_training_candidates_are_the_fastest_of_each_mode_serial_second():
     assert [r.vec_sps for r in training_candidates(rows)] == [99.0, 50.0, 40.0]
     rows[3].vec_sps = 60.0
     assert [r.vec_sps for r in training_candidates(rows)] == [99.0, 60.0, 50.0]
+
+
+def _time_training_with(monkeypatch, seconds):
+    """_time_training over three measured layouts of 64 squared envs, with `seconds` left and
+    a stand-in for the Trainer's timing (instant: workers train twice as fast as serial)."""
+    calls = []
+
+    def fake_measure(config, counted):
+        calls.append(f"{config.vec.backend} {config.vec.batch_size}")
+        sps = 1000.0 if config.vec.backend == "serial" else 2000.0
+        return {"sps": sps, "steps": int(sps * counted), "seconds": counted}
+
+    monkeypatch.setattr("puffer_tui.benchmarks.train.measure", fake_measure)
+    rows = [Row(Layout("serial", 64), 3e6, startup=0.01),
+            Row(Layout("multiprocessing", 64, 2, 0, True), 5e6, startup=0.3),
+            Row(Layout("multiprocessing", 64, 2, 32, True), 4e6, startup=0.3)]
+    out = Outcome("squared", 2, rows=rows)
+    _time_training(out, "squared", {"vec.num_envs": "64"}, _Clock(seconds),
+                   lambda *a, **k: None)
+    return out, calls
+
+
+def test_training_is_timed_in_rounds_taken_in_turn(monkeypatch):
+    out, calls = _time_training_with(monkeypatch, 30.0)
+    assert calls == ["multiprocessing 0", "serial 0", "multiprocessing 32"] * 2
+    assert [r.train_sps for r in out.rows] == pytest.approx([1000.0, 2000.0, 2000.0], rel=1e-2)
+    assert choose_best(out.rows) is out.rows[1]
+
+
+def test_short_of_time_training_drops_rounds_then_layouts_never_to_one(monkeypatch):
+    out, calls = _time_training_with(monkeypatch, 4.0)  # room for two first timings only
+    assert calls == ["multiprocessing 0", "serial 0"]
+    assert out.rows[2].train_sps is None and not out.notes
+    out, calls = _time_training_with(monkeypatch, 1.0)
+    assert calls == [] and "no time left to time training" in out.notes[0]
+    assert choose_best(out.rows) is out.rows[1]  # by vec rate then
 
 
 @pytest.mark.parametrize("argv, message", [
