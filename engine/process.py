@@ -162,7 +162,8 @@ class Engine(FaultHandling):
         if self.resume:
             self._restore()
         # the trainer's own config: W&B (train.wandb) attaches it and sees live changes to it
-        self.metrics = MetricsWriter(self.run_dir, config=self.trainer.config) \
+        self.metrics = MetricsWriter(self.run_dir, config=self.trainer.config,
+                                     warn=self.events.warning) \
             if self.world.is_main else None
         if self.world.is_main:
             self.evaluation = PeriodicEval(self.trainer.config, self.run_dir, self.events,
