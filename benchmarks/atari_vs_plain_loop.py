@@ -48,6 +48,7 @@ def atari_config(args):
     overrides.update({
         "vec.backend": "multiprocessing", "vec.num_workers": args.workers,
         "vec.num_envs": args.num_envs, "vec.batch_size": args.vec_batch,
+        "vec.inline": args.inline, "train.precision": args.precision,
         "train.horizon": args.horizon, "train.minibatch_size": args.minibatch,
         "train.update_epochs": args.update_epochs, "train.torch_threads": args.threads,
         "train.total_timesteps": 10**12, "train.anneal_lr": False,
@@ -209,6 +210,10 @@ def main(argv=None) -> dict:
     p.add_argument("--vec-batch", type=int, default=0,
                    help="our envs per recv() (0: all, synchronous; num_envs/2 overlaps "
                         "stepping with inference)")
+    p.add_argument("--inline", action="store_true",
+                   help="our trainer's process steps one block of envs itself (vec.inline)")
+    p.add_argument("--precision", choices=("float32", "bfloat16"), default="float32",
+                   help="our train.precision (the plain loop stays float32)")
     p.add_argument("--horizon", type=int, default=128)
     p.add_argument("--minibatch", type=int, default=256)
     p.add_argument("--update-epochs", type=int, default=4)
@@ -260,6 +265,8 @@ def main(argv=None) -> dict:
                 f"{args.update_epochs} epochs of {args.minibatch}-sample minibatches")
         print(f"{ENV_ID}, CNN, {args.num_envs} envs x {args.horizon} steps per batch, {work}, "
               f"{args.threads} torch thread(s), plain loop: {args.plain} vector env")
+        print(f"ours: {args.workers} workers, vec batch {args.vec_batch or args.num_envs}, "
+              f"inline {args.inline}, {args.precision}")
         for name in ("ours", "plain"):
             shown = ", ".join(f"{v:,.0f}" for v in runs[name])
             print(f"  {name:<6} median {result[name]:8,.0f} agent-steps/s  (rounds: {shown})")
