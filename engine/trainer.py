@@ -323,6 +323,8 @@ class Trainer:
             self.schedule = budget_moved(self.schedule, self.config.train.total_timesteps,
                                          new_value, self.global_step)
         setattr(getattr(self.config, spec.section), spec.name, new_value)
+        if spec.section == "eval":  # engine/periodic_eval.py reads them as one starts
+            return new_value, "from the next evaluation"
         return new_value, _APPLIES.get(spec.name, _APPLIES_DEFAULT)
 
     # -- checkpoints --------------------------------------------------------------------------

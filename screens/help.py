@@ -19,6 +19,7 @@ HELP = """\
 - `h` hyperparameter editor (live fields change while training)
 - `r` full-screen render of one environment; `[` `]` previous / next env
 - `l` plot the next loss curve
+- `v` replay the run's newest recording in the env panel (shown once one exists; any key stops)
 - `ctrl+p` command palette (every action above, by name)
 - `?` this help
 - `b` back to the launcher (once the run has finished or stopped)

@@ -14,7 +14,7 @@ FIRST = ("score", "eval/score", "episode_return", "episode_length")
 NEUTRAL = {"episode_length"}
 # Short names for the common fields: the panel is titled "episodes" already, and
 # "episode_return" / "episode_length" cut to one width would both read "episode".
-LABELS = {"episode_return": "return", "episode_length": "length", "eval/score": "eval score"}
+LABELS = {"episode_return": "return", "episode_length": "length", "eval/score": "eval"}
 
 
 def label(key: str, width: int) -> str:
