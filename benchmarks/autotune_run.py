@@ -1,7 +1,7 @@
 """`puffer-tui autotune ENV`: the fastest way to step one env on this machine, within a budget.
 
-Three phases share `seconds` of wall time (the start-ups of workers and trainers included, so
-the whole run is bounded; torch's import comes before):
+Three phases share `seconds` of wall time (the process's start, torch's import and the
+start-ups of workers and trainers included, so the whole run is bounded):
 1. the serial layout of the env's configured envs: its step cost (µs per agent-step) and the
    memory each env adds;
 2. every other layout that fits the cores and memory, timed through the real vec env;
@@ -82,17 +82,20 @@ class _Clock:
 
 
 def autotune(env_spec: str, overrides: dict, seconds: float, totals: list[int], cores: int,
-             progress=lambda text="", advance=0, total=None: None) -> Outcome:
-    """Measure every layout of `totals` envs; `progress(text, advance, total)` follows along
-    (total: the number of steps, each layout timed and each training timing one)."""
-    # imported before the clock runs: torch, and torch._dynamo, which the first optimizer
-    # built imports (torch.optim's constructors are wrapped to disable it): 2-5 s here
+             progress=lambda text="", advance=0, total=None: None, spent: float = 0.0) -> Outcome:
+    """Measure every layout of `totals` envs in `seconds` (of which `spent` are gone already:
+    the process's start); `progress(text, advance, total)` follows along (total: the number
+    of steps, each layout timed and each training timing one)."""
+    begun = time.perf_counter() - spent
+    # imported first, not inside a layout's slot: torch, and torch._dynamo, which the first
+    # optimizer built imports (torch.optim's constructors are wrapped to disable it): 2-5 s
     import torch._dynamo  # noqa: F401
 
     from puffer_tui.engine import trainer  # noqa: F401
     from puffer_tui.engine.memory_estimate import available_memory
 
-    clock = _Clock(seconds)
+    clock = _Clock(max(0.0, seconds - (time.perf_counter() - begun)))  # the phases share the rest
+
     out = Outcome(env_spec, cores)
     out.rows = [Row(layout) for layout in candidate_layouts(totals, cores)]
     available = available_memory()
@@ -100,7 +103,7 @@ def autotune(env_spec: str, overrides: dict, seconds: float, totals: list[int], 
     _time_layouts(out, env_spec, overrides, clock, available, progress)
     _time_training(out, env_spec, overrides, clock, progress)
     out.best = choose_best(out.rows)
-    out.seconds = time.perf_counter() - clock.start
+    out.seconds = time.perf_counter() - begun
     return out
 
 

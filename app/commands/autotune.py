@@ -68,7 +68,7 @@ def run(args) -> int:
     from puffer_tui.engine.vec.sizing import available_cores
 
     outcome = _with_progress(lambda progress: autotune(
-        args.env, overrides, args.seconds, totals, available_cores(), progress))
+        args.env, overrides, args.seconds, totals, available_cores(), progress, _spent()))
     if outcome.best is None:
         print_report(outcome, _console(sys.stderr))
         return _fail("no layout could be measured (see the notes above)")
@@ -88,6 +88,18 @@ def run(args) -> int:
         console.print(f"saved {outcome.best.layout.label} to {save}: "
                       f"puffer-tui train {args.env} --preset {save}")
     return 0
+
+
+def _spent() -> float:
+    """Seconds since this process started (the budget counts them), 0 if unknown."""
+    import time
+
+    try:
+        import psutil
+
+        return max(0.0, time.time() - psutil.Process().create_time())
+    except Exception:
+        return 0.0
 
 
 def _console(stream):
