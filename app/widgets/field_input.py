@@ -11,6 +11,7 @@ from textual.containers import Horizontal
 from textual.validation import ValidationResult, Validator
 from textual.widgets import Input, Label, Static
 
+from puffer_tui.app.widgets.ordered_input import OrderedInput
 from puffer_tui.engine.config import ConfigError, FieldSpec
 
 VALUE_WIDTH = 12  # the value column, editable or not
@@ -68,8 +69,9 @@ class FieldInput(Horizontal):
         name = Label(self.label, classes="name")
         name.styles.width = self.label_width
         yield name
-        yield Input(self.initial_text, id=self.input_id, compact=True,
-                    validators=[self.validator], validate_on=("changed", "submitted"))
+        # Ordered: backspaces and digits that arrive in one burst apply in the order typed.
+        yield OrderedInput(self.initial_text, id=self.input_id, compact=True,
+                           validators=[self.validator], validate_on=("changed", "submitted"))
         yield Static(self.about, classes="about")
 
     @property

@@ -1,0 +1,34 @@
+"""An Input whose editing keys keep their place among the characters typed around them.
+
+Textual's Input inserts a typed character as soon as its Key event reaches the input, but a
+bound key (backspace, delete, arrows, home/end, enter) runs only after its event has bubbled
+up to the app, through the message queue of every ancestor. Keys that arrive together (a
+terminal read of several bytes: tmux send-keys, a paste without bracketing, a fast typist on
+an app busy with telemetry) then apply out of order: backspaces pressed before `500000` land
+after it and eat its zeros. Here the input runs its own bindings where the character would
+be inserted, so every key applies in the order it was pressed (Textual issue #6605).
+"""
+
+from __future__ import annotations
+
+from textual import events
+from textual.widgets import Input
+
+
+class OrderedInput(Input):
+    async def _on_key(self, event: events.Key) -> None:
+        # Input._on_key runs after this one (the MRO) and inserts printable characters.
+        if not event.is_printable and await self._run_own_binding(event.key):
+            event.stop()  # done: it must not run a second time when it reaches the app
+
+    async def _run_own_binding(self, key: str) -> bool:
+        """Run this input's binding for `key` as the app would once the event reached it:
+        the focused widget's bindings come first in the chain (the keymap applied), and
+        priority bindings have already been checked before the key was forwarded here."""
+        chain = self.screen._modal_binding_chain
+        if not chain or chain[0][0] is not self:
+            return False  # not the focused input: the app resolves the key as usual
+        for binding in chain[0][1].key_to_bindings.get(key, ()):
+            if not binding.priority and await self.app.run_action(binding.action, self):
+                return True
+        return False
