@@ -22,6 +22,7 @@ from textual.suggester import Suggester
 from textual.widgets import Button, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from puffer_tui.app.widgets.ordered_input import OrderedInput
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
 from puffer_tui.app.widgets.runs_list import (
     SWEEP_OPTION,
@@ -129,8 +130,8 @@ class LauncherScreen(Screen):
             with Vertical(id="left"):
                 yield OptionList(id="envs")
                 with Vertical(id="spec-box"):
-                    yield Input(placeholder="gym:ID or module:fn", id="spec", compact=True,
-                                suggester=self._suggester)
+                    yield OrderedInput(placeholder="gym:ID or module:fn", id="spec", compact=True,
+                                       suggester=self._suggester)
                 yield RunsList(id="runs")
             with Vertical(id="right"):
                 with Horizontal(id="start-row"):

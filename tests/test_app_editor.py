@@ -38,7 +38,7 @@ async def test_editor_columns_line_up_and_fixed_fields_say_how_to_change_them():
         await pilot.pause(0.3)
         text = screen_text(app)
         assert "resume with overrides" not in text
-        assert "new one" in text and "puffer-tui train ENV" in text
+        assert "in a branch" in text and "puffer-tui train --from RUN" in text
         live = next(line for line in text.splitlines() if "train.learning_rate" in line)
         fixed = next(line for line in text.splitlines() if "train.hidden_size" in line)
         assert re.search(r"\b0\.015\b", live) and re.search(r"\b128\b", fixed)
