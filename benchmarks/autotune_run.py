@@ -7,7 +7,8 @@ start-ups of workers and trainers included, so the whole run is bounded):
 2. every other layout that fits the cores and memory, timed through the real vec env;
 3. a short `bench train`-like timing (the real Trainer: inference, learning and all) of the
    best few layouts, always with serial among them, in two rounds taken in turn when time
-   allows: the number training feels.
+   allows, each layout's rate the 75th percentile of its epochs' (a busy machine's bursts of
+   load slow some epochs): the number training feels.
 The best is the fastest in phase 3 (phase 2 when no layout could be trained in time), or
 serial when nothing beats it by 10%.
 """
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from puffer_tui.benchmarks.autotune_layouts import (
     Layout,
@@ -30,6 +33,8 @@ VEC_SHARE = 0.45  # of the budget, for phases 1 and 2; phase 3 gets the rest
 MIN_MEASURE = 0.1  # seconds: the least a layout is counted, however small the budget
 TRAINED = 3  # layouts timed in phase 3
 ROUNDS = 2  # training timings of each, taken in turn, so a drift in the load hits all alike
+TRAIN_PERCENTILE = 75  # of a layout's epoch rates: what it does when others' load lets it
+#                        (bursts of load elsewhere slow some epochs; one lucky one is no rate)
 SERIAL_MARGIN = 1.10  # another layout must be this much faster than serial to be chosen
 FIRST_STARTUP_GUESS = 1.0  # seconds to start workers, until one start-up was measured
 TRAINER_BUILD_GUESS = 1.5  # seconds to build a Trainer and close it (policy, buffers, first
@@ -173,8 +178,6 @@ def training_candidates(rows: list[Row], count: int = TRAINED) -> list[Row]:
 def _time_training(out: Outcome, env_spec, overrides, clock, progress) -> None:
     import warnings
 
-    from puffer_tui.benchmarks.train import measure
-
     budget = {**overrides, "train.total_timesteps": 10**12}  # never ends while measured
     plans = []
     for row in training_candidates(out.rows):
@@ -199,7 +202,7 @@ def _time_training(out: Outcome, env_spec, overrides, clock, progress) -> None:
                          "(raise --seconds)")
         return
     progress(total=len(out.rows) + len(plans) * rounds)
-    counted = {id(row): [0, 0.0] for row, _, _ in plans}  # steps, seconds over the rounds
+    rates: dict[int, list[float]] = {id(row): [] for row, _, _ in plans}  # epochs' rates
     overhead: dict[str, float] = {}  # a Trainer's build, warm-up and close, by backend
     todo = [plan for _ in range(rounds) for plan in plans]  # in turn: A B C A B C
     for i, (row, config, batch) in enumerate(todo):
@@ -216,16 +219,31 @@ def _time_training(out: Outcome, env_spec, overrides, clock, progress) -> None:
             start = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # workers > cores, on purpose
-                result = measure(config, seconds)
-            overhead[row.layout.backend] = time.perf_counter() - start - result["seconds"]
-            total = counted[id(row)]
-            total[0] += result["steps"]
-            total[1] += result["seconds"]
-            row.train_sps = total[0] / total[1]
+                epoch_rates, counted = _train_epochs(config, seconds)
+            overhead[row.layout.backend] = time.perf_counter() - start - counted
+            rates[id(row)] += epoch_rates
+            row.train_sps = float(np.percentile(rates[id(row)], TRAIN_PERCENTILE))
         except Exception as e:
             row.note = f"training failed: {config_error_text(e)}"
         finally:
             progress("", advance=1)
+
+
+def _train_epochs(config, seconds: float) -> tuple[list[float], float]:
+    """(agent-steps/s of each epoch, seconds counted) of the real Trainer of `config`, after
+    a warm-up epoch, until `seconds` are counted (at least one epoch)."""
+    from puffer_tui.engine.trainer import Trainer
+
+    rates, counted = [], 0.0
+    with Trainer(config) as trainer:
+        trainer.run_epoch()  # allocation and warm-up: not counted
+        while counted < seconds:
+            step, start = trainer.global_step, time.perf_counter()
+            trainer.run_epoch()
+            took = time.perf_counter() - start
+            rates.append((trainer.global_step - step) / took)
+            counted += took
+    return rates, counted
 
 
 def _first_cost(row: Row, batch: int) -> float:
