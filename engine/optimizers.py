@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import torch
 
+from puffer_tui.engine.config import ConfigError
+
 _HEADS = ("actor.", "critic.")
 
 
@@ -69,6 +71,14 @@ class MuonWithAdam:
         self.muon.load_state_dict(state["muon"])
 
 
+def check_available(train) -> None:
+    """ConfigError naming the fix when this torch lacks the optimizer `train` asks for (cheap:
+    preflight can call it before a run dir exists)."""
+    if train.optimizer == "muon" and not hasattr(torch.optim, "Muon"):
+        raise ConfigError(f"train.optimizer muon needs torch.optim.Muon (torch >= 2.9), this is "
+                          f"torch {torch.__version__}; upgrade torch or use train.optimizer adam")
+
+
 def make_optimizer(policy: torch.nn.Module, train, device: torch.device | None = None):
     """The optimizer `train.optimizer` names, over `policy`'s parameters."""
     device = device or next(policy.parameters()).device
@@ -76,6 +86,7 @@ def make_optimizer(policy: torch.nn.Module, train, device: torch.device | None =
         return _adam(policy.parameters(), train, device)
     if train.optimizer != "muon":
         raise ValueError(f"train.optimizer must be adam or muon, got {train.optimizer!r}")
+    check_available(train)
     muon_names = set(muon_parameter_names(policy))
     named = list(policy.named_parameters())
     matrices = [p for n, p in named if n in muon_names]

@@ -129,3 +129,15 @@ def test_the_heads_are_one_matrix_product_with_the_heads_own_weights():
         assert ops.count == 1
         torch.testing.assert_close(params, policy.actor(hidden))
         torch.testing.assert_close(values, policy.critic(hidden).squeeze(-1))
+
+
+def test_muon_without_torch_optim_muon_is_a_config_error_naming_the_fix(monkeypatch):
+    from puffer_tui.engine.config import ConfigError
+    from puffer_tui.engine.optimizers import check_available
+
+    train = load_config("squared", {**SMALL, "train.optimizer": "muon"}).train
+    monkeypatch.delattr(torch.optim, "Muon")
+    with pytest.raises(ConfigError, match="torch >= 2.9.*train.optimizer adam"):
+        check_available(train)
+    with pytest.raises(ConfigError, match="torch.optim.Muon"):
+        make_optimizer(torch.nn.Linear(2, 2), train)
