@@ -80,5 +80,10 @@ def check_start(config: Config) -> None:
     check_device(config)
     from puffer_tui.engine.wandb_tracker import check_wandb
 
+    if config.train.optimizer != "adam":  # (imports torch: only when it matters)
+        from puffer_tui.engine.optimizers import check_available
+
+        check_available(config.train)  # muon needs torch.optim.Muon (torch >= 2.9)
+
     check_wandb(config)  # train.wandb without the package: `pip install "puffer-tui[wandb]"`
     check_memory(config)  # sizes that cannot fit: refused before the run dir exists
