@@ -303,5 +303,7 @@ def print_report(out: Outcome, console) -> None:
                       f"{r.vec_sps / serial:.2f}" if r.vec_sps and serial else "-",
                       f"{r.train_sps:,.0f}" if r.train_sps else "-", note)
     console.print(table)
+    console.print("vec: the vec env stepped alone (best of a few windows); training: the real "
+                  f"Trainer (the {TRAIN_PERCENTILE}th percentile of its epochs' rates)")
     for note in out.notes:
         console.print(note)
