@@ -139,6 +139,7 @@ def test_short_of_time_training_drops_rounds_then_layouts_never_to_one(monkeypat
     (["squared", "--seconds", "0"], "--seconds"),
     (["squared", "--save", "/nonexistent-dir/p.toml"], "does not exist"),
     (["squared", "--num-envs", "8,x"], "--num-envs"),
+    (["squared", "--num-envs", "8,1024"], "--num-envs 8: train.minibatch_size"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, message):
     result = autotune(*argv)
