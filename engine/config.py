@@ -139,6 +139,8 @@ class EvalConfig:
                            "RUN_DIR/recordings/ (0: never)", 0, 10**9, live=True)
     record_format: str = _f("gif", "format of periodic recordings", choices=("gif", "mp4"))
     record_scale: int = _f(4, "pixels per tile of native envs in recordings", 1, 64)
+    env_overrides: str = _f("", "env settings of the evaluation envs only, as a TOML inline "
+                            "table, e.g. {max_steps = 1000} (empty: the run's own)")
 
 
 # The sections held as dataclasses (env is a plain dict: its fields belong to the env class).
@@ -339,26 +341,11 @@ def _empty_sections() -> dict:
 
 
 def _validated(data: dict) -> Config:
-    from puffer_tui.engine.native.settings import resolve_settings
-    from puffer_tui.envs.env_spec import EnvSpecError
-
     env_name = data["env_name"]
     if not isinstance(env_name, str) or not env_name:
         raise ConfigError(f"env_name must be an env spec (e.g. squared, gym:CartPole-v1), "
                           f"got {env_name!r}")
-    cls = _env_class(env_name)
-    try:
-        # Keep what was given (defaults filled in), not derived values such as an automatic
-        # max_ticks, so that a later override of the setting it derives from still applies.
-        if hasattr(cls, "check_settings"):  # a Python env: the given kwargs, typed
-            env = cls.check_settings(dict(data["env"]))
-        else:
-            env = resolve_settings(env_name, cls.settings_schema, dict(data["env"]))
-        cls.resolve(dict(env))
-    except EnvSpecError as e:  # says which spec already
-        raise ConfigError(str(e)) from None
-    except ValueError as e:
-        raise ConfigError(f"env: {e}") from None
+    env = _checked_env(env_name, dict(data["env"]))
     parent = data.get("parent", "")
     if not isinstance(parent, str):
         raise ConfigError(f"parent must be the path of a checkpoint, got {parent!r}")
@@ -374,7 +361,46 @@ def _validated(data: dict) -> Config:
         sections[name] = cls_(**{k: specs[k].coerce(v) for k, v in given.items()})
     config = Config(env_name, env, **sections, parent=parent)
     _check_consistency(config)
+    if config.eval.env_overrides:
+        _checked_env(env_name, eval_env_settings(config), "eval.env_overrides")
     return config
+
+
+def _checked_env(env_name: str, given: dict, source: str = "env") -> dict:
+    """The env settings typed and checked by the env's class (ConfigError naming `source`)."""
+    from puffer_tui.engine.native.settings import resolve_settings
+    from puffer_tui.envs.env_spec import EnvSpecError
+
+    cls = _env_class(env_name)
+    try:
+        # Keep what was given (defaults filled in), not derived values such as an automatic
+        # max_ticks, so that a later override of the setting it derives from still applies.
+        if hasattr(cls, "check_settings"):  # a Python env: the given kwargs, typed
+            env = cls.check_settings(dict(given))
+        else:
+            env = resolve_settings(env_name, cls.settings_schema, dict(given))
+        cls.resolve(dict(env))
+    except EnvSpecError as e:  # says which spec already
+        raise ConfigError(str(e) if source == "env" else f"{source}: {e}") from None
+    except ValueError as e:
+        raise ConfigError(f"{source}: {e}") from None
+    return env
+
+
+def eval_env_settings(config: Config) -> dict:
+    """The evaluation envs' settings: the run's, with eval.env_overrides on top."""
+    text = config.eval.env_overrides.strip()
+    if not text:
+        return dict(config.env)
+    try:
+        overrides = tomllib.loads(f"v = {text}")["v"]
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"eval.env_overrides: {text!r} is not a TOML inline table such as "
+                          f"{{max_steps = 1000}} ({e})") from None
+    if not isinstance(overrides, dict):
+        raise ConfigError(f"eval.env_overrides: {text!r} is not a TOML inline table such as "
+                          f"{{max_steps = 1000}}")
+    return {**config.env, **overrides}
 
 
 def _check_consistency(c: Config) -> None:

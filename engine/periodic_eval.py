@@ -26,6 +26,7 @@ which applies queued commands (a pause waits there) and says whether to give up:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import json
@@ -110,11 +111,15 @@ class PeriodicEval:
         return group
 
     def _evaluator(self, policy):
+        from puffer_tui.engine.config import eval_env_settings
         from puffer_tui.engine.evaluate import Evaluator
 
         if self.evaluator is None:
             settings = self.config.eval
-            self.evaluator = Evaluator(policy, self.config, None, settings.num_envs,
+            # its own envs: the run's settings with eval.env_overrides on top (same spaces,
+            # checked before the run started: engine/preflight.py)
+            config = dataclasses.replace(self.config, env=eval_env_settings(self.config))
+            self.evaluator = Evaluator(policy, config, None, settings.num_envs,
                                        eval_seed(self.config.train.seed, 0), settings.deterministic,
                                        settings.episodes)
         self.evaluator.policy = policy

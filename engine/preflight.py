@@ -9,7 +9,7 @@ torch cannot see, and sizes that cannot fit in memory.
 
 from __future__ import annotations
 
-from puffer_tui.engine.config import Config, ConfigError
+from puffer_tui.engine.config import Config, ConfigError, eval_env_settings
 
 
 def check_device(config: Config) -> None:
@@ -32,14 +32,28 @@ def check_device(config: Config) -> None:
 
 def check_env(config: Config):
     """The env's layout (for a Python env, one env is built to learn its spaces), or
-    ConfigError with the reason it cannot be built and the fix."""
+    ConfigError with the reason it cannot be built and the fix. Evaluation envs with their
+    own settings (eval.env_overrides) must give the policy the same spaces."""
     from puffer_tui.envs import env_class
 
     try:
         cls = env_class(config.env_name)
-        return cls.layout(cls.resolve(dict(config.env)))
+        layout = cls.layout(cls.resolve(dict(config.env)))
+        if config.eval.env_overrides:
+            evaluated = cls.layout(cls.resolve(eval_env_settings(config)))
+            if _spaces(evaluated) != _spaces(layout):
+                raise ConfigError(
+                    f"eval.env_overrides {config.eval.env_overrides} changes what the policy "
+                    f"sees or does ({_spaces(layout)} -> {_spaces(evaluated)}); evaluate "
+                    "with settings that keep the observation and action spaces")
+        return layout
     except (KeyError, ValueError) as e:
         raise ConfigError(str(e)) from None
+
+
+def _spaces(layout) -> str:
+    return (f"{layout.observation_space} / {layout.action_space}, "
+            f"{layout.agents_per_env} agent(s) per env")
 
 
 def check_batch(config: Config, agents_per_env: int) -> None:

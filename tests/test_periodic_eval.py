@@ -252,3 +252,25 @@ def test_the_evaluator_samples_from_its_own_stream_and_restarts_alike():
         finally:
             again.close()
         assert torch.equal(torch.get_rng_state(), before)
+
+
+def test_the_evaluation_envs_take_their_own_settings(tmp_path):
+    run = _run(tmp_path, **{"eval.interval": 1, "eval.episodes": 4, "eval.num_envs": 2,
+                            "eval.env_overrides": "{max_ticks = 3}"})
+    groups = [_eval_group(row) for row in read_metrics(run)]
+    assert len(groups) == EPOCHS
+    assert all(0 < group["episode_length"] <= 3 for group in groups), groups
+    assert load(run / rd.CONFIG_FILE).env.get("max_ticks") != 3  # training kept its own
+
+
+@pytest.mark.parametrize("text, message", [
+    ("max_ticks = 3", "not a TOML inline table"),
+    ("{max_ticks = -2}", "eval.env_overrides"),
+    ("{size = 9}", "changes what the policy sees"),
+])
+def test_evaluation_settings_that_cannot_work_are_refused_before_the_run(text, message):
+    from puffer_tui.engine.config import ConfigError, load_config
+    from puffer_tui.engine.preflight import check_start
+
+    with pytest.raises(ConfigError, match=message):
+        check_start(load_config("squared", {"eval.env_overrides": text}))
