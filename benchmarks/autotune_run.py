@@ -112,6 +112,18 @@ def autotune(env_spec: str, overrides: dict, seconds: float, totals: list[int], 
     return out
 
 
+def check_totals(env_spec: str, overrides: dict, totals: list[int]) -> None:
+    """ConfigError naming the first total of envs these settings cannot train with (e.g. a
+    batch smaller than the minibatch), before anything is measured."""
+    from puffer_tui.engine.config import ConfigError
+
+    for total in totals:
+        try:
+            layout_config(env_spec, overrides, Layout("serial", total))
+        except ConfigError as e:
+            raise ConfigError(f"--num-envs {total}: {e}") from None
+
+
 def choose_best(rows: list[Row]) -> Row | None:
     """The fastest in training (in stepping when none was trained), but serial unless the
     other beats it by SERIAL_MARGIN: fewer processes, and a lead within the noise is none."""

@@ -64,13 +64,13 @@ def run(args) -> int:
         totals = _totals(args.num_envs, config.vec.num_envs)
     except (ConfigError, ValueError) as e:
         return _fail(str(e))
-    from puffer_tui.benchmarks.autotune_layouts import Layout, layout_config
+    from puffer_tui.benchmarks.autotune_run import check_totals
 
-    for total in totals if args.num_envs else []:  # each total must hold these settings
-        try:
-            layout_config(args.env, overrides, Layout("serial", total))
-        except ConfigError as e:
-            return _fail(f"--num-envs {total}: {e}")
+    try:
+        if args.num_envs:
+            check_totals(args.env, overrides, totals)
+    except ConfigError as e:
+        return _fail(str(e))
     from puffer_tui.benchmarks.autotune_run import autotune, preset_text, print_report
     from puffer_tui.engine.vec.sizing import available_cores
 
