@@ -65,3 +65,25 @@ async def test_the_best_layout_fills_the_vec_fields():
         assert form.overrides() == {"vec.backend": "multiprocessing", "vec.num_workers": "4",
                                     "vec.batch_size": "512", "vec.zero_copy": "false"}
         load_config("squared", form.overrides())  # what Start would check: a valid config
+
+
+async def test_ctrl_t_in_the_launcher_autotunes_the_selected_env(tmp_path, monkeypatch):
+    from test_app_engine import until
+
+    from puffer_tui.app.app import PufferApp
+    from puffer_tui.app.widgets.override_form import OverrideRow
+    from puffer_tui.screens import launcher_autotune
+
+    monkeypatch.setattr(launcher_autotune, "AUTOTUNE_SECONDS", 3)
+    app = PufferApp(runs_root=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await until(pilot, lambda: app.screen.query(OverrideForm), "the preset form")
+        for key, text in (("vec.num_envs", "64"), ("train.torch_threads", "1")):
+            row = next(r for r in app.screen.query(OverrideRow) if r.spec.key == key)
+            row.query_one("Input").value = text
+        await pilot.press("ctrl+t")
+        messages = lambda: [str(n.message) for n in app._notifications]  # noqa: E731
+        await until(pilot, lambda: any("squared: best" in m for m in messages()),
+                    "the autotune outcome", timeout=90)
+        overrides = app.screen.query_one(OverrideForm).overrides()
+        assert overrides["vec.num_envs"] == "64"  # the total it was given, kept
