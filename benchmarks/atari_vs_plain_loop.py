@@ -66,6 +66,7 @@ class Ours:
         return self.trainer.worker_pids
 
     def batch(self) -> int:
+        torch.set_num_threads(self.trainer._threads[0])  # the plain loop's rounds set theirs
         before = self.trainer.global_step
         self.trainer.run_epoch()
         return self.trainer.global_step - before
@@ -218,7 +219,9 @@ def main(argv=None) -> dict:
     p.add_argument("--minibatch", type=int, default=256)
     p.add_argument("--update-epochs", type=int, default=4)
     p.add_argument("--threads", type=int, default=1,
-                   help="torch threads, both sides (1 on a shared 2-core box)")
+                   help="torch threads, both sides (1 on a shared 2-core box; 0: ours picks "
+                        "its own, train.torch_threads 0, the plain loop torch's default of one "
+                        "per core)")
     p.add_argument("--plain", choices=("sync", "async"), default="sync",
                    help="Gymnasium vector env of the plain loop")
     p.add_argument("--collect-only", action="store_true",
@@ -231,8 +234,16 @@ def main(argv=None) -> dict:
     torch.manual_seed(config.train.seed)
     ours, plain = Ours(config), None
     try:
-        torch.set_num_threads(args.threads)  # the Trainer set it for itself; the same here
+        plain_threads = args.threads or os.cpu_count() or 1
+        torch.set_num_threads(plain_threads)  # the Trainer set it for itself; the same here
         plain = PlainLoop(config, args.plain)
+        plain_batch = plain.batch
+
+        def plain_round(*a, **k):
+            torch.set_num_threads(plain_threads)
+            return plain_batch(*a, **k)
+
+        plain.batch = plain_round
         if args.collect_only:
             ours.close()
             ours = OursCollect(config, plain.policy)

@@ -53,7 +53,9 @@ class Learner:
         self.train_forward = train_forward or policy.forward_sequence
         self.precision = precision
 
-    def _autocast(self, device: torch.device):
+    def autocast(self, device: torch.device):
+        """The precision's context for the policy's forward passes (the trainer's collection
+        uses it too, so that the log-probs a minibatch compares were computed alike)."""
         if self.precision == "float32":
             return contextlib.nullcontext()
         return torch.autocast(device.type, dtype=torch.bfloat16)
@@ -103,7 +105,7 @@ class Learner:
 
             mb_obs = data["observations"][idx]
             state = (data["state_h"][idx], data["state_c"][idx]) if recurrent else None
-            with self._autocast(device):
+            with self.autocast(device):
                 params, new_value = self.train_forward(mb_obs, state, starts[idx])
             params, new_value = params.float(), new_value.float()  # no-ops in float32
             flat_actions = data["actions"][idx].reshape(mb_segments * horizon, -1)

@@ -28,6 +28,7 @@ Data flow of one step: recv() -> policy forward (inference mode) -> store in the
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import os  # noqa: F401 - tests patch trainer.os (auto_threads lives in trainer_setup)
 import random
@@ -77,7 +78,10 @@ class Trainer:
         self.schedule = START  # anchor of the lr / beta schedules (engine/schedule.py)
         train = config.train
         self.device = resolve_device(train.device)
-        torch.set_num_threads(train.torch_threads or auto_threads(config))
+        # (collection, learning): the env workers' cores are the learner's while they wait
+        self._threads = (train.torch_threads or auto_threads(config),
+                         train.torch_threads or auto_threads(config, phase="learn"))
+        torch.set_num_threads(self._threads[0])
         self._seed = self.world.seed(train.seed)  # differs per rank
         _seed_all(self._seed)
 
@@ -185,7 +189,7 @@ class Trainer:
         check_together(self.world, health.check_batch, data, self.num_agents)
         steps = self.world.sum(local_steps)
         self.global_step = self._epoch_start_step + steps  # the steps of all ranks
-        with self.timing.section("learn"):
+        with self.timing.section("learn"), self._learning_threads():
             stats = self.learner.update(data, lambda: self.config.train, self.global_step,
                                         self._safe_point, self.schedule)
         check_together(self.world, health.check_update, stats, self.policy)
@@ -205,6 +209,17 @@ class Trainer:
         self.progress = {"global_step": self.global_step, "epoch": self.epoch,
                          "sps": row["sps"], "uptime": self.uptime, "metrics": row}
         return row
+
+    @contextlib.contextmanager
+    def _learning_threads(self):
+        collect, learn = self._threads
+        if learn != collect:
+            torch.set_num_threads(learn)
+        try:
+            yield
+        finally:
+            if learn != collect:
+                torch.set_num_threads(collect)
 
     def _safe_point(self, between_steps: bool = False) -> None:
         if self.safe_point is None:
@@ -244,7 +259,8 @@ class Trainer:
                 else:
                     obs_t, starts = torch.from_numpy(obs), torch.from_numpy(starts_np)
                 rows = None if every_row else torch.as_tensor(env_ids, device=self.device)
-            with timing.section("forward"), torch.inference_mode():
+            with timing.section("forward"), torch.inference_mode(), \
+                    self.learner.autocast(self.device):
                 state = self.lstm_state
                 if state is not None and rows is not None:
                     state = (state[0][rows], state[1][rows])
@@ -252,6 +268,9 @@ class Trainer:
                 if state is not None:
                     state = policy.reset_state(state, starts)
                 params, values, new_state = self._step_fn(obs_t, state, None)
+                params, values = params.float(), values.float()  # no-ops in float32
+                if new_state is not None:
+                    new_state = (new_state[0].float(), new_state[1].float())
                 actions, logprobs = policy.actor.sample(params)
                 env_actions = policy.actor.to_env(actions)
             with timing.section("copy"):

@@ -19,12 +19,14 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def auto_threads(config: Config) -> int:
+def auto_threads(config: Config, phase: str = "collect") -> int:
     """Torch threads for `train.torch_threads = 0`: the cores this process may use, less the
     cores env workers take, less the load other processes put on the machine right now
     (1-minute load average). Oversubscribing is far worse than idling a core: each parallel
     op then waits for a descheduled thread (measured on a busy 2-core box: 2 threads train
-    3-5x slower than 1)."""
+    3-5x slower than 1). For the "learn" phase the workers' cores count as free: they wait
+    for the next actions while the learner updates (a CNN update on 2 threads instead of 1:
+    1.6x faster on the dev box)."""
     # learner ranks on this machine (torchrun) share its cores
     cores = max(1, available_cores() // int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
     workers = config.vec.num_workers if config.vec.backend in ("multiprocessing", "ray") else 0
@@ -32,6 +34,8 @@ def auto_threads(config: Config) -> int:
         busy = os.getloadavg()[0]
     except (AttributeError, OSError):
         busy = 0.0
+    if phase == "learn":
+        return max(1, cores - int(busy))
     free = cores - workers - int(busy)
     return max(1, min(cores - workers, free))
 

@@ -29,3 +29,27 @@ def test_auto_threads_counts_the_cores_this_process_may_use(monkeypatch):
     config = load_config("squared", {"vec.backend": "multiprocessing", "vec.num_workers": 2,
                                      "vec.num_envs": 2})
     assert trainer.auto_threads(config) == 4  # 6 cores less the 2 env workers
+    assert trainer.auto_threads(config, phase="learn") == 6  # the workers wait meanwhile
+    monkeypatch.setattr(trainer.os, "getloadavg", lambda: (2.5, 0.0, 0.0))
+    assert trainer.auto_threads(config, phase="learn") == 4  # others' load still counts
+
+
+def test_the_learner_takes_the_idle_workers_cores_and_collection_gets_them_back(monkeypatch):
+    import torch
+
+    from puffer_tui.engine import trainer_setup
+
+    monkeypatch.setattr(trainer_setup, "available_cores", lambda: 3)
+    monkeypatch.setattr(trainer.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    before = torch.get_num_threads()
+    config = load_config("squared", {"vec.backend": "multiprocessing", "vec.num_workers": 2,
+                                     "vec.num_envs": 8, "train.horizon": 8,
+                                     "train.minibatch_size": 16, "train.hidden_size": 16})
+    seen = []
+    with trainer.Trainer(config) as t:
+        update = t.learner.update
+        monkeypatch.setattr(t.learner, "update",
+                            lambda *a, **k: (seen.append(torch.get_num_threads()), update(*a, **k))[1])
+        t.run_epoch()
+        assert seen == [3] and torch.get_num_threads() == 1  # 3 cores less 2 workers
+    torch.set_num_threads(before)

@@ -103,10 +103,25 @@ def test_bfloat16_autocasts_the_training_forward_and_trains_finite():
         for _ in range(3):
             row = trainer.run_epoch()
         hook.remove()
-        assert seen and set(seen) == {torch.bfloat16}  # the learner's forwards only
+        assert seen and set(seen) == {torch.bfloat16}  # the learner's forwards
         assert all(math.isfinite(v) for v in row[LOSSES].values()), row[LOSSES]
         assert trainer.policy.hidden.weight.dtype == torch.float32
         assert not torch.equal(before, trainer.policy.hidden.weight)
+
+
+@pytest.mark.parametrize("precision, dtype", [("bfloat16", torch.bfloat16),
+                                              ("float32", torch.float32)])
+def test_collection_infers_in_the_learners_precision(precision, dtype):
+    """The log-probs stored at collection and those the learner recomputes come from forwards
+    in the same precision (else the first ratio of an update is precision noise, not 1)."""
+    with _trainer(**{"train.precision": precision}) as trainer:
+        seen = []
+        hook = trainer.policy.hidden.register_forward_hook(
+            lambda _m, _i, out: seen.append(out.dtype) if not torch.is_grad_enabled() else None)
+        trainer.run_epoch()
+        hook.remove()
+        assert seen and set(seen) == {dtype}
+        assert trainer.buffer.logprobs.dtype == torch.float32
 
 
 class _CountMatmuls(TorchDispatchMode):
