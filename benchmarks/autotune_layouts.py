@@ -27,6 +27,7 @@ class Layout:
     num_workers: int = 1
     batch_size: int = 0  # 0: num_envs (synchronous)
     zero_copy: bool = True
+    inline: bool = False  # the trainer's process steps worker 0's block (vec.inline)
 
     @property
     def overlapped(self) -> bool:
@@ -42,19 +43,21 @@ class Layout:
         mode = "sync"
         if self.overlapped:
             mode = "overlap" + ("" if self.zero_copy else " gather")
-        return f"{self.num_workers} x {per_worker} {mode}"
+        return f"{self.num_workers} x {per_worker} {mode}" + (" inline" if self.inline else "")
 
     def vec_settings(self) -> dict:
         """The [vec] values of this layout, as a preset or `--vec.*` flags would give them."""
         return {"backend": self.backend, "num_envs": self.num_envs,
                 "num_workers": self.num_workers, "batch_size": self.batch_size,
-                "zero_copy": self.zero_copy}
+                "zero_copy": self.zero_copy, "inline": self.inline}
 
 
 def candidate_layouts(totals: list[int], cores: int) -> list[Layout]:
     """Serial, then multiprocessing with 2..2*cores workers (as many as divide the envs),
     each synchronous and, with an even number of workers, overlapped with and without
-    zero-copy. More workers than cores can pay when one half of them waits on the policy."""
+    zero-copy. More workers than cores can pay when one half of them waits on the policy.
+    With no more workers than cores, also inline (this process steps one block: one process
+    per core), synchronous and overlapped."""
     out: list[Layout] = []
     for n in totals:
         out.append(Layout("serial", n))
@@ -65,6 +68,10 @@ def candidate_layouts(totals: list[int], cores: int) -> list[Layout]:
             if workers % 2 == 0:
                 out.append(Layout("multiprocessing", n, workers, n // 2, True))
                 out.append(Layout("multiprocessing", n, workers, n // 2, False))
+            if workers <= cores:
+                out.append(Layout("multiprocessing", n, workers, 0, True, inline=True))
+                if workers % 2 == 0:
+                    out.append(Layout("multiprocessing", n, workers, n // 2, True, inline=True))
     return out
 
 

@@ -15,7 +15,7 @@ import sys
 from puffer_tui.engine.config import ConfigError
 
 AUTOTUNE_SECONDS = 30  # the launcher's budget: half the command's default, a person waits
-VEC_KEYS = ("backend", "num_envs", "num_workers", "batch_size", "zero_copy")
+VEC_KEYS = ("backend", "num_envs", "num_workers", "batch_size", "zero_copy", "inline")
 
 
 class AutotuneError(Exception):

@@ -36,6 +36,9 @@ def test_layouts_cover_workers_envs_per_worker_batch_and_copying():
     assert mp == {(w, b, zc) for w in (2, 4) for b, zc in ((0, True), (32, True), (32, False))}
     labels = [lay.label for lay in layouts]
     assert "serial 64" in labels and "4 x 16 overlap gather" in labels and "2 x 32 sync" in labels
+    # no more workers than cores: this process may step one block itself
+    inline = {(lay.num_workers, lay.batch_size) for lay in layouts if lay.inline}
+    assert inline == {(2, 0), (2, 32)} and "2 x 32 overlap inline" in labels
 
 
 def test_layouts_only_where_the_envs_divide():

@@ -30,7 +30,7 @@ def test_a_real_run_gives_the_best_layout_as_form_texts():
                            seconds=2)
     texts = vec_texts(outcome)
     assert set(texts) == {"vec.backend", "vec.num_envs", "vec.num_workers", "vec.batch_size",
-                          "vec.zero_copy"}
+                          "vec.zero_copy", "vec.inline"}
     assert texts["vec.num_envs"] == "64" and texts["vec.zero_copy"] in ("true", "false")
     assert "squared: best" in summary(outcome)
 
