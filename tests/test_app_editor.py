@@ -105,13 +105,23 @@ async def test_editor_sends_nothing_once_the_run_has_ended():
     app = OfflineApp()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("h")
-        await pilot.pause(0.2)
+        await _until(pilot, lambda: isinstance(app.screen, HyperparameterScreen), "the editor")
         app.store.ingest(telemetry(41, state="finished"))
         app._link_lost("connection closed")
+        await pilot.pause(0.1)  # the editor hears of the lost link before the key
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await _until(pilot, lambda: "not sent: the run is finished" in screen_text(app),
+                     "the refusal")
         assert app.sent == []
-        assert "not sent: the run is finished" in screen_text(app)
+
+
+async def _until(pilot, condition, what: str, timeout: float = 15.0) -> None:
+    """Wait for `condition` on a loaded machine without a fixed sleep; the deadline only
+    bounds a hang."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        await pilot.pause(0.05)
 
 
 def test_the_field_validator_is_the_schemas_own_check():

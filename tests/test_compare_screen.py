@@ -159,7 +159,7 @@ async def test_launcher_marks_runs_and_opens_the_comparison(two_runs, tmp_path, 
         assert launcher.marked == [str(fast), str(slow)]
         await pilot.pause(0.1)
         text = screen_text(app)
-        assert f"● {fast.name}" in text and f"● {slow.name}" in text
+        assert f"●{fast.name}" in text and f"●{slow.name}" in text  # the mark, then the name
         await pilot.press("ctrl+o")
         plot = await shown(pilot, app)
         assert [name for name, _, _ in plot.drawn_series()] == [fast.name, slow.name]

@@ -133,9 +133,11 @@ wait_for " running " 90
 wait_for "env 0/64"
 wait_for "p Pause"
 
-# The editor opens on its first live field (train.update_epochs): a bad value, then a good one.
+# The editor opens on its first live field (train.total_timesteps); tab to the next
+# (train.update_epochs): a bad value, then a good one.
 key h
 wait_for "Live: change while training"
+key Tab
 type_text "99"
 key Enter
 wait_for "refused: train.update_epochs = 99 is out of"
