@@ -15,6 +15,7 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from puffer_tui.engine.config import flat_sections
 from puffer_tui.engine.run_dir import CONFIG_FILE, METRICS_FILE, run_state
 
 # The metrics the comparison cycles through: (metrics.jsonl column, label)
@@ -124,14 +125,7 @@ def _number(x) -> bool:
 
 def flat_config(run_dir: Path) -> dict[str, object]:
     with (Path(run_dir) / CONFIG_FILE).open("rb") as f:
-        data = tomllib.load(f)
-    flat: dict[str, object] = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            flat.update({f"{key}.{k}": v for k, v in value.items()})
-        else:
-            flat[key] = value
-    return flat
+        return flat_sections(tomllib.load(f))
 
 
 def config_differences(runs: list[RunSeries]) -> list[tuple[str, list[str]]]:

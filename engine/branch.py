@@ -134,20 +134,10 @@ def create_branch(plan: BranchPlan, root) -> Path:
 
 def config_changes(base: Config, child: Config) -> list[str]:
     """"section.name old -> new" for every field the branch changes (parent aside)."""
-    old, new = _flat(base.as_dict()), _flat(child.as_dict())
+    old, new = cfg.flat_sections(base.as_dict()), cfg.flat_sections(child.as_dict())
     return [f"{key} {old.get(key, '-')} -> {new.get(key, '-')}"
             for key in sorted(set(old) | set(new))
             if key != "parent" and old.get(key) != new.get(key)]
-
-
-def _flat(data: dict) -> dict:
-    flat = {}
-    for key, value in data.items():
-        if isinstance(value, dict):
-            flat.update({f"{key}.{name}": v for name, v in value.items()})
-        else:
-            flat[key] = value
-    return flat
 
 
 def _check_weights_fit(base: Config, child: Config, weights: dict, changes: list[str]) -> None:

@@ -77,7 +77,6 @@ def latest_checkpoint(run_dir: str | os.PathLike) -> Path | None:
 def save_checkpoint(run_dir: str | os.PathLike, state: dict, keep: int = DEFAULT_KEEP) -> Path:
     """Write `state` atomically as the newest checkpoint (with its checksum beside it), then
     delete all but the last `keep`. Refuses a state whose weights are not finite."""
-    import torch
 
     if keep < 1:
         raise ValueError(f"keep must be >= 1, got {keep}")
@@ -92,10 +91,7 @@ def save_checkpoint(run_dir: str | os.PathLike, state: dict, keep: int = DEFAULT
     directory.mkdir(parents=True, exist_ok=True)
     remove_stale_temp_files(directory)
     path = directory / checkpoint_name(state["global_step"], state["epoch"])
-    buffer = io.BytesIO()
-    torch.save(state, buffer)
-    data = buffer.getbuffer()
-    digest = f"{hashlib.sha256(data).hexdigest()}  {path.name}\n".encode("ascii")
+    data, digest = serialized(state, path)
     # Both files are written in full before either is renamed into place, so a full disk
     # never leaves a checkpoint beside a checksum of other bytes (e.g. when re-saving a step);
     # the checksum is renamed first, so a checkpoint never appears without it.
@@ -172,6 +168,16 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
             f"checkpoint {path} is not a puffer-tui checkpoint (expected a dict with global_step)"
         )
     return state
+
+
+def serialized(state: dict, path: Path) -> tuple[memoryview, bytes]:
+    """`state` as torch.save writes it, and the checksum line of those bytes saved as `path`."""
+    import torch
+
+    buffer = io.BytesIO()
+    torch.save(state, buffer)
+    data = buffer.getbuffer()
+    return data, f"{hashlib.sha256(data).hexdigest()}  {path.name}\n".encode("ascii")
 
 
 def open_verified(path: str | os.PathLike) -> io.BytesIO:

@@ -310,6 +310,18 @@ def spec_for(key: str, env_name: str | None = None) -> FieldSpec:
     return specs[name]
 
 
+def flat_sections(data: dict) -> dict:
+    """{"train.learning_rate": 0.015, "env_name": ..., ...}: a config dict's sections as
+    dotted keys (top-level values kept as they are)."""
+    flat = {}
+    for key, value in data.items():
+        if isinstance(value, dict):
+            flat.update({f"{key}.{name}": v for name, v in value.items()})
+        else:
+            flat[key] = value
+    return flat
+
+
 def live_specs() -> list[FieldSpec]:
     return [s for s in schema() if s.live]
 

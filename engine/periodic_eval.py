@@ -27,8 +27,6 @@ which applies queued commands (a pause waits there) and says whether to give up:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import io
 import json
 import math
 import time
@@ -39,7 +37,12 @@ import numpy as np
 
 from puffer_tui.engine import rng_state
 from puffer_tui.engine.atomic_write import StagedFiles
-from puffer_tui.engine.checkpoint import checkpoint_dir, checksum_path, non_finite_tensors
+from puffer_tui.engine.checkpoint import (
+    checkpoint_dir,
+    checksum_path,
+    non_finite_tensors,
+    serialized,
+)
 
 BEST_CHECKPOINT = "best.pt"
 BEST_SCORE = "best.json"
@@ -212,18 +215,13 @@ def read_best(run_dir: Path) -> dict | None:
 def save_best(run_dir: Path, state: dict, best: dict) -> Path:
     """Write `state` as checkpoints/best.pt (with its checksum) and `best` as best.json, all
     three renamed into place together (engine/atomic_write.py)."""
-    import torch
-
     bad = non_finite_tensors(state)
     if bad:
         raise ValueError(f"non-finite values in {', '.join(bad[:5])}")
     directory = checkpoint_dir(run_dir)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / BEST_CHECKPOINT
-    buffer = io.BytesIO()
-    torch.save(state, buffer)
-    data = buffer.getbuffer()
-    digest = f"{hashlib.sha256(data).hexdigest()}  {path.name}\n".encode("ascii")
+    data, digest = serialized(state, path)
     try:
         with StagedFiles() as files:
             files.stage(path, data)
