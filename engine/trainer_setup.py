@@ -7,6 +7,7 @@ import os
 
 import torch
 
+from puffer_tui.engine import cpu_load
 from puffer_tui.engine.config import Config, ConfigError
 from puffer_tui.engine.vec.sizing import available_cores
 
@@ -21,8 +22,8 @@ def resolve_device(name: str) -> torch.device:
 
 def auto_threads(config: Config, phase: str = "collect") -> int:
     """Torch threads for `train.torch_threads = 0`: the cores this process may use, less the
-    cores env workers take, less the load other processes put on the machine right now
-    (1-minute load average). Oversubscribing is far worse than idling a core: each parallel
+    cores env workers take, less the cores other processes keep busy right now (measured:
+    engine/cpu_load.py). Oversubscribing is far worse than idling a core: each parallel
     op then waits for a descheduled thread (measured on a busy 2-core box: 2 threads train
     3-5x slower than 1). For the "learn" phase the workers' cores count as free: they wait
     for the next actions while the learner updates (a CNN update on 2 threads instead of 1:
@@ -30,13 +31,10 @@ def auto_threads(config: Config, phase: str = "collect") -> int:
     # learner ranks on this machine (torchrun) share its cores
     cores = max(1, available_cores() // int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
     workers = config.vec.num_workers if config.vec.backend in ("multiprocessing", "ray") else 0
-    try:
-        busy = os.getloadavg()[0]
-    except (AttributeError, OSError):
-        busy = 0.0
+    busy = int(cpu_load.busy_cores_of_others() + 0.5)  # a core mostly busy is taken
     if phase == "learn":
-        return max(1, cores - int(busy))
-    free = cores - workers - int(busy)
+        return max(1, cores - busy)
+    free = cores - workers - busy
     return max(1, min(cores - workers, free))
 
 

@@ -1,0 +1,73 @@
+"""How many of this process's cores other processes keep busy right now, measured.
+
+Not the load average: it trails the machine by a minute (a run started right after another
+one finished sees the old run's load) and in some VMs it never drops below 1 on an idle
+machine (this project's 2-core dev box reads 1.0 with both cores 99% idle), which made the
+trainer take one torch thread of two. Instead: the busy time of the usable cores over a short
+window, less the time this process and its children spent in it.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import psutil
+
+from puffer_tui.engine.vec.sizing import usable_cores
+
+WINDOW_SECONDS = 0.2  # long enough to average over a scheduler tick, short enough for startup
+MAX_AGE_SECONDS = 5.0  # a measurement this recent is reused (tests build many trainers)
+
+_lock = threading.Lock()
+_last: tuple[float, float] | None = None  # (monotonic time, busy cores)
+
+
+def _busy_seconds(cores: list[int]) -> float:
+    """CPU seconds the given cores have not idled since boot (steal counts as busy: the
+    hypervisor had the core)."""
+    per_cpu = psutil.cpu_times(percpu=True)
+    total = 0.0
+    for core in cores:
+        if core < len(per_cpu):
+            t = per_cpu[core]
+            total += sum(t) - t.idle - getattr(t, "iowait", 0.0)
+    return total
+
+
+def _own_seconds(process: psutil.Process) -> float:
+    """CPU seconds of this process and its live children (env workers are counted apart)."""
+    seconds = 0.0
+    for p in [process, *process.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        seconds += t.user + t.system
+    return seconds
+
+
+def busy_cores_of_others(window: float = WINDOW_SECONDS, max_age: float = MAX_AGE_SECONDS) -> float:
+    """Cores of this process's affinity that other processes used over the last `window`
+    seconds (a fraction: 0.0 idle, 1.5 = one and a half cores busy)."""
+    global _last
+    with _lock:
+        now = time.monotonic()
+        if _last is not None and now - _last[0] <= max_age:
+            return _last[1]
+        cores = usable_cores()
+        process = psutil.Process()
+        busy0, own0, start = _busy_seconds(cores), _own_seconds(process), time.monotonic()
+        time.sleep(window)
+        busy1, own1 = _busy_seconds(cores), _own_seconds(process)
+        elapsed = max(time.monotonic() - start, 1e-6)
+        others = max(0.0, (busy1 - busy0) - (own1 - own0)) / elapsed
+        _last = (time.monotonic(), min(others, float(len(cores))))
+        return _last[1]
+
+
+def forget() -> None:
+    """Drop the cached measurement (the next call measures again)."""
+    global _last
+    with _lock:
+        _last = None
