@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
+from torch import nn
 
 from puffer_tui.engine.config import TrainConfig
 from puffer_tui.engine.encoders import (
@@ -74,6 +75,34 @@ def test_uint8_pixels_are_scaled_inside_forward():
     as_floats.load_state_dict(encoder.state_dict())
     expected = as_floats(pixels.permute(0, 3, 1, 2).float() / 255)
     torch.testing.assert_close(encoder(pixels), expected)
+
+
+def _frames_then_convs(encoder, pixels):
+    """The encoder's function spelled out: float32 frames in [0, 1], channels first, through
+    the convs (under autocast, the conv casts them itself)."""
+    x = pixels.contiguous(memory_format=torch.channels_last).float() * encoder.scale
+    return nn.functional.relu(encoder.linear(encoder.convs(x)))
+
+
+@pytest.mark.parametrize("precision", ["float32", "bfloat16"])
+def test_pixels_reach_the_convs_as_autocast_would_cast_the_float_frames(precision):
+    """forward() converts, scales and casts uint8 frames in one pass (in bfloat16 directly);
+    the result is bit-identical to scaling float32 frames and letting autocast cast them, and
+    the caller's frames are untouched."""
+    encoder = ImageEncoder(ATARI, 32, channels=8)
+    pixels = torch.randint(0, 256, (5, *ATARI.shape), dtype=torch.uint8)
+    kept = pixels.clone()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
+        got, expected = encoder(pixels), _frames_then_convs(encoder, pixels)
+    assert got.dtype == expected.dtype
+    assert torch.equal(got, expected)
+    assert torch.equal(pixels, kept)
+    floats = ImageEncoder(spaces.Box(0.0, 1.0, ATARI.shape, np.float32), 32, channels=8)
+    frames = pixels.float() / 255
+    before = frames.clone()
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
+        floats(frames)
+    assert torch.equal(frames, before)  # float frames are not scaled in place either
 
 
 def test_small_images_get_the_small_conv_stack():
