@@ -31,8 +31,10 @@ def cases(workers: int) -> list[Workload]:
                  functools.partial(_native, "squared", size=11)),
         Workload("delay 1ms x1", "Python env, 1 ms CPU per step, 1 env per worker", workers,
                  functools.partial(_gym, delay), delay),
-        Workload("delay 1ms x8", "Python env, 1 ms CPU per step, 8 envs per worker",
-                 8 * workers, functools.partial(_gym, delay), delay),
+    ] + [
+        Workload(f"delay 1ms x{k}", f"Python env, 1 ms CPU per step, {k} envs per worker",
+                 k * workers, functools.partial(_gym, delay), delay)
+        for k in (8, 16, 32)  # Ray's round trip per call, spread over more env steps
     ]
 
 
