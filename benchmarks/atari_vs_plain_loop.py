@@ -1,6 +1,9 @@
 """Atari (gym:ALE/Pong-v5) training SPS: puffer-tui's trainer against a plain loop.
 
-    python -m puffer_tui.benchmarks.atari_vs_plain_loop [--rounds 3] [--batches 2] [--quick]
+    python -m puffer_tui.benchmarks.atari_vs_plain_loop [--rounds 3] [--batches 2]
+
+By default ours is what `puffer-tui train gym:ALE/Pong-v5` runs (its preset: inline worker,
+precision auto, torch threads chosen by the trainer).
 
 Both train the same CNN policy (make_policy, envs/gym_presets/ALE.toml's sizes) on the same
 preprocessing (envs/atari_preprocessing.py: noop reset, frame skip 4 max-pooled, 84x84 gray,
@@ -45,10 +48,12 @@ def atari_config(args):
     from puffer_tui.engine.sweep.preset import preset_overrides, read_preset
 
     overrides = preset_overrides(read_preset(PRESET), "gym:" + ENV_ID, PRESET)
+    # unset: what `puffer-tui train gym:ALE/Pong-v5` picks (the preset, then the defaults)
+    chosen = {"vec.inline": args.inline, "train.precision": args.precision}
+    overrides.update({key: value for key, value in chosen.items() if value is not None})
     overrides.update({
         "vec.backend": "multiprocessing", "vec.num_workers": args.workers,
         "vec.num_envs": args.num_envs, "vec.batch_size": args.vec_batch,
-        "vec.inline": args.inline, "train.precision": args.precision,
         "train.horizon": args.horizon, "train.minibatch_size": args.minibatch,
         "train.update_epochs": args.update_epochs, "train.torch_threads": args.threads,
         "train.total_timesteps": 10**12, "train.anneal_lr": False,
@@ -211,17 +216,19 @@ def main(argv=None) -> dict:
     p.add_argument("--vec-batch", type=int, default=0,
                    help="our envs per recv() (0: all, synchronous; num_envs/2 overlaps "
                         "stepping with inference)")
-    p.add_argument("--inline", action="store_true",
-                   help="our trainer's process steps one block of envs itself (vec.inline)")
-    p.add_argument("--precision", choices=("float32", "bfloat16"), default="float32",
-                   help="our train.precision (the plain loop stays float32)")
+    p.add_argument("--inline", action=argparse.BooleanOptionalAction, default=None,
+                   help="our trainer's process steps one block of envs itself (vec.inline; "
+                        "default: the train command's, on for Python envs)")
+    p.add_argument("--precision", choices=("float32", "bfloat16", "auto"), default=None,
+                   help="our train.precision (default: the Atari preset's, auto; the plain loop "
+                        "stays float32, as CleanRL's)")
     p.add_argument("--horizon", type=int, default=128)
     p.add_argument("--minibatch", type=int, default=256)
     p.add_argument("--update-epochs", type=int, default=4)
-    p.add_argument("--threads", type=int, default=1,
-                   help="torch threads, both sides (1 on a shared 2-core box; 0: ours picks "
-                        "its own, train.torch_threads 0, the plain loop torch's default of one "
-                        "per core)")
+    p.add_argument("--threads", type=int, default=0,
+                   help="torch threads, both sides (default 0: ours picks its own as the train "
+                        "command does, train.torch_threads 0, and the plain loop torch's default "
+                        "of one per core)")
     p.add_argument("--plain", choices=("sync", "async"), default="sync",
                    help="Gymnasium vector env of the plain loop")
     p.add_argument("--collect-only", action="store_true",
@@ -233,6 +240,7 @@ def main(argv=None) -> dict:
     config = atari_config(args)
     torch.manual_seed(config.train.seed)
     ours, plain = Ours(config), None
+    ours_precision = getattr(ours, "trainer", None) and ours.trainer.precision
     try:
         plain_threads = args.threads or os.cpu_count() or 1
         torch.set_num_threads(plain_threads)  # the Trainer set it for itself; the same here
@@ -277,7 +285,8 @@ def main(argv=None) -> dict:
         print(f"{ENV_ID}, CNN, {args.num_envs} envs x {args.horizon} steps per batch, {work}, "
               f"{args.threads} torch thread(s), plain loop: {args.plain} vector env")
         print(f"ours: {args.workers} workers, vec batch {args.vec_batch or args.num_envs}, "
-              f"inline {args.inline}, {args.precision}")
+              f"inline {config.vec.inline}, precision {config.train.precision} "
+              f"({ours_precision})")
         for name in ("ours", "plain"):
             shown = ", ".join(f"{v:,.0f}" for v in runs[name])
             print(f"  {name:<6} median {result[name]:8,.0f} agent-steps/s  (rounds: {shown})")

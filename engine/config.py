@@ -119,7 +119,9 @@ class TrainConfig:
     optimizer: str = _f("adam", "optimizer (muon: torch.optim.Muon for the hidden 2-D weights, "
                         "Adam for the rest)", choices=("adam", "muon"))
     precision: str = _f("float32", "autocast precision of the policy's forward and backward "
-                        "passes (bfloat16: mixed precision)", choices=("float32", "bfloat16"))
+                        "passes (bfloat16: mixed precision; auto: bfloat16 where the device "
+                        "computes it natively, else float32)",
+                        choices=("float32", "bfloat16", "auto"))
     wandb: bool = _f(False, "log metrics, config, live changes and recordings to Weights & "
                      "Biases (pip install puffer-tui[wandb]; WANDB_MODE=offline needs no account)")
     wandb_project: str = _f("puffer-tui", "Weights & Biases project name")

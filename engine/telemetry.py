@@ -99,7 +99,9 @@ class Telemetry:
 
     def _device_name(self, trainer) -> str:
         if self._device is None and trainer is not None:
-            self._device = str(trainer.device)
+            # the precision "auto" chose, next to the device it chose it for
+            mixed = getattr(trainer, "precision", "float32") == "bfloat16"
+            self._device = str(trainer.device) + (" bf16" if mixed else "")
         if self._device is not None:
             return self._device
         wanted = self.config.train.device

@@ -56,7 +56,12 @@ from puffer_tui.engine.protocol import ENV, LOSS_KEYS, LOSSES, WORKERS
 from puffer_tui.engine.rollout import RolloutBuffer
 from puffer_tui.engine.schedule import START, budget_moved, learning_rate, resumed_anchor
 from puffer_tui.engine.timing import Timing
-from puffer_tui.engine.trainer_setup import auto_threads, make_vecenv, resolve_device
+from puffer_tui.engine.trainer_setup import (
+    auto_threads,
+    make_vecenv,
+    resolve_device,
+    resolve_precision,
+)
 
 __all__ = ["Trainer", "auto_threads", "make_vecenv", "resolve_device"]
 
@@ -132,7 +137,8 @@ class Trainer:
             sequence_fn = torch.compile(sequence_fn)
         sequence_fn = self.world.wrap(self.policy, sequence_fn)  # DDP averages the gradients
         self._step_fn = step_fn
-        self.learner = Learner(self.policy, self.optimizer, sequence_fn, train.precision)
+        self.precision = resolve_precision(train.precision, self.device)  # "auto" decided
+        self.learner = Learner(self.policy, self.optimizer, sequence_fn, self.precision)
 
         cuda = self.device.type == "cuda"
         self.buffer = RolloutBuffer(

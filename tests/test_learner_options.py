@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -107,6 +108,66 @@ def test_bfloat16_autocasts_the_training_forward_and_trains_finite():
         assert all(math.isfinite(v) for v in row[LOSSES].values()), row[LOSSES]
         assert trainer.policy.hidden.weight.dtype == torch.float32
         assert not torch.equal(before, trainer.policy.hidden.weight)
+
+
+@pytest.mark.parametrize("flags, expected", [("fpu avx512f avx512_bf16 sse", "bfloat16"),
+                                             ("fpu amx_bf16 amx_tile", "bfloat16"),
+                                             ("fpu avx512f avx512bw", "float32")])
+def test_auto_precision_is_bfloat16_only_on_cpus_that_multiply_it_natively(
+        monkeypatch, tmp_path, flags, expected):
+    from puffer_tui.engine import trainer_setup
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda path, *a, **k: real_open(
+        cpuinfo if path == "/proc/cpuinfo" else path, *a, **k))
+    cpu = torch.device("cpu")
+    assert trainer_setup.resolve_precision("auto", cpu) == expected
+    assert trainer_setup.resolve_precision("float32", cpu) == "float32"  # asked for: kept
+    assert trainer_setup.resolve_precision("bfloat16", cpu) == "bfloat16"
+
+
+def test_a_trainer_with_auto_precision_runs_what_it_resolved_and_says_so(monkeypatch):
+    from puffer_tui.engine import trainer_setup
+    from puffer_tui.engine.engine_state import EngineState
+    from puffer_tui.engine.telemetry import Telemetry
+
+    for native, precision in ((True, "bfloat16"), (False, "float32")):
+        monkeypatch.setattr(trainer_setup, "cpu_has_native_bf16", lambda n=native: n)
+        with _trainer(**{"train.precision": "auto"}) as trainer:
+            assert trainer.precision == trainer.learner.precision == precision
+            telemetry = Telemetry(trainer.config, "run", EngineState(), lambda t=trainer: t)
+            assert telemetry._device_name(trainer) == ("cpu bf16" if native else "cpu")
+
+
+def test_bfloat16_gradients_point_where_float32_ones_do():
+    """The CNN's update under autocast is the float32 update up to rounding: on Atari-shaped
+    frames the two gradients agree in direction (cosine > 0.99) for every weight tensor."""
+    from gymnasium import spaces
+
+    from puffer_tui.engine.policy import make_policy
+
+    train = load_config("gym:ALE/Pong-v5").train
+    policy = make_policy(spaces.Box(0, 255, (4, 84, 84), np.uint8), spaces.Discrete(6), train)
+    generator = torch.Generator().manual_seed(0)
+    frames = torch.randint(0, 256, (64, 4, 84, 84), dtype=torch.uint8, generator=generator)
+    actions = torch.randint(0, 6, (64,), generator=generator)
+    returns = torch.randn(64, generator=generator)
+
+    def gradients(bf16: bool):
+        policy.zero_grad()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            params, values, _ = policy.step(frames)
+        logp, entropy = policy.actor.evaluate(params.float(), actions)
+        loss = -(logp * returns).mean() + (values.float() - returns).pow(2).mean() \
+            - 0.01 * entropy.mean()
+        loss.backward()
+        return [p.grad.detach().flatten().clone() for p in policy.parameters()]
+
+    for exact, mixed in zip(gradients(False), gradients(True), strict=True):
+        cosine = torch.nn.functional.cosine_similarity(exact, mixed, dim=0)
+        assert cosine > 0.99, cosine
 
 
 @pytest.mark.parametrize("precision, dtype", [("bfloat16", torch.bfloat16),
