@@ -118,9 +118,8 @@ class TrainConfig:
     adam_eps: float = _f(1e-8, "Adam epsilon", 1e-12, 1e-2)
     optimizer: str = _f("adam", "optimizer (muon: torch.optim.Muon for the hidden 2-D weights, "
                         "Adam for the rest)", choices=("adam", "muon"))
-    precision: str = _f("float32", "autocast precision of the policy's forward and backward "
-                        "passes (bfloat16: mixed precision; auto: bfloat16 where the device "
-                        "computes it natively, else float32)",
+    precision: str = _f("float32", "autocast of the policy's passes (bfloat16: mixed "
+                        "precision; auto: bfloat16 where native)",
                         choices=("float32", "bfloat16", "auto"))
     wandb: bool = _f(False, "log metrics, config, live changes and recordings to Weights & "
                      "Biases (pip install puffer-tui[wandb]; WANDB_MODE=offline needs no account)")
