@@ -24,6 +24,12 @@ def _categorical_sample(logits: torch.Tensor, deterministic: bool) -> torch.Tens
     return (logits - torch.log(-torch.log(uniform))).argmax(-1)
 
 
+def _categorical_logp(logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    """Log-probabilities only: sampling needs no entropy (three fewer kernels per step)."""
+    logp_all = torch.log_softmax(logits, -1)
+    return logp_all.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+
+
 def _categorical_logp_entropy(logits: torch.Tensor, actions: torch.Tensor):
     logp_all = torch.log_softmax(logits, -1)
     logp = logp_all.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
@@ -76,12 +82,12 @@ class ActionHead(nn.Module):
         """(actions shaped [N, *action_shape], log-probabilities [N])."""
         if self.kind == "discrete":
             actions = _categorical_sample(params, deterministic)
-            logp, _ = _categorical_logp_entropy(params, actions)
-            return actions.to(torch.int32), logp
+            return actions.to(torch.int32), _categorical_logp(params, actions)
         if self.kind == "multidiscrete":
             chunks = params.split(self.sizes, dim=-1)
             actions = torch.stack([_categorical_sample(c, deterministic) for c in chunks], -1)
-            logp, _ = self.evaluate(params, actions)
+            logp = torch.stack([_categorical_logp(c, actions[:, i])
+                                for i, c in enumerate(chunks)], -1).sum(-1)
             return actions.to(torch.int32).view(-1, *self.action_shape), logp
         mean = params
         if deterministic:
