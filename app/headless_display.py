@@ -28,6 +28,15 @@ def _fmt(value, spec: str = ".4g") -> str:
     return "-" if value is None else format(value, spec)
 
 
+def _sps(t: dict, step: int) -> str:
+    """The engine's current SPS while it runs; once it has ended (its current SPS is 0 then),
+    the run's mean over its training time."""
+    uptime = t.get("uptime") or 0.0
+    if t.get("state") not in LIVE_STATES and uptime > 0 and step > 0:
+        return f"{step / uptime:,.0f} mean"
+    return f"{t.get('sps', 0):,.0f}"
+
+
 def render(t: dict) -> Panel:
     """The panel for one telemetry snapshot."""
     total = t.get("total_timesteps") or 1
@@ -38,7 +47,7 @@ def render(t: dict) -> Panel:
     for _ in range(4):
         summary.add_column()
     summary.add_row("state", f"[bold]{t.get('state', '?')}[/]", "epoch", str(t.get("epoch", 0)))
-    summary.add_row("steps", f"{step:,} / {total:,}", "SPS", f"{t.get('sps', 0):,.0f}")
+    summary.add_row("steps", f"{step:,} / {total:,}", "SPS", _sps(t, step))
     summary.add_row("uptime", duration(t.get("uptime")), "ETA", duration(t.get("eta")))
     summary.add_row("score", _fmt(stats.get("score"), ".3f"),
                     "return", _fmt(stats.get("episode_return"), ".3f"))

@@ -34,3 +34,18 @@ def test_the_runs_listing_says_how_old_a_checkpoint_is(tmp_path):
     hour_ago = path.stat().st_mtime - 3 * 3600
     os.utime(path, (hour_ago, hour_ago))
     assert runs._describe_checkpoint(path) == "4.1k, 3h ago"
+
+
+def test_a_finished_run_shows_its_mean_sps_not_the_zero_of_an_idle_engine():
+    from rich.console import Console
+
+    def shown(state, sps):
+        console = Console(width=120, record=True)
+        console.print(render({"state": state, "uptime": 10.0, "sps": sps,
+                              "global_step": 2_000_000, "total_timesteps": 2_000_000}))
+        return console.export_text()
+
+    assert "200,000 mean" in shown("finished", 0.0)
+    assert "200,000 mean" in shown("stopped", 0.0)
+    running = shown("running", 180_000.0)
+    assert "180,000" in running and "mean" not in running
