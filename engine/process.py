@@ -159,6 +159,9 @@ class Engine(FaultHandling):
         if self.world.enabled:
             self.events.info(f"{self.world.size} learner ranks (torchrun, DDP)")
         self.trainer = Trainer(self.config, safe_point=self.commands.safe_point, world=self.world)
+        collect, learn = self.trainer.torch_threads
+        self.events.info(f"on {self.trainer.device} in {self.trainer.precision}, torch threads: "
+                         f"{collect} collecting, {learn} learning")
         if self.resume:
             self._restore()
         # the trainer's own config: W&B (train.wandb) attaches it and sees live changes to it

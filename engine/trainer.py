@@ -161,6 +161,12 @@ class Trainer:
     # -- properties of the API ----------------------------------------------------------------
 
     @property
+    def torch_threads(self) -> tuple[int, int]:
+        """(collection, learning): the torch threads of each phase (train.torch_threads, or
+        what auto_threads chose)."""
+        return self._threads
+
+    @property
     def done(self) -> bool:
         return self.global_step >= self.config.train.total_timesteps
 

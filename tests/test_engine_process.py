@@ -59,6 +59,11 @@ def test_hello_describes_the_run(engine):
     fields = {f"{f['section']}.{f['name']}": f for f in hello["schema"]}
     assert fields["train.learning_rate"]["live"] and not fields["vec.num_envs"]["live"]
     assert stat.S_IMODE((handle.run_dir / rd.SOCKET_FILE).stat().st_mode) == 0o600
+    # what the engine chose to train with is said once, at the start (events.log, clients)
+    events = handle.run_dir / rd.EVENTS_FILE
+    said = wait_until(lambda: events.exists() and "torch threads" in events.read_text()
+                      and events.read_text(), 30, what="the engine's start events")
+    assert "on cpu in float32, torch threads: 1 collecting, 1 learning" in said
 
 
 def test_engine_has_its_own_session_and_reports_its_processes(engine):
