@@ -19,7 +19,7 @@ from rich.table import Table
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.widgets.format import duration
 from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.protocol import LIVE_STATES, MessageType, RunState
+from puffer_tui.engine.protocol import FINAL_STATES, LIVE_STATES, MessageType, RunState
 
 REFRESH_HZ = 4
 
@@ -32,7 +32,7 @@ def _sps(t: dict, step: int) -> str:
     """The engine's current SPS while it runs; once it has ended (its current SPS is 0 then),
     the run's mean over its training time."""
     uptime = t.get("uptime") or 0.0
-    if t.get("state") not in LIVE_STATES and uptime > 0 and step > 0:
+    if t.get("state") in FINAL_STATES and uptime > 0 and step > 0:
         return f"{step / uptime:,.0f} mean"
     return f"{t.get('sps', 0):,.0f}"
 

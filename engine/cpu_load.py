@@ -23,47 +23,65 @@ _lock = threading.Lock()
 _last: tuple[float, float] | None = None  # (monotonic time, busy cores)
 
 
+def _busy(t) -> float:
+    """Seconds a CPU did not idle (steal counts as busy: the hypervisor had the core; guest
+    time is already inside user and nice)."""
+    idle = t.idle + getattr(t, "iowait", 0.0)
+    guest = getattr(t, "guest", 0.0) + getattr(t, "guest_nice", 0.0)
+    return sum(t) - idle - guest
+
+
 def _busy_seconds(cores: list[int]) -> float:
-    """CPU seconds the given cores have not idled since boot (steal counts as busy: the
-    hypervisor had the core)."""
+    """CPU seconds the given cores have not idled since boot. Per core where the ids index
+    psutil's list (offline CPUs shift it), else the whole machine's."""
     per_cpu = psutil.cpu_times(percpu=True)
-    total = 0.0
-    for core in cores:
-        if core < len(per_cpu):
-            t = per_cpu[core]
-            total += sum(t) - t.idle - getattr(t, "iowait", 0.0)
-    return total
+    if len(cores) < len(per_cpu) and max(cores) < len(per_cpu):
+        return sum(_busy(per_cpu[core]) for core in cores)
+    return _busy(psutil.cpu_times())
 
 
 def _own_seconds(process: psutil.Process) -> float:
-    """CPU seconds of this process and its live children (env workers are counted apart)."""
-    seconds = 0.0
-    for p in [process, *process.children(recursive=True)]:
+    """CPU seconds of this process, of its children that have ended (the OS adds them to
+    ours when they are reaped) and of its live children: a child reaped during the window
+    moves from the last to the second, so it is counted once either way."""
+    t = process.cpu_times()
+    seconds = t.user + t.system + getattr(t, "children_user", 0.0) + \
+        getattr(t, "children_system", 0.0)
+    for child in process.children(recursive=True):
         try:
-            t = p.cpu_times()
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            c = child.cpu_times()
+        except psutil.Error:
             continue
-        seconds += t.user + t.system
+        seconds += c.user + c.system
     return seconds
 
 
 def busy_cores_of_others(window: float = WINDOW_SECONDS, max_age: float = MAX_AGE_SECONDS) -> float:
     """Cores of this process's affinity that other processes used over the last `window`
-    seconds (a fraction: 0.0 idle, 1.5 = one and a half cores busy)."""
+    seconds (a fraction: 0.0 idle, 1.5 = one and a half cores busy); 0.0 where the OS does
+    not say (the caller then uses every core, as with an idle machine)."""
     global _last
     with _lock:
         now = time.monotonic()
         if _last is not None and now - _last[0] <= max_age:
             return _last[1]
-        cores = usable_cores()
-        process = psutil.Process()
-        busy0, own0, start = _busy_seconds(cores), _own_seconds(process), time.monotonic()
-        time.sleep(window)
-        busy1, own1 = _busy_seconds(cores), _own_seconds(process)
-        elapsed = max(time.monotonic() - start, 1e-6)
-        others = max(0.0, (busy1 - busy0) - (own1 - own0)) / elapsed
-        _last = (time.monotonic(), min(others, float(len(cores))))
-        return _last[1]
+        try:
+            others = _measure(window)
+        except (psutil.Error, OSError, ValueError):
+            others = 0.0
+        _last = (time.monotonic(), others)
+        return others
+
+
+def _measure(window: float) -> float:
+    cores = usable_cores()
+    process = psutil.Process()
+    busy0, own0, start = _busy_seconds(cores), _own_seconds(process), time.monotonic()
+    time.sleep(window)
+    busy1, own1 = _busy_seconds(cores), _own_seconds(process)
+    elapsed = max(time.monotonic() - start, 1e-6)
+    others = max(0.0, (busy1 - busy0) - (own1 - own0)) / elapsed
+    return min(others, float(len(cores)))
 
 
 def forget() -> None:

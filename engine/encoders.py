@@ -114,8 +114,12 @@ class ImageEncoder(nn.Module):
             raise ValueError(f"{space} is not an image (H x W x C, C x H x W or H x W with "
                              f"H, W >= {MIN_IMAGE_SIDE})")
         shape = tuple(space.shape)
-        c, h, w = {"hwc": (shape[2], shape[0], shape[1]), "chw": shape, "hw": (1, *shape)}[
-            self.layout]
+        if self.layout == "hwc":
+            c, h, w = shape[2], shape[0], shape[1]
+        elif self.layout == "chw":
+            c, h, w = shape
+        else:  # "hw": one channel
+            c, h, w = 1, *shape
         self.obs_shape = shape
         self.output_size = hidden_size
         # Integer pixels are scaled by their top value (255 for uint8 frames) on the device.
@@ -150,7 +154,10 @@ class ImageEncoder(nn.Module):
         elif self.layout == "hw":
             x = x.unsqueeze(1)
         x = x.contiguous(memory_format=torch.channels_last)
-        dtype = _compute_dtype(x.device)
+        # Only 8-bit pixels start in bfloat16: every value converts exactly (wider integers
+        # would round twice); others convert to float32 and autocast casts them in the conv.
+        dtype = _compute_dtype(x.device) if x.dtype in (torch.uint8, torch.int8) \
+            else torch.float32
         if self.scale != 1.0 and dtype == torch.float32 and not x.is_floating_point():
             x = x * self.scale  # integer * float: float32, converted and scaled in one pass
         elif x.dtype != dtype:
@@ -164,8 +171,8 @@ class ImageEncoder(nn.Module):
 
 def _compute_dtype(device: torch.device) -> torch.dtype:
     """The dtype convolutions compute in here: autocast's (bfloat16 under train.precision
-    bfloat16) or float32. Integer pixels (< 256) convert to bfloat16 exactly, and the scaled
-    product rounds once either way, so starting in bfloat16 gives the conv the same input as
+    bfloat16) or float32. 8-bit pixels convert to bfloat16 exactly, and the scaled product
+    rounds once either way, so starting in bfloat16 gives the conv the same input as
     autocast's cast of the float32 frame would."""
     if torch.is_autocast_enabled(device.type):
         return torch.get_autocast_dtype(device.type)

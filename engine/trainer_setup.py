@@ -27,8 +27,8 @@ def resolve_precision(name: str, device: torch.device) -> str:
     emulated bfloat16 is slower than float32)."""
     if name != "auto":
         return name
-    if device.type == "cuda":
-        return "bfloat16" if torch.cuda.is_bf16_supported() else "float32"
+    if device.type == "cuda":  # natively from Ampere (compute capability 8) on
+        return "bfloat16" if torch.cuda.get_device_properties(device).major >= 8 else "float32"
     if device.type == "cpu" and cpu_has_native_bf16():
         return "bfloat16"
     return "float32"
@@ -56,10 +56,12 @@ def auto_threads(config: Config, phase: str = "collect") -> int:
     3-5x slower than 1). For the "learn" phase the workers' cores count as free: they wait
     for the next actions while the learner updates (a CNN update on 2 threads instead of 1:
     1.6x faster on the dev box)."""
-    # learner ranks on this machine (torchrun) share its cores
-    cores = max(1, available_cores() // int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1))
+    # learner ranks on this machine (torchrun) share its cores; then the cores are already
+    # shared out, and the sibling ranks starting alongside must not be counted again as load
+    ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+    cores = max(1, available_cores() // ranks)
     workers = config.vec.num_workers if config.vec.backend in ("multiprocessing", "ray") else 0
-    busy = int(cpu_load.busy_cores_of_others() + 0.5)  # a core mostly busy is taken
+    busy = int(cpu_load.busy_cores_of_others() + 0.5) if ranks == 1 else 0  # mostly busy: taken
     if phase == "learn":
         return max(1, cores - busy)
     free = cores - workers - busy

@@ -61,11 +61,51 @@ def test_the_load_average_does_not_take_a_core_from_an_idle_machine(monkeypatch)
     """Some VMs (this project's dev box) read a load average of 1 with every core idle; the
     trainer used to give up a core to that phantom load. Idle cores are measured as idle."""
     monkeypatch.setattr(os, "getloadavg", lambda: (1.0, 1.0, 1.0), raising=False)
+    monkeypatch.setattr(cpu_load, "_busy_seconds", lambda cores: 1000.0)  # nothing runs
     cpu_load.forget()
-    config = load_config("squared")
-    assert trainer.auto_threads(config, phase="learn") == sizing.available_cores()
+    try:
+        config = load_config("squared")
+        assert trainer.auto_threads(config, phase="learn") == sizing.available_cores()
+    finally:
+        cpu_load.forget()
 
 
+def test_the_measurement_subtracts_our_own_time_and_counts_the_rest(monkeypatch):
+    """Others = the cores' busy time over the window less ours (our children's included)."""
+    readings = iter([(100.0, 10.0), (100.9, 10.5)])  # (machine busy s, our s) before, after
+    now = iter([0.0, 0.4, 0.5])
+    ours = {}
+    monkeypatch.setattr(cpu_load, "_busy_seconds", lambda cores: ours.setdefault(
+        "pair", next(readings))[0])
+    monkeypatch.setattr(cpu_load, "_own_seconds", lambda process: ours.pop("pair")[1])
+    monkeypatch.setattr(cpu_load.time, "sleep", lambda s: None)
+    monkeypatch.setattr(cpu_load.time, "monotonic", lambda: next(now))
+    # 0.9 s busy, 0.5 s of it ours, over 0.4 s: one core's worth of others
+    assert cpu_load._measure(0.4) == pytest.approx(1.0)
+
+
+def test_a_child_that_exits_during_the_window_is_still_ours():
+    """A reaped child's time moves to our children_user/system: it never looks like others'."""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    burn = ("import time\nt = time.process_time()\n"
+            "while time.process_time() - t < 0.6: pass\ntime.sleep(0.3)")
+    child = subprocess.Popen([sys.executable, "-c", burn])
+    time.sleep(0.75)  # it has burned its CPU and sleeps; it exits inside the window
+    reaper = threading.Timer(0.2, child.wait)
+    reaper.start()
+    process = cpu_load.psutil.Process()
+    before = cpu_load._own_seconds(process)
+    time.sleep(0.5)
+    reaper.join()
+    assert child.poll() is not None
+    assert cpu_load._own_seconds(process) >= before - 0.01  # not lost when it was reaped
+
+
+@pytest.mark.skipif(os.getpid() == 1, reason="an orphan would be our child here")
 def test_a_process_spinning_on_a_core_is_measured_as_busy():
     import signal
     import subprocess
@@ -79,21 +119,28 @@ def test_a_process_spinning_on_a_core_is_measured_as_busy():
     try:
         time.sleep(0.3)  # past its start-up
         cpu_load.forget()
-        assert cpu_load.busy_cores_of_others(window=0.5) >= 0.6
+        assert cpu_load.busy_cores_of_others(window=0.5) >= 0.4  # a core's worth, shared
     finally:
         os.kill(spinner, signal.SIGKILL)
         cpu_load.forget()
 
 
-def test_this_process_and_its_children_are_not_others():
-    import subprocess
-    import sys
+def test_a_failing_measurement_means_an_idle_machine(monkeypatch):
+    def refuse(cores):
+        raise cpu_load.psutil.AccessDenied()
 
-    child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    monkeypatch.setattr(cpu_load, "_busy_seconds", refuse)
+    cpu_load.forget()
     try:
-        cpu_load.forget()
-        assert cpu_load.busy_cores_of_others(window=0.5) < 0.5
+        assert cpu_load.busy_cores_of_others() == 0.0
     finally:
-        child.kill()
-        child.wait()
         cpu_load.forget()
+
+
+def test_learner_ranks_do_not_count_their_siblings_as_load(monkeypatch):
+    monkeypatch.setattr(sizing.os, "sched_getaffinity", lambda pid: {0, 1, 2, 3},
+                        raising=False)
+    monkeypatch.setattr(cpu_load, "busy_cores_of_others", lambda: 2.0)  # ranks starting
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    config = load_config("squared")
+    assert trainer.auto_threads(config, phase="learn") == 2  # its share of 4 cores

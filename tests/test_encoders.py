@@ -105,6 +105,15 @@ def test_pixels_reach_the_convs_as_autocast_would_cast_the_float_frames(precisio
     assert torch.equal(frames, before)  # float frames are not scaled in place either
 
 
+def test_a_one_channel_image_without_a_channel_axis_gets_the_cnn():
+    gray = spaces.Box(0, 255, (32, 40), np.uint8)
+    policy = make_policy(gray, spaces.Discrete(3), _config())
+    assert isinstance(policy.encoder, ImageEncoder) and policy.encoder.layout == "hw"
+    frames = torch.randint(0, 256, (4, 32, 40), dtype=torch.uint8)
+    params, values, _ = policy.step(frames)
+    assert params.shape == (4, 3) and values.shape == (4,)
+
+
 def test_small_images_get_the_small_conv_stack():
     encoder = ImageEncoder(spaces.Box(0, 255, (3, 16, 16), np.uint8), 8, channels=4)
     assert encoder(torch.zeros(2, 3, 16, 16, dtype=torch.uint8)).shape == (2, 8)
