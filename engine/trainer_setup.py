@@ -22,7 +22,7 @@ def resolve_device(name: str) -> torch.device:
 
 def resolve_precision(name: str, device: torch.device) -> str:
     """train.precision as the learner runs it: "auto" is bfloat16 where the device multiplies
-    bfloat16 natively (a CUDA GPU that supports it; a CPU with AVX512-BF16 or AMX-BF16, where
+    bfloat16 natively (a CUDA GPU from Ampere on; a CPU with AVX512-BF16 or AMX-BF16, where
     oneDNN's bf16 products run 2-2.7x faster than float32 on the dev box), else float32 (an
     emulated bfloat16 is slower than float32)."""
     if name != "auto":
