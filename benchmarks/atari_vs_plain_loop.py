@@ -71,7 +71,7 @@ class Ours:
         return self.trainer.worker_pids
 
     def batch(self) -> int:
-        torch.set_num_threads(self.trainer._threads[0])  # the plain loop's rounds set theirs
+        torch.set_num_threads(self.trainer.torch_threads[0])  # the plain loop's rounds set theirs
         before = self.trainer.global_step
         self.trainer.run_epoch()
         return self.trainer.global_step - before
@@ -240,7 +240,7 @@ def main(argv=None) -> dict:
     config = atari_config(args)
     torch.manual_seed(config.train.seed)
     ours, plain = Ours(config), None
-    ours_precision = getattr(ours, "trainer", None) and ours.trainer.precision
+    ours_precision = ours.trainer.precision
     try:
         plain_threads = args.threads or os.cpu_count() or 1
         torch.set_num_threads(plain_threads)  # the Trainer set it for itself; the same here

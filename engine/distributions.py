@@ -24,17 +24,19 @@ def _categorical_sample(logits: torch.Tensor, deterministic: bool) -> torch.Tens
     return (logits - torch.log(-torch.log(uniform))).argmax(-1)
 
 
+def _gather(logp_all: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
+    return logp_all.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+
+
 def _categorical_logp(logits: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
     """Log-probabilities only: sampling needs no entropy (three fewer kernels per step)."""
-    logp_all = torch.log_softmax(logits, -1)
-    return logp_all.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
+    return _gather(torch.log_softmax(logits, -1), actions)
 
 
 def _categorical_logp_entropy(logits: torch.Tensor, actions: torch.Tensor):
     logp_all = torch.log_softmax(logits, -1)
-    logp = logp_all.gather(-1, actions.long().unsqueeze(-1)).squeeze(-1)
     entropy = -(logp_all.exp() * logp_all).sum(-1)
-    return logp, entropy
+    return _gather(logp_all, actions), entropy
 
 
 class ActionHead(nn.Module):
