@@ -109,9 +109,11 @@ async def until(pilot, condition, what: str, timeout: float = 120.0) -> None:
 
 @pytest.fixture
 def live_sweep(tmp_path):
-    """A bandit sweep of 3 one-at-a-time trials, long enough to catch one running."""
+    """A bandit sweep of 3 one-at-a-time trials. A trial's budget is far more than the test
+    lasts: it must still be running when the test prunes it (400k steps could finish first on a
+    fast moment of the CI host, and a paused sweep then had nothing left to prune)."""
     runs = tmp_path / "runs"
-    budget = [a if a != "12288" else "400000" for a in TINY]
+    budget = [a if a != "12288" else "200000000" for a in TINY]
     watcher = cli_background("sweep", "bandit", "--trials", "3", "--parallel", "1",
                              "--study", "view", "--runs-dir", str(runs), "--headless",
                              "--train.torch-threads", "1", *budget)
