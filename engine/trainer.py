@@ -39,6 +39,7 @@ import numpy as np
 import torch
 
 from puffer_tui.engine import episode_state, health, rng_state
+from puffer_tui.engine.allocator import keep_freed_memory
 from puffer_tui.engine.config import (
     Config,
     ConfigError,
@@ -87,6 +88,7 @@ class Trainer:
         self._threads = (train.torch_threads or auto_threads(config),
                          train.torch_threads or auto_threads(config, phase="learn"))
         torch.set_num_threads(self._threads[0])
+        keep_freed_memory()  # no page faults for each minibatch's tensors (engine/allocator.py)
         self._seed = self.world.seed(train.seed)  # differs per rank
         _seed_all(self._seed)
 

@@ -156,25 +156,80 @@ def test_fused_sequence_path_equals_stepping(sequence_resets):
     torch.testing.assert_close(seq_params, torch.stack(outs, 1).reshape(batch * horizon, -1))
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16], ids=["uint8-kernel", "int16-embedding"])
 @pytest.mark.parametrize("nonzero_rate", [0.05, 0.9], ids=["sparse", "dense"])
-def test_one_hot_row_sums_equal_the_matmul(nonzero_rate):
-    # the CPU row-sum path (sparse grids) and the matmul are one function: same values, same
-    # gradients; dense grids take the matmul.
+def test_one_hot_row_sums_equal_the_matmul(nonzero_rate, dtype):
+    # the CPU row-sum paths (sparse grids: the C kernels for uint8 cells, embedding_bag for
+    # other integers) and the matmul are one function: same values, same gradients of the
+    # table and the bias; dense grids take the matmul. 30 cells: 3 words of 8 and a tail of 6.
     from puffer_tui.engine.policy import ObservationEncoder
 
     torch.manual_seed(0)
-    space = spaces.Box(0, 3, (6, 5), np.uint8)
+    space = spaces.Box(0, 3, (6, 5), dtype)
     encoder = ObservationEncoder(space, 8)
     rng = np.random.default_rng(0)
     grid = rng.integers(1, 4, (7, 6, 5)) * (rng.random((7, 6, 5)) < nonzero_rate)
     grid[2] = 0  # a row with no non-zero cell at all
-    obs = torch.from_numpy(grid.astype(np.uint8))
+    grid[3, -1, -1] = 3  # the row's last cell, in the tail after the 8-cell words
+    obs = torch.from_numpy(grid.astype(dtype))
     flat = obs.reshape(7, -1)
     one_hot = torch.cat([flat == v for v in (1, 2, 3)], 1).float()
     expected = torch.nn.functional.gelu(one_hot @ encoder.table + encoder.bias)
     got = encoder(obs)
     torch.testing.assert_close(got, expected)
-    (grad_expected,) = torch.autograd.grad(expected.square().sum(), encoder.table)
-    (grad_got,) = torch.autograd.grad(encoder(obs).square().sum(), encoder.table)
-    torch.testing.assert_close(grad_got, grad_expected)
+    weights = torch.randn(7, 8)  # a loss whose gradient differs per row and column
+    grads_expected = torch.autograd.grad((expected * weights).sum(), (encoder.table, encoder.bias))
+    grads_got = torch.autograd.grad((encoder(obs) * weights).sum(), (encoder.table, encoder.bias))
+    for got_grad, expected_grad in zip(grads_got, grads_expected):
+        torch.testing.assert_close(got_grad, expected_grad)
     assert (encoder._sparse(flat) is None) == (nonzero_rate > 0.5)
+
+
+def test_the_one_hot_kernel_names_a_cell_value_outside_the_space():
+    # an env that breaks its own observation space gets a clear error, not a write past the
+    # table (the kernel checks every non-zero cell it reads)
+    from puffer_tui.engine.policy import ObservationEncoder
+
+    encoder = ObservationEncoder(spaces.Box(0, 2, (12,), np.uint8), 8)
+    obs = torch.zeros(3, 12, dtype=torch.uint8)
+    obs[1, 10] = 7
+    with pytest.raises(ValueError, match=r"observation value 7 \(row 1, cell 10\) is above "
+                                         r"the observation space's high of 2"):
+        encoder(obs)
+
+
+def test_the_one_hot_kernel_under_bfloat16_autocast_matches_float32():
+    # the learner's bfloat16 path runs the encoder under autocast: the kernel's float32 sums
+    # and gradients are the same there
+    from puffer_tui.engine.policy import ObservationEncoder
+
+    torch.manual_seed(0)
+    encoder = ObservationEncoder(spaces.Box(0, 2, (40,), np.uint8), 16)
+    obs = torch.from_numpy((np.random.default_rng(1).random((64, 40)) < 0.1).astype(np.uint8))
+    plain = encoder(obs)
+    (grad_plain,) = torch.autograd.grad(plain.sum(), encoder.table)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        mixed = encoder(obs)
+        (grad_mixed,) = torch.autograd.grad(mixed.float().sum(), encoder.table)
+    torch.testing.assert_close(mixed.float(), plain)
+    torch.testing.assert_close(grad_mixed, grad_plain)
+
+
+@pytest.mark.parametrize("rows", [1, 3])
+def test_the_one_hot_kernel_leaves_the_parameters_alone(rows):
+    # a one-row forward (the value of one truncated episode's final observation) once summed
+    # the table rows into the bias itself: expand(1, -1).contiguous() is the bias, not a copy
+    from puffer_tui.engine.policy import ObservationEncoder
+
+    encoder = ObservationEncoder(spaces.Box(0, 2, (10,), np.uint8), 4)
+    with torch.no_grad():
+        encoder.bias.copy_(torch.arange(4.0))
+    before = {name: p.detach().clone() for name, p in encoder.named_parameters()}
+    obs = torch.zeros(rows, 10, dtype=torch.uint8)
+    obs[:, 3] = 1  # sparse: the row-sum path
+    with torch.inference_mode():
+        first = encoder(obs)
+        second = encoder(obs)
+    torch.testing.assert_close(first, second)
+    for name, p in encoder.named_parameters():
+        torch.testing.assert_close(p.detach(), before[name], msg=f"{name} changed")
