@@ -109,8 +109,9 @@ class RolloutBuffer:
                    (self.masks, self._mask, masks))
         first = np.flatnonzero(pos == 0) if self.state_size and state is not None else ()
         if self.device is None:
+            index = _as_slice(seg, pos)
             for _, view, value in columns:
-                view[seg, pos] = value if isinstance(value, float) else pick(value)
+                view[index] = value if isinstance(value, float) else pick(value)
             if len(first):
                 h, c = (np.asarray(s) for s in state)
                 rows = first if keep is None else keep[first]
@@ -166,3 +167,14 @@ class RolloutBuffer:
                  "truncations", "final_values", "masks"]
         names += ["state_h", "state_c"] if self.state_size else []
         return {n: getattr(self, n).to(device, non_blocking=True) for n in names}
+
+
+def _as_slice(seg: np.ndarray, pos: np.ndarray):
+    """(seg, pos) as a basic index where they are consecutive segments at one position (the
+    usual step: every row advances together), so numpy copies rows instead of scattering
+    element by element (fancy indexing: ~2% of a squared epoch); else unchanged."""
+    n = len(seg)
+    if n and pos[0] == pos[-1] and seg[-1] - seg[0] == n - 1 and (pos == pos[0]).all() \
+            and (n == 1 or (np.diff(seg) == 1).all()):
+        return slice(int(seg[0]), int(seg[0]) + n), int(pos[0])
+    return seg, pos

@@ -72,14 +72,16 @@ def test_torch_scan_op_count_grows_with_log_horizon_not_horizon():
 # -- rollout buffer on the device ----------------------------------------------------------
 
 
-def _fill(buffer: RolloutBuffer, seed: int, as_tensors: bool):
+def _fill(buffer: RolloutBuffer, seed: int, as_tensors: bool, whole: float = 0.0):
     """The same pseudo-random steps into a buffer: partial rows (an asynchronous backend),
-    rows idling once the batch is full, truncations with final values, LSTM state."""
+    rows idling once the batch is full, truncations with final values, LSTM state; with
+    probability `whole` a step of every row (host storage copies those as row slices)."""
     rng = np.random.default_rng(seed)
     agents = buffer.num_agents
     steps = 0
     while not buffer.ready:
-        env_ids = np.sort(rng.choice(agents, size=rng.integers(1, agents + 1), replace=False))
+        env_ids = np.arange(agents) if rng.random() < whole else \
+            np.sort(rng.choice(agents, size=rng.integers(1, agents + 1), replace=False))
         n = len(env_ids)
         obs = rng.integers(0, 3, size=(n, 5), dtype=np.uint8)
         rewards = rng.normal(size=n).astype(np.float32)
@@ -105,14 +107,15 @@ def _fill(buffer: RolloutBuffer, seed: int, as_tensors: bool):
     return steps
 
 
-def test_device_storage_holds_the_same_batch_as_host_storage():
+@pytest.mark.parametrize("whole", [0.0, 0.7])
+def test_device_storage_holds_the_same_batch_as_host_storage(whole):
     def make(device):
         return RolloutBuffer(7, 6, 5, (5,), np.uint8, (), torch.int32, state_size=3,
                              device=device)
 
     host, device = make(None), make(torch.device("cpu"))
     assert host.device is None and device.device == torch.device("cpu")
-    assert _fill(host, 3, as_tensors=False) == _fill(device, 3, as_tensors=True) > 6
+    assert _fill(host, 3, False, whole) == _fill(device, 3, True, whole) > 6
     ours, theirs = host.tensors(torch.device("cpu")), device.tensors(torch.device("cpu"))
     assert ours.keys() == theirs.keys()
     for name in ours:

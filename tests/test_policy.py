@@ -217,8 +217,9 @@ def test_the_one_hot_kernel_under_bfloat16_autocast_matches_float32():
 
 @pytest.mark.parametrize("rows", [1, 3])
 def test_the_one_hot_kernel_leaves_the_parameters_alone(rows):
-    # a one-row forward (the value of one truncated episode's final observation) once summed
-    # the table rows into the bias itself: expand(1, -1).contiguous() is the bias, not a copy
+    # the kernel sums into a fresh output: for one row (the value of one truncated episode's
+    # final observation) bias.expand(1, -1).contiguous() is the bias itself, not a copy, and
+    # summing into it corrupted the policy (caught by the squared learning test)
     from puffer_tui.engine.policy import ObservationEncoder
 
     encoder = ObservationEncoder(spaces.Box(0, 2, (10,), np.uint8), 4)
