@@ -36,10 +36,10 @@ FAULTS_PER_UPDATE = textwrap.dedent("""
         faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
         return row
     trainer.learner.update = counted
-    for _ in range(8):
+    for _ in range(12):
         trainer.run_epoch()
     trainer.close()
-    print(max(faults[3:]))
+    print(sorted(faults[3:])[len(faults[3:]) // 2])
 """)
 
 
@@ -48,8 +48,10 @@ def test_updates_after_warm_up_reuse_freed_memory():
     out = subprocess.run([sys.executable, "-c", FAULTS_PER_UPDATE], capture_output=True,
                          text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    # each 2048-row activation is 1 MB (256 pages): a single one faulted in anew exceeds this
-    assert int(out.stdout.split()[-1]) < 100
+    # The median update after warm-up. Each 2048-row activation is 1 MB (256 pages): a single
+    # one faulted in anew exceeds the bound (the code before: medians of 257-2976 in 3 runs;
+    # now 0-1, with the odd update that grows the heap by a MB or two).
+    assert int(out.stdout.split()[-1]) < 64
 
 
 @glibc_only
