@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import platform
+import os
 
 # glibc's mallopt parameters (malloc.h)
 M_TRIM_THRESHOLD = -1
@@ -38,7 +38,7 @@ def keep_freed_memory() -> bool:
 
 
 def _set_thresholds() -> bool:
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+    if not is_glibc():
         return False
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
@@ -50,3 +50,12 @@ def _set_thresholds() -> bool:
     # mallopt returns 1 on success; setting either turns off glibc's dynamic adjustment of both
     return bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)) and \
         bool(mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD))
+
+
+def is_glibc() -> bool:
+    """Whether this process runs on glibc (asked of the C library itself: instant, where
+    platform.libc_ver() reads through the Python binary)."""
+    try:
+        return os.confstr("CS_GNU_LIBC_VERSION").startswith("glibc")
+    except (AttributeError, ValueError, OSError, TypeError):
+        return False  # confstr missing (Windows), the name unknown, or None returned

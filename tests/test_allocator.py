@@ -4,16 +4,16 @@ each minibatch's tensors anew (9k-39k faults per update of squared on the dev bo
 
 from __future__ import annotations
 
-import platform
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
+from puffer_tui.engine.allocator import is_glibc
+
 glibc_only = pytest.mark.skipif(
-    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
-    reason="the thresholds are glibc's (elsewhere the allocator is left as it is)")
+    not is_glibc(), reason="the thresholds are glibc's (elsewhere the allocator is left as it is)")
 
 # A fresh process, so that no earlier test has set the thresholds already: the faults of the
 # learner's updates once the trainer has warmed up.
