@@ -19,9 +19,9 @@ import os
 # glibc's mallopt parameters (malloc.h)
 M_TRIM_THRESHOLD = -1
 M_MMAP_THRESHOLD = -3
-# Blocks up to this size come from the heap (glibc's upper limit on 64-bit: 32 MB); larger
-# ones (rollout buffers, made once) are still mmapped and returned on free.
-MMAP_THRESHOLD = 32 << 20
+# Blocks up to this size come from the heap (glibc's upper limit: 4 MB per byte of a long,
+# 32 MB on 64-bit); larger ones (rollout buffers, made once) are still mmapped.
+MMAP_THRESHOLD = (4 << 20) * ctypes.sizeof(ctypes.c_long)
 # Free memory at the heap's top kept for reuse rather than trimmed.
 TRIM_THRESHOLD = 256 << 20
 

@@ -12,15 +12,18 @@ ways, skipping zeros 8 at a time (forward + backward ~0.3 ms).
 from __future__ import annotations
 
 import torch
+from torch.autograd.function import once_differentiable
 
 from puffer_tui.engine.native.one_hot import one_hot_sum as _forward
 from puffer_tui.engine.native.one_hot import one_hot_sum_backward as _backward
 
 
 def fits(cells: torch.Tensor, table: torch.Tensor) -> bool:
-    """Whether the kernels take these tensors: CPU uint8 cells, a CPU float32 table."""
+    """Whether the kernels take these tensors: CPU uint8 cells, a contiguous CPU float32
+    table."""
     return (cells.device.type == "cpu" and cells.dtype == torch.uint8
-            and table.device.type == "cpu" and table.dtype == torch.float32)
+            and table.device.type == "cpu" and table.dtype == torch.float32
+            and table.is_contiguous())
 
 
 class _OneHotSum(torch.autograd.Function):
@@ -36,9 +39,10 @@ class _OneHotSum(torch.autograd.Function):
         return out
 
     @staticmethod
+    @once_differentiable  # a second derivative through the kernel is refused by name
     def backward(ctx, grad):
         (cells,) = ctx.saved_tensors
-        grad = grad.float().contiguous()
+        grad = grad.detach().float().contiguous()
         grad_table = None
         if ctx.needs_input_grad[1]:
             grad_table = grad.new_zeros(ctx.table_shape)

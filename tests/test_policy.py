@@ -177,6 +177,9 @@ def test_one_hot_row_sums_equal_the_matmul(nonzero_rate, dtype):
     expected = torch.nn.functional.gelu(one_hot @ encoder.table + encoder.bias)
     got = encoder(obs)
     torch.testing.assert_close(got, expected)
+    from puffer_tui.engine.one_hot_sum import fits
+
+    assert fits(flat, encoder.table) == (dtype == np.uint8)  # which sparse path ran
     weights = torch.randn(7, 8)  # a loss whose gradient differs per row and column
     grads_expected = torch.autograd.grad((expected * weights).sum(), (encoder.table, encoder.bias))
     grads_got = torch.autograd.grad((encoder(obs) * weights).sum(), (encoder.table, encoder.bias))
@@ -234,3 +237,14 @@ def test_the_one_hot_kernel_leaves_the_parameters_alone(rows):
     torch.testing.assert_close(first, second)
     for name, p in encoder.named_parameters():
         torch.testing.assert_close(p.detach(), before[name], msg=f"{name} changed")
+
+
+def test_a_second_derivative_through_the_one_hot_kernel_is_refused_by_name():
+    from puffer_tui.engine.policy import ObservationEncoder
+
+    encoder = ObservationEncoder(spaces.Box(0, 2, (10,), np.uint8), 4)
+    obs = torch.zeros(3, 10, dtype=torch.uint8)
+    obs[:, 2] = 2
+    (grad,) = torch.autograd.grad(encoder(obs).square().sum(), encoder.table, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        grad.sum().backward()

@@ -19,7 +19,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__linux__)
+/* ifunc-based clones need GCC and glibc's loader (not clang's, musl's or macOS's) */
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && defined(__GLIBC__)
 #define PUFFER_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define PUFFER_VECTOR_CLONES
@@ -46,7 +47,7 @@ static int64_t puffer_one_hot_sums(const uint8_t* cells, int64_t n, int64_t C,
             memcpy(&word, row_cells + base, C - base < 8 ? (size_t)(C - base) : 8);
             while (word) {
                 int byte = __builtin_ctzll(word) >> 3;
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
                 int64_t c = base + 7 - byte;
 #else
                 int64_t c = base + byte;
