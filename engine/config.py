@@ -571,7 +571,21 @@ def save(config: Config, path: str | os.PathLike) -> None:
 
 def load(path: str | os.PathLike) -> Config:
     path = Path(path)
-    return from_toml(path.read_text(), str(path))
+    return from_toml(read_utf8(path, str(path)), str(path))
+
+
+def read_utf8(path: Path, source: str) -> str:
+    """A TOML file's text; ConfigError (one line) when it cannot be read or is not UTF-8,
+    as TOML requires, instead of a UnicodeDecodeError traceback."""
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise ConfigError(f"{source}: cannot read it ({e.strerror or e})") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{source}: not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); "
+                          f"TOML files must be UTF-8: re-save it as UTF-8") from None
 
 
 # -- command line -------------------------------------------------------------------------------

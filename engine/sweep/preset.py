@@ -22,10 +22,7 @@ def read_preset(path: str | os.PathLike) -> dict:
     """The file's tables ({"env_name"?, "env", "vec", "train", "sweep"}); ConfigError if bad."""
     path = Path(path).expanduser()
     try:
-        with path.open("rb") as f:
-            data = tomllib.load(f)
-    except OSError as e:
-        raise cfg.ConfigError(f"--preset {path}: cannot read it ({e.strerror or e})") from None
+        data = tomllib.loads(cfg.read_utf8(path, f"--preset {path}"))
     except tomllib.TOMLDecodeError as e:
         raise cfg.ConfigError(f"--preset {path}: not valid TOML ({e})") from None
     unknown = sorted(set(data) - {"env_name", "sweep", *cfg.SECTIONS})
