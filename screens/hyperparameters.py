@@ -73,6 +73,10 @@ class HyperparameterScreen(Screen):
     """
 
     BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
+    # Open ready to type: the first live field has the focus as soon as the screen is
+    # composed. (Focusing it from on_mount was a queued callback: keys typed before it ran
+    # went to the scroll area, so a quick Tab landed on the first field, not the second.)
+    AUTO_FOCUS = "FieldRow Input"
 
     def __init__(self, store: TelemetryStore, link_state: str | None = None):
         super().__init__()
@@ -101,12 +105,6 @@ class HyperparameterScreen(Screen):
                     yield Static(self._readonly_line(spec, values.get(spec.key, spec.default)),
                                  classes="readonly")
         yield Footer()
-
-    def on_mount(self) -> None:
-        # Open ready to type: the first live field has the focus (not the scroll area).
-        inputs = self.query(Input)
-        if inputs:
-            inputs.first().focus()
 
     def _readonly_line(self, spec: FieldSpec, value) -> Text:
         line = Text(no_wrap=True, overflow="ellipsis")
