@@ -23,7 +23,8 @@ def add_parser(sub, name, help_text):
     p.add_argument("target", metavar="RUN|CHECKPOINT",
                    help="a run directory or name (its latest checkpoint), or a checkpoint file")
     p.add_argument("--episodes", type=int, default=None,
-                   help=f"episodes to play (default {EPISODES}; {RENDER_EPISODES} with --render)")
+                   help=f"episodes to play (default {EPISODES}; {RENDER_EPISODES} with --render or "
+                        "--record)")
     p.add_argument("--num-envs", type=int, default=None,
                    help="envs played at once (default 64; 1 with --render)")
     p.add_argument("--render", choices=("ascii", "window"), default=None,
@@ -66,7 +67,9 @@ def run(args) -> int:
     # pyproject.toml): the policy plays in engine/evaluate.py; this file parses, renders, prints.
     from puffer_tui.engine.evaluate import EvaluationError, load_evaluator
 
-    episodes = args.episodes or (RENDER_EPISODES if args.render else EPISODES)
+    # Watched or recorded, every frame is played: a few episodes, not a score's hundred.
+    episodes = args.episodes if args.episodes is not None else (
+        RENDER_EPISODES if args.render or args.record else EPISODES)
     if episodes < 1:
         return _fail(f"--episodes must be >= 1, got {episodes}")
     if args.num_envs is not None and args.num_envs < 1:
@@ -107,11 +110,10 @@ def run(args) -> int:
     except EvaluationError as e:
         return _fail(str(e))
     evaluator.view = args.view
-    drawn = evaluator.frame_description if recording is not None else None
-    if drawn not in (None, "tile frames", "rgb frames"):
+    refused = unrecordable(evaluator) if recording is not None else None
+    if refused is not None:
         evaluator.close()
-        return _fail(f"{evaluator.env_name} draws {drawn}: a recording needs tile or rgb "
-                     "frames (a Gymnasium env with render_mode rgb_array)")
+        return _fail(refused)
     if args.render and args.episodes is None:
         print(f"playing {episodes} episodes at {args.fps:g} fps (change with --episodes N and "
               f"--fps F; Ctrl-C stops with the score so far)", file=sys.stderr, flush=True)
@@ -172,6 +174,21 @@ def summary(result: dict, path: Path, target: int) -> str:
               if result["interrupted"] else f"{result['episodes']} episodes")
     return (f"{result['env']}: {played} from {path.name}: score {shown('score', '.3f')}, "
             f"return {shown('episode_return', '.3f')}, length {shown('episode_length', '.1f')}")
+
+
+def unrecordable(evaluator) -> str | None:
+    """Why env 0's frames cannot be recorded, as one line (None: they can)."""
+    drawn = evaluator.frame_description
+    if drawn in ("tile frames", "rgb frames"):
+        return None
+    if getattr(evaluator.envs[0], "render_mode", None) == "rgb_array" and \
+            drawn.startswith("text frames"):
+        # An rgb_array env that hands back text could not draw: the text says why
+        # (e.g. Gymnasium's pygame missing).
+        why = (evaluator.frame_message() or {}).get("text", "").strip()
+        return f"{evaluator.env_name} cannot draw a picture to record: {' '.join(why.split())}"
+    return (f"{evaluator.env_name} draws {drawn}: a recording needs pictures, tiles or "
+            "images (a Gymnasium env with render_mode rgb_array)")
 
 
 def record(evaluator, path: Path, fps: float, scale: int | None):
