@@ -12,6 +12,8 @@ KINDS = {
     "train": "training agent-steps/second of the real Trainer, with its timing breakdown",
     "control": "pause/resume latency and CPU while paused, on a real engine process",
     "vec": "agent-steps/second of our vectorizers against Gymnasium's (and EnvPool's)",
+    "learn": "returns, wall time and CPU of ours (family defaults) against SB3 with rl-zoo's "
+             "tuned settings, env by env",
 }
 
 

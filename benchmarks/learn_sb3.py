@@ -1,0 +1,211 @@
+"""The SB3 side of `puffer-tui bench learn`, run in its own process:
+
+    python -m puffer_tui.benchmarks.learn_sb3 train ENV --seed S --steps N --out DIR
+    python -m puffer_tui.benchmarks.learn_sb3 eval ENV --seed S --out DIR
+
+`train` builds PPO from the zoo's settings for ENV (translate(), as rl_zoo3's ExperimentManager
+does: "lin_X" schedules, VecNormalize with the algorithm's gamma, policy_kwargs, the env
+wrapper, frame stacking, n_envs DummyVecEnv copies each under a Monitor), trains N steps and
+writes DIR/result.json (the per-rollout episode returns and the loop's time), DIR/model.zip
+and DIR/vecnormalize.pkl. `eval` plays the saved policy on one fresh env (normalization
+statistics frozen, rewards raw) for the env's eval episodes, in sequence, and writes
+DIR/eval.json. The parent (benchmarks/learn.py) times each process and reads the files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from puffer_tui.benchmarks.learn_zoo_settings import ENVS, ZOO_PPO
+
+SCHEDULED = ("learning_rate", "clip_range", "clip_range_vf")  # the keys the zoo schedules
+NOT_PPO = ("n_envs", "n_timesteps", "normalize", "env_wrapper", "frame_stack", "policy")
+
+
+def linear_schedule(initial: float):
+    """SB3's progress_remaining goes 1 -> 0 over training: the value decays linearly to 0."""
+    def schedule(progress_remaining: float) -> float:
+        return progress_remaining * initial
+    schedule.initial = initial  # for the report and the tests
+    return schedule
+
+
+def translate(entry: dict) -> dict:
+    """A ZOO_PPO entry as {policy, ppo (PPO keyword arguments), n_envs, normalize (VecNormalize
+    keyword arguments, or None), env_wrapper (dotted name or None), frame_stack (or None),
+    n_timesteps}."""
+    import torch.nn as nn
+
+    ppo = {k: v for k, v in entry.items() if k not in NOT_PPO}
+    for key in SCHEDULED:
+        value = ppo.get(key)
+        if isinstance(value, str):
+            if not value.startswith("lin_"):
+                raise ValueError(f"unknown schedule {value!r} for {key}")
+            ppo[key] = linear_schedule(float(value[4:]))
+    if isinstance(ppo.get("policy_kwargs"), str):
+        # the zoo evaluates this string too; ours are constants in learn_zoo_settings.py
+        ppo["policy_kwargs"] = eval(ppo["policy_kwargs"], {"__builtins__": {}},  # noqa: S307
+                                    {"dict": dict, "nn": nn})
+    normalize = entry.get("normalize", False)
+    if isinstance(normalize, str):  # e.g. "{'norm_obs': False, 'norm_reward': True}"
+        normalize = eval(normalize, {"__builtins__": {}}, {"dict": dict})  # noqa: S307
+    elif normalize:
+        normalize = {}
+    else:
+        normalize = None
+    if normalize is not None and "gamma" in entry:  # the zoo: "same discount factor"
+        normalize["gamma"] = entry["gamma"]
+    for key in ("batch_size", "n_steps", "n_epochs", "sde_sample_freq"):
+        if key in ppo:
+            ppo[key] = int(ppo[key])
+    return {"policy": entry["policy"], "ppo": ppo, "n_envs": int(entry.get("n_envs", 1)),
+            "normalize": normalize, "env_wrapper": entry.get("env_wrapper"),
+            "frame_stack": entry.get("frame_stack"), "n_timesteps": int(entry["n_timesteps"])}
+
+
+def _wrapper_class(dotted: str | None):
+    if dotted is None:
+        return None
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+def _import_needed(env) -> None:
+    for module in env.needs:
+        importlib.import_module(module)
+    if env.sb3_id and env.sb3_id.startswith("ALE/") or env.zoo == "atari":
+        import ale_py
+        import gymnasium
+
+        gymnasium.register_envs(ale_py)
+    if "minigrid" in env.needs:
+        import minigrid  # noqa: F401  (registers MiniGrid-* ids)
+
+
+def make_venv(env, setup: dict, n_envs: int, seed: int, normalize_training: bool,
+              stats: Path | None = None):
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
+
+    _import_needed(env)
+    venv = make_vec_env(env.sb3_id or env.name, n_envs=n_envs, seed=seed,
+                        env_kwargs=dict(env.sb3_env_kwargs) or None,
+                        wrapper_class=_wrapper_class(setup["env_wrapper"]),
+                        vec_env_cls=DummyVecEnv)
+    if setup["frame_stack"]:
+        venv = VecFrameStack(venv, setup["frame_stack"])
+    if setup["normalize"] is not None:
+        if stats is not None:
+            venv = VecNormalize.load(str(stats), venv)
+            venv.training, venv.norm_reward = False, False  # frozen; raw rewards
+        else:
+            venv = VecNormalize(venv, **setup["normalize"])
+    return venv
+
+
+def sb3_threads(given: int) -> int:
+    """torch threads: the cores other processes leave free (as ours picks them), at least 1;
+    SB3's default (one per core) beside other load oversubscribes the cores."""
+    if given > 0:
+        return given
+    from puffer_tui.engine.cpu_load import busy_cores_of_others
+    from puffer_tui.engine.vec.sizing import available_cores
+
+    return max(1, available_cores() - int(busy_cores_of_others() + 0.5))
+
+
+def train(env, seed: int, steps: int, out: Path, threads: int) -> dict:
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    threads = sb3_threads(threads)
+    torch.set_num_threads(threads)
+    setup = translate(ZOO_PPO[env.zoo])
+    venv = make_venv(env, setup, setup["n_envs"], seed, True)
+    chunks: list[list] = []  # [step at the rollout's end, mean return, episodes] per rollout
+
+    class Returns(BaseCallback):
+        def _on_training_start(self) -> None:
+            self.returns: list[float] = []
+
+        def _on_step(self) -> bool:
+            for info in self.locals.get("infos", ()):
+                if "episode" in info:  # Monitor's record: the raw return
+                    self.returns.append(float(info["episode"]["r"]))
+            return True
+
+        def _on_rollout_end(self) -> None:
+            n = len(self.returns)
+            chunks.append([int(self.model.num_timesteps),
+                           sum(self.returns) / n if n else None, n])
+            self.returns = []
+
+    model = PPO(setup["policy"], venv, seed=seed, device="cpu", verbose=0, **setup["ppo"])
+    start = time.perf_counter()
+    model.learn(total_timesteps=steps, callback=Returns())
+    seconds = time.perf_counter() - start
+    model.save(out / "model.zip")
+    if setup["normalize"] is not None:
+        venv.save(str(out / "vecnormalize.pkl"))
+    venv.close()
+    return {"steps": int(model.num_timesteps), "train_s": seconds, "chunks": chunks,
+            "torch_threads": threads}
+
+
+def evaluate(env, seed: int, out: Path) -> dict:
+    """The final policy on one env, eval_episodes in sequence (no bias to short episodes)."""
+    import numpy as np
+    import torch
+    from stable_baselines3 import PPO
+
+    torch.set_num_threads(1)
+    setup = translate(ZOO_PPO[env.zoo])
+    stats = out / "vecnormalize.pkl"
+    venv = make_venv(env, setup, 1, seed, False, stats if stats.exists() else None)
+    model = PPO.load(out / "model.zip", device="cpu")
+    returns, lengths = [], []
+    obs = venv.reset()
+    while len(returns) < env.eval_episodes:
+        action, _ = model.predict(obs, deterministic=env.eval_deterministic)
+        obs, _, dones, infos = venv.step(action)
+        if dones[0] and "episode" in infos[0]:
+            returns.append(float(infos[0]["episode"]["r"]))
+            lengths.append(int(infos[0]["episode"]["l"]))
+    venv.close()
+    return {"episodes": len(returns), "episode_return": float(np.mean(returns)),
+            "episode_length": float(np.mean(lengths)), "returns": returns}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m puffer_tui.benchmarks.learn_sb3")
+    p.add_argument("mode", choices=("train", "eval"))
+    p.add_argument("env", choices=sorted(ENVS))
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--steps", type=int, default=0)
+    p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--out", type=Path, required=True)
+    args = p.parse_args(argv)
+    env = ENVS[args.env]
+    if env.zoo is None:
+        raise SystemExit(f"{env.name} has no SB3 peer")
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.mode == "train":
+        result, name = train(env, args.seed, args.steps, args.out, args.threads), "result.json"
+    else:
+        result, name = evaluate(env, args.seed, args.out), "eval.json"
+    tmp = args.out / (name + ".tmp")
+    tmp.write_text(json.dumps(result))
+    os.replace(tmp, args.out / name)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
