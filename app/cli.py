@@ -17,6 +17,7 @@ COMMANDS = {
     "eval": "Plays a trained policy and reports its score",
     "runs": "Lists the runs with their state, steps, best score and last checkpoint",
     "attach": "Opens the dashboard of a running engine (the latest if RUN is omitted)",
+    "stop": "Stops a running engine (RUN, or --all) with a final checkpoint and says where",
     "serve": "Serves the app to a browser (textual-serve): the launcher or attach RUN",
     "sweep": "Searches hyperparameters with Optuna; each trial is an ordinary run",
 }
@@ -35,8 +36,18 @@ def version() -> str:
         return "unknown (not installed)"
 
 
+class Parser(argparse.ArgumentParser):
+    """A parser that takes flags only as spelled out: `--headles` is an error with a "did you
+    mean" line, not silently `--headless`. Its subparsers (every command's, and theirs) are of
+    this class too (argparse makes them of the parent's class)."""
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="puffer-tui",
         description="Train reinforcement-learning agents fast and steer them from your terminal.",
     )
@@ -75,8 +86,12 @@ def closest_flag(typed: str, flags: list[str]) -> str | None:
         return flag.lstrip("-").replace("_", "-").lower()
 
     by_norm = {norm(f): f for f in flags}
-    match = difflib.get_close_matches(norm(typed.partition("=")[0]), list(by_norm), n=1,
-                                      cutoff=0.75)
+    typed = norm(typed.partition("=")[0])
+    # an abbreviation (refused: allow_abbrev is off) names the one flag it begins
+    starting = [f for n, f in by_norm.items() if typed and n.startswith(typed)]
+    if len(starting) == 1:
+        return starting[0]
+    match = difflib.get_close_matches(typed, list(by_norm), n=1, cutoff=0.75)
     return by_norm[match[0]] if match else None
 
 
@@ -86,10 +101,16 @@ def unknown_argument_message(token: str, flags: list[str]) -> str:
     return f"unrecognized argument {token!r}{hint}"
 
 
-def _option_strings(parser: argparse.ArgumentParser, command: str | None) -> list[str]:
-    if command is not None:
+def _option_strings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The long flags of the (sub)command that was typed: `bench train`'s, not `bench`'s."""
+    while parser._subparsers is not None:
+        chosen = None
         for action in parser._subparsers._group_actions:  # the subcommand's own parser
-            parser = action.choices.get(command, parser)
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(args, action.dest, None) or "")
+        if chosen is None:
+            break
+        parser = chosen
     return [s for s in parser._option_string_actions if s.startswith("--")]
 
 
@@ -100,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extra = parser.parse_known_args(argv)
     prog = f"puffer-tui {args.command}" if args.command else "puffer-tui"
     if extra:
-        flags = _option_strings(parser, args.command)
+        flags = _option_strings(parser, args)
         if getattr(args, "accepts_extra", False):
             flags += getattr(args, "extra_flags", lambda: [])()
         print(f"{prog}: error: {unknown_argument_message(extra[0], flags)}", file=sys.stderr)

@@ -5,8 +5,9 @@
     client = EngineClient.connect(run_dir)
 
 The engine runs in its own session and process group (`start_new_session=True`): Ctrl-C in
-the terminal and the app exiting or crashing do not reach it. Its stdout and stderr go to
-RUN_DIR/engine.out. Whoever launched it should call `handle.wait()` or `handle.poll()` once it
+the terminal and the app exiting or crashing do not reach it; a headless command that should
+stop it on Ctrl-C, SIGTERM or a hangup passes them on (app/engine_stop.py). Its stdout and
+stderr go to RUN_DIR/engine.out. Whoever launched it should call `handle.wait()` or `handle.poll()` once it
 has exited, so it is reaped (if the launcher exits first, init reaps it).
 
 With `train.nproc` > 1 the engine is started through torchrun (`python -m torch.distributed.run
@@ -66,7 +67,20 @@ def launch_engine(
     on_wait=None,
 ) -> EngineHandle:
     """Start the engine on a prepared run dir and return once its socket accepts connections.
-    `on_wait(handle, seconds)` is called about once a second while it is not ready yet."""
+    `on_wait(handle, seconds)` is called about once a second while it is not ready yet.
+    An engine that fails to get ready, or a Ctrl-C during the wait, is stopped."""
+    handle = start_engine(run_dir, resume, fallback_checkpoint, python)
+    try:
+        wait_for_socket(handle, timeout, on_wait)
+    except BaseException:
+        terminate(handle)
+        raise
+    return handle
+
+
+def start_engine(run_dir: str | os.PathLike, resume: bool = False,
+                 fallback_checkpoint: bool = False, python: str | None = None) -> EngineHandle:
+    """Start the engine on a prepared run dir and return at once (see `wait_for_socket`)."""
     run_dir = Path(run_dir).resolve()
     if not rd.is_run_dir(run_dir):
         raise EngineStartError(f"{run_dir} is not a run directory (no {rd.CONFIG_FILE})")
@@ -90,19 +104,20 @@ def launch_engine(
             start_new_session=True, close_fds=True, cwd=os.getcwd(),
             env={**os.environ, "PYTHONUNBUFFERED": "1", LAUNCH_ID_ENV: launch_id},
         )
-    handle = EngineHandle(run_dir, process, launch_id)
-    try:
-        wait_for_socket(handle, timeout, on_wait)
-    except BaseException:
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        raise
-    return handle
+    return EngineHandle(run_dir, process, launch_id)
+
+
+def terminate(handle: EngineHandle) -> None:
+    """End an engine that never got ready: SIGTERM (before its socket is up, that ends it at
+    once), SIGKILL after 10 s."""
+    process = handle.process
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
 
 
 def wait_for_socket(handle: EngineHandle, timeout: float, on_wait=None) -> None:

@@ -1,13 +1,15 @@
 """The `train --headless` display: a rich Live panel fed by engine telemetry.
 
 Shows state, steps (with a bar), SPS, ETA, epoch, uptime, score, episode return/length,
-losses and the timing breakdown; prints engine events above it. Ctrl-C asks the engine to
-checkpoint and stop, then waits for it to finish (a second Ctrl-C stops waiting; the engine
-still checkpoints and exits on its own).
+losses and the timing breakdown; prints engine events above it. Ctrl-C (or SIGTERM, SIGHUP:
+app/engine_stop.py) asks the engine to checkpoint and stop, then waits for it to finish, at
+most STOP_PATIENCE seconds (a second Ctrl-C stops waiting; the engine still checkpoints and
+exits on its own). With `detach` the first one ends the display and the engine trains on.
 """
 
 from __future__ import annotations
 
+import os
 import time
 
 from rich.console import Console, Group
@@ -17,6 +19,7 @@ from rich.progress_bar import ProgressBar
 from rich.table import Table
 
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
+from puffer_tui.app.engine_stop import STOP_PATIENCE, say_anywhere, send_stop, signal_label
 from puffer_tui.app.widgets.format import duration
 from puffer_tui.engine import run_dir as rd
 from puffer_tui.engine.protocol import FINAL_STATES, LIVE_STATES, MessageType, RunState
@@ -70,10 +73,17 @@ def render(t: dict) -> Panel:
 
 
 class HeadlessDisplay:
-    def __init__(self, client: EngineClient, run_dir, console: Console | None = None):
+    def __init__(self, client: EngineClient, run_dir, console: Console | None = None,
+                 signals=None, detach: bool = False, patience: float = STOP_PATIENCE):
         self.client = client
         self.run_dir = run_dir
         self.console = console or Console()
+        self.signals = signals  # app/engine_stop.py StopSignals: a second Ctrl-C in `again`
+        self.detach = detach
+        self.patience = patience
+        self.stop_signal: str | None = None  # the signal that asked for the stop
+        self.detached: str | None = None  # the signal that ended the display under --detach
+        self.timed_out = False  # the engine did not stop within `patience` seconds
         self.telemetry: dict = {"state": client.hello.get("state", RunState.STARTING),
                                 "env": client.hello.get("env", ""),
                                 "run": client.hello.get("run", "")}
@@ -82,7 +92,7 @@ class HeadlessDisplay:
 
     def run(self) -> str:
         """Show progress until the engine exits; returns its final state."""
-        stop_sent = False
+        stop_sent = None  # monotonic time of the stop
         with Live(render(self.telemetry), console=self.console, refresh_per_second=REFRESH_HZ,
                   transient=False) as live:
             while True:
@@ -90,22 +100,41 @@ class HeadlessDisplay:
                     self._pump(live)
                     if self.client.closed.is_set():
                         break
-                except KeyboardInterrupt:
-                    if stop_sent:
-                        self.console.print("[yellow]not waiting any longer; the engine "
-                                           "checkpoints and exits on its own[/]")
-                        self.gave_up = True
+                    if stop_sent is not None and self._stop_wait_over(stop_sent):
                         break
-                    stop_sent = True
-                    self.console.print("[yellow]Ctrl-C: asking the engine to checkpoint and "
-                                       "stop...[/]")
-                    try:
-                        self.client.send("stop", checkpoint=True)
+                except KeyboardInterrupt as e:
+                    if stop_sent is not None:  # a plain KeyboardInterrupt: no StopSignals
+                        self._give_up()
+                        break
+                    name = getattr(e, "name", "SIGINT")
+                    if self.detach:
+                        self.detached = name
+                        break
+                    stop_sent, self.stop_signal = time.monotonic(), name
+                    try:  # first the stop, then the words: the output may be gone
+                        send_stop(self.run_dir, f"{name} to `puffer-tui train --headless` "
+                                                f"(pid {os.getpid()})", self.client)
                     except EngineClientError:
                         break
+                    say_anywhere(self.console, f"{signal_label(name)}: asking the engine to "
+                                               f"checkpoint and stop...")
         if not self.console.is_terminal:
             self.console.print()  # the last frame of a non-terminal Live has no newline
         return self.final_state(wait=self.client.closed.is_set())
+
+    def _stop_wait_over(self, stop_sent: float) -> bool:
+        if self.signals is not None and self.signals.again:
+            self._give_up()
+            return True
+        if time.monotonic() - stop_sent > self.patience:
+            self.timed_out = True
+            return True
+        return False
+
+    def _give_up(self) -> None:
+        say_anywhere(self.console, "Ctrl-C again: not waiting any longer; the engine "
+                                   "checkpoints and exits on its own")
+        self.gave_up = True
 
     def _pump(self, live: Live) -> None:
         deadline = time.monotonic() + 1 / REFRESH_HZ

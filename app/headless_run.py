@@ -1,26 +1,53 @@
-"""`puffer-tui train --headless`: start the engine, wait patiently for it, show its progress.
+"""`puffer-tui train --headless`: start the engine, wait patiently for it, show its progress,
+and stop it when the command is told to end.
 
 The engine announces itself (status.json and its socket) before it imports torch and builds
 the envs, which on a slow disk can take a minute; the command waits on that and on the answer
-to its hello as long as the engine process lives, saying what it waits for. Whenever the
-command ends while the engine it started still runs, it says how to attach to it.
+to its hello as long as the engine process lives, saying what it waits for.
+
+The engine runs in its own session, so Ctrl-C, SIGTERM (`timeout`, a batch scheduler) and
+SIGHUP (a dropped SSH connection) reach this command only: it passes them on as the engine's
+`stop` and waits for the final checkpoint (app/engine_stop.py), unless --detach asked for the
+engine to outlive the command. Every way out prints one line saying what became of the
+engine; output that can no longer be written (the pipe's reader died of the same Ctrl-C, the
+terminal hung up) is dropped, never fatal.
 """
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import time
 
 from rich.console import Console
 
 from puffer_tui.app.engine_client import EngineClient, EngineClientError, EngineDisconnected
-from puffer_tui.app.engine_launcher import EngineHandle, EngineStartError, launch_engine, tail
+from puffer_tui.app.engine_launcher import (
+    EngineHandle,
+    EngineStartError,
+    start_engine,
+    tail,
+    terminate,
+    wait_for_socket,
+)
+from puffer_tui.app.engine_stop import (
+    REPORT_EVERY,
+    STOP_PATIENCE,
+    Interrupted,
+    SafeStream,
+    StopSignals,
+    say_anywhere,
+    send_stop,
+    signal_label,
+    stop_line,
+)
 from puffer_tui.app.headless_display import HeadlessDisplay
 from puffer_tui.engine import run_dir as rd
 from puffer_tui.engine.protocol import FINAL_STATES, RunState
 
 HELLO_PATIENCE = 600.0  # seconds an alive engine may take to answer its first hello
-REPORT_EVERY = 5.0  # seconds between "still starting" lines
+START_PATIENCE = 120.0  # seconds for the engine to open its socket
 EXIT_GRACE = 5.0  # seconds an engine that ended our connection gets to exit before we decide
 FINISHING_PATIENCE = 30.0  # ...and one whose status already says the run ended
 
@@ -74,63 +101,159 @@ def greet(handle: EngineHandle, progress: _StartProgress,
 
 def attach_hint(run_dir, pid: int) -> str:
     return (f"the engine (pid {pid}) goes on training {run_dir.name}; watch it with "
-            f"`puffer-tui attach {run_dir}`, stop it with `kill -INT {pid}`")
+            f"`puffer-tui attach {run_dir}`, stop it with `puffer-tui stop {run_dir}`")
 
 
-def run_headless(run_dir, resume: bool, fallback: bool, console: Console | None = None) -> int:
-    console = console or Console()
-    console.print(f"run directory: {run_dir}", highlight=False)
-    progress = _StartProgress(console)
-    try:
-        handle = launch_engine(run_dir, resume=resume, fallback_checkpoint=fallback,
-                               on_wait=progress)
-    except EngineStartError as e:
-        console.print("[bold red]the engine failed to start[/]")
-        console.print(str(e), markup=False, highlight=False)
-        return 1
-    except KeyboardInterrupt:  # launch_engine has stopped the engine it started
-        console.print("interrupted: the engine was stopped before it began training")
-        return 130
-    try:
-        client = greet(handle, progress)
-    except EngineStartError as e:
-        state = rd.run_state(run_dir)
-        if state in (RunState.FINISHED, RunState.STOPPED):  # a short run, over before the hello
-            return _report_end(console, run_dir, state, None)
-        console.print("[bold red]the engine failed to start[/]")
-        console.print(str(e), markup=False, highlight=False)
-        return 1
-    except (EngineClientError, TimeoutError, KeyboardInterrupt) as e:
-        if isinstance(e, EngineClientError):
-            _wait_for_exit(handle, run_dir)  # the connection ends a moment before the process
-        if handle.poll() is None:
-            console.print(f"{e or 'interrupted'}; " + attach_hint(run_dir, handle.pid),
-                          markup=False, highlight=False)
-            return 130 if isinstance(e, KeyboardInterrupt) else 1
-        if isinstance(e, KeyboardInterrupt):
-            return 130
-        # A short run can end before its engine answers: say how it ended, from the run dir.
-        return _report_end(console, run_dir, rd.run_state(run_dir), None)
-    console.print(f"engine pid {handle.pid}; Ctrl-C checkpoints and stops it", highlight=False)
-    display = HeadlessDisplay(client, run_dir, console)
-    try:
-        state = display.run()
-    except BaseException:
-        if handle.poll() is None:
-            console.print(attach_hint(run_dir, handle.pid), markup=False, highlight=False)
-        raise
-    finally:
-        client.close()
-    if display.gave_up and handle.poll() is None:
-        return _left_stopping(console, run_dir, handle)
-    if state in FINAL_STATES:
+def run_headless(run_dir, resume: bool, fallback: bool, console: Console | None = None,
+                 detach: bool = False) -> int:
+    console = console or Console(file=SafeStream(sys.stdout))
+    with StopSignals() as signals:
+        session = _Session(run_dir, console, signals, detach)
         try:
-            handle.wait(30)  # reap it; it exits right after closing the socket
-        except Exception:
-            pass
-    elif handle.poll() is None:  # the connection ended, the engine did not
-        console.print(attach_hint(run_dir, handle.pid), markup=False, highlight=False)
-    return _report_end(console, run_dir, state, display)
+            return session.run(resume, fallback)
+        except Interrupted as e:  # a signal outside the display: stop (or leave) the engine
+            return session.interrupted(e.name)
+
+
+class _Session:
+    """One headless command: the engine it started, the connection, and how it ends."""
+
+    def __init__(self, run_dir, console: Console, signals: StopSignals, detach: bool):
+        self.run_dir = run_dir
+        self.console = console
+        self.signals = signals
+        self.detach = detach
+        self.handle: EngineHandle | None = None
+        self.ready = False  # the engine's socket answers: a stop goes through it
+        self.client: EngineClient | None = None
+
+    def say(self, text: str) -> None:
+        say_anywhere(self.console, text)
+
+    def run(self, resume: bool, fallback: bool) -> int:
+        console, run_dir = self.console, self.run_dir
+        console.print(f"run directory: {run_dir}", highlight=False)
+        progress = _StartProgress(console)
+        try:
+            self.handle = start_engine(run_dir, resume=resume, fallback_checkpoint=fallback)
+            wait_for_socket(self.handle, START_PATIENCE, progress)
+        except EngineStartError as e:
+            if self.handle is not None:
+                terminate(self.handle)
+            console.print("[bold red]the engine failed to start[/]")
+            console.print(str(e), markup=False, highlight=False)
+            return 1
+        self.ready = True
+        handle = self.handle
+        try:
+            self.client = greet(handle, progress)
+        except EngineStartError as e:
+            state = rd.run_state(run_dir)
+            if state in (RunState.FINISHED, RunState.STOPPED):  # a short run, over before the hello
+                return _report_end(console, run_dir, state, None)
+            console.print("[bold red]the engine failed to start[/]")
+            console.print(str(e), markup=False, highlight=False)
+            return 1
+        except (EngineClientError, TimeoutError) as e:
+            if isinstance(e, EngineClientError):
+                _wait_for_exit(handle, run_dir)  # the connection ends a moment before the process
+            if handle.poll() is None:
+                self.say(f"{e}; " + attach_hint(run_dir, handle.pid))
+                return 1
+            # A short run can end before its engine answers: say how it ended, from the run dir.
+            return _report_end(console, run_dir, rd.run_state(run_dir), None)
+        if self.detach:
+            console.print(f"engine pid {handle.pid}; it outlives this command (--detach): "
+                          f"`puffer-tui stop {run_dir.name}` stops it", highlight=False)
+        else:
+            console.print(f"engine pid {handle.pid}; Ctrl-C checkpoints and stops it",
+                          highlight=False)
+        display = HeadlessDisplay(self.client, run_dir, console, signals=self.signals,
+                                  detach=self.detach)
+        try:
+            state = display.run()
+        finally:
+            self.client.close()
+        if display.detached:
+            return self._left_training(display.detached)
+        if display.gave_up and handle.poll() is None:
+            return _left_stopping(console, run_dir, handle)
+        if display.timed_out and handle.poll() is None:
+            return self._stop_timed_out(display.patience)
+        if state in FINAL_STATES:
+            try:
+                handle.wait(30)  # reap it; it exits right after closing the socket
+            except subprocess.TimeoutExpired:
+                pass
+        elif handle.poll() is None:  # the connection ended, the engine did not
+            self.say(attach_hint(run_dir, handle.pid))
+            return 1
+        return _report_end(console, run_dir, state, display, _cause(display.stop_signal))
+
+    def interrupted(self, name: str) -> int:
+        """The first signal came outside the display (starting, greeting, reporting)."""
+        handle, label = self.handle, signal_label(name)
+        if handle is None:
+            self.say(f"{label}: stopped before the engine started")
+            return 130
+        if handle.poll() is not None:
+            return _report_end(self.console, self.run_dir, rd.run_state(self.run_dir), None)
+        if self.detach:
+            return self._left_training(name)
+        if not self.ready:  # no socket yet: nothing trained, nothing to checkpoint
+            terminate(handle)
+            self.say(f"{label}: the engine was stopped before it began training")
+            return 130
+        try:
+            self.client = send_stop(self.run_dir, f"{name} to `puffer-tui train --headless` "
+                                                  f"(pid {os.getpid()})", self.client)
+        except EngineClientError as e:
+            self.say(f"{label}: could not ask the engine to stop ({e}); "
+                     + attach_hint(self.run_dir, handle.pid))
+            return 1
+        self.say(f"{label}: asking the engine to checkpoint and stop...")
+        try:
+            return self._wait_stopped(_cause(name))
+        finally:
+            self.client.close()
+
+    def _wait_stopped(self, cause: str) -> int:
+        """After a stop sent outside the display: wait for the engine to exit, bounded."""
+        handle, start = self.handle, time.monotonic()
+        next_report = REPORT_EVERY
+        while True:
+            try:
+                handle.wait(0.25)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            seconds = time.monotonic() - start
+            if self.signals.again:
+                self.say("Ctrl-C again: not waiting any longer")
+                return _left_stopping(self.console, self.run_dir, handle)
+            if seconds > STOP_PATIENCE:
+                return self._stop_timed_out(STOP_PATIENCE)
+            if seconds >= next_report:
+                self.say(f"waiting for the engine (pid {handle.pid}) to checkpoint and exit: "
+                         f"{seconds:.0f} s")
+                next_report = seconds + REPORT_EVERY
+        return _report_end(self.console, self.run_dir, rd.run_state(self.run_dir), None, cause)
+
+    def _left_training(self, name: str) -> int:
+        self.say(f"{signal_label(name)}: left training (--detach): "
+                 + attach_hint(self.run_dir, self.handle.pid))
+        return 130
+
+    def _stop_timed_out(self, patience: float) -> int:
+        run = self.run_dir
+        self.say(f"the engine (pid {self.handle.pid}) has not stopped {patience:g} s after the "
+                 f"stop; it goes on stopping {run.name} on its own: `puffer-tui stop {run}` "
+                 f"waits for it again, `puffer-tui runs` shows its state")
+        return 1
+
+
+def _cause(name: str | None) -> str:
+    return f" on {signal_label(name)}" if name else ""
 
 
 def _wait_for_exit(handle: EngineHandle, run_dir) -> None:
@@ -143,33 +266,34 @@ def _wait_for_exit(handle: EngineHandle, run_dir) -> None:
         except subprocess.TimeoutExpired:
             if rd.run_state(run_dir) not in FINAL_STATES:
                 return  # it lives on: the caller says how to attach to it
-        except KeyboardInterrupt:
-            return
 
 
 def _left_stopping(console: Console, run_dir, handle: EngineHandle) -> int:
     """The second Ctrl-C: the engine is still writing its final checkpoint; say so, not
     "last checkpoint none"."""
     info = rd.run_info(run_dir)
-    console.print(
+    say_anywhere(
+        console,
         f"stopping at {info.global_step or 0:,} steps: the engine (pid {handle.pid}) is saving "
         f"its final checkpoint into {run_dir / rd.CHECKPOINT_DIR} and then exits on its own; "
-        f"`puffer-tui runs` shows when it is done", highlight=False)
-    console.print(f"resume with: puffer-tui train --resume {run_dir} --headless", highlight=False)
+        f"`puffer-tui stop {run_dir}` waits for it, `puffer-tui runs` shows when it is done")
+    say_anywhere(console, f"resume with: puffer-tui train --resume {run_dir} --headless")
     return 130
 
 
-def _report_end(console: Console, run_dir, state: str, display: HeadlessDisplay | None) -> int:
+def _report_end(console: Console, run_dir, state: str, display: HeadlessDisplay | None,
+                cause: str = "") -> int:
+    if state in (RunState.FINISHED, RunState.STOPPED):
+        say_anywhere(console, stop_line(run_dir, cause, state)[0])
+        if state == RunState.STOPPED:
+            say_anywhere(console, f"resume with: puffer-tui train --resume {run_dir} --headless")
+        return 0
     info = rd.run_info(run_dir)
-    checkpoint = info.last_checkpoint.name if info.last_checkpoint else "none"
-    console.print(f"{state}: {info.global_step or 0:,} steps; last checkpoint {checkpoint}",
-                  highlight=False)
-    if state == RunState.STOPPED:
-        console.print(f"resume with: puffer-tui train --resume {run_dir} --headless",
-                      highlight=False)
+    checkpoint = info.last_checkpoint or "none"
+    say_anywhere(console, f"{state}{cause}: {info.global_step or 0:,} steps; last checkpoint "
+                          f"{checkpoint}")
     if state == RunState.ERROR:
         console.print(f"[bold red]the engine failed[/] (see {run_dir / rd.EVENTS_FILE})")
         if (display is None or not display.errors) and info.detail:
             console.print(info.detail, markup=False)
-        return 1
-    return 0 if state in (RunState.FINISHED, RunState.STOPPED) else 1
+    return 1

@@ -81,7 +81,12 @@ def add_parser(sub, name, help_text):
                    help="environment to train: a name from `puffer-tui envs`, gym:ID (a "
                         "Gymnasium id), MODULE:CALLABLE or pz:MODULE:CALLABLE")
     p.add_argument("--headless", action="store_true",
-                   help="no dashboard: a plain progress display; Ctrl-C checkpoints and stops")
+                   help="no dashboard: a plain progress display; Ctrl-C, SIGTERM and SIGHUP "
+                        "(a closed terminal) checkpoint and stop the engine")
+    p.add_argument("--detach", action="store_true",
+                   help="with --headless: the engine outlives the command (Ctrl-C, SIGTERM, "
+                        "SIGHUP leave it training); reattach with `puffer-tui attach RUN`, "
+                        "stop it with `puffer-tui stop RUN`")
     p.add_argument("--resume", metavar="RUN_DIR",
                    help="continue a run from its latest checkpoint (a path or a run name)")
     p.add_argument("--from", dest="branch_from", metavar="RUN[/CHECKPOINT]",
@@ -312,6 +317,9 @@ def run(args) -> int:
     from puffer_tui.engine.run_dir import RunDirError
 
     run_app = None
+    if args.detach and not args.headless:
+        return _fail("--detach is for --headless (in the dashboard, q offers to detach and "
+                     "leave the engine training)")
     if not args.headless:
         try:
             from puffer_tui.app.app import run_app
@@ -334,4 +342,4 @@ def run(args) -> int:
         return int(run_app(run_dir=run_dir, attach=False) or 0)
     from puffer_tui.app.headless_run import run_headless
 
-    return run_headless(run_dir, resuming, args.fallback_checkpoint)
+    return run_headless(run_dir, resuming, args.fallback_checkpoint, detach=args.detach)
