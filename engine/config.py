@@ -21,6 +21,7 @@ from typing import Any
 from puffer_tui.engine.atomic_write import write_atomic
 
 SECTIONS = ("env", "vec", "train", "eval")
+STOP_WINDOW = 5  # epochs whose mean episode score train.stop_at_score compares
 
 
 class ConfigError(ValueError):
@@ -82,6 +83,21 @@ class TrainConfig:
                            "as many)", 4, 1024)
     hidden_size: int = _f(128, "width of the policy's hidden layers", 4, 8192,
         search=(32, 512, "log"))
+    activation: str = _f("gelu", "MLP nonlinearity (tanh: the usual one for continuous control)",
+                         choices=("gelu", "tanh", "relu"))
+    separate_critic: bool = _f(False, "MLP: the value function has its own network (no trunk "
+                               "shared with the policy)")
+    init_log_std: float = _f(0.0, "Box actions: initial log std of the Gaussian (kept within "
+                             "[-5, 2] while training)", -5.0, 2.0)
+    action_squash: str = _f("clip", "Box actions: clip the Gaussian sample to the bounds, or "
+                            "squash it into them with tanh", choices=("clip", "tanh"))
+    normalize_observations: bool = _f(False, "running mean/std normalization of float vector "
+                                      "observations (images and integer grids: left alone)")
+    observation_clip: float = _f(10.0, "clip normalized observations to [-c, c] (0: off)",
+                                 0.0, 1e6)
+    normalize_rewards: bool = _f(False, "divide rewards by the running std of the discounted "
+                                 "return")
+    reward_clip: float = _f(10.0, "clip scaled rewards to [-c, c] (0: off)", 0.0, 1e9)
     lstm_sequence_resets: bool = _f(
         True, "LSTM: reset the state at episode ends inside training sequences too (exact; "
         "off: one fused LSTM call per minibatch, faster on CPU)")
@@ -125,6 +141,9 @@ class TrainConfig:
                      "Biases (pip install puffer-tui[wandb]; WANDB_MODE=offline needs no account)")
     wandb_project: str = _f("puffer-tui", "Weights & Biases project name")
     nproc: int = _f(1, "learner processes (torchrun ranks, DistributedDataParallel)", 1, 1024)
+    stop_at_score: float = _f(0.0, "finish once the mean episode score of the last "
+                              f"{STOP_WINDOW} epochs with episodes reaches this (0: off)",
+                              -1e12, 1e12, live=True)
     checkpoint_interval: int = _f(200, "epochs between checkpoints (0: only on stop)", 0, 10**9)
 
 

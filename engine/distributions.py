@@ -1,8 +1,16 @@
 """Action heads: turn a hidden vector into an action distribution for each action space.
 
 Discrete -> one categorical; MultiDiscrete -> one categorical per component (log-probs and
-entropies summed); Box -> a diagonal Gaussian with a learned, state-independent log std.
+entropies summed); Box -> a diagonal Gaussian with a learned, state-independent log std
+(initial value train.init_log_std, bounded to [LOG_STD_MIN, LOG_STD_MAX]).
 Sampling uses the Gumbel-max trick (one uniform draw per logit, no Python loop per row).
+
+Box actions reach the env in one of two ways (train.action_squash), and in both the stored
+action and its log-probability are those of the Gaussian sample u itself:
+- "clip": u clipped to the space's bounds (CleanRL, SB3). The clipped action is not what was
+  sampled; its log-prob would be wrong wherever u lies outside the bounds.
+- "tanh": low + (tanh(u) + 1) / 2 * (high - low). The change of variables' log-Jacobian
+  depends on u only, so it cancels in PPO's ratio: the Gaussian log-prob of u is enough.
 """
 
 from __future__ import annotations
@@ -15,6 +23,8 @@ from gymnasium import spaces
 from torch import nn
 
 LOG_2PI = math.log(2 * math.pi)
+LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0  # std in [0.0067, 7.4]: no collapse, no blow-up
+SQUASHES = ("clip", "tanh")
 
 
 def _categorical_sample(logits: torch.Tensor, deterministic: bool) -> torch.Tensor:
@@ -42,9 +52,13 @@ def _categorical_logp_entropy(logits: torch.Tensor, actions: torch.Tensor):
 class ActionHead(nn.Module):
     """hidden -> distribution parameters; sample() and evaluate() for one action space."""
 
-    def __init__(self, action_space: spaces.Space, hidden_size: int):
+    def __init__(self, action_space: spaces.Space, hidden_size: int, init_log_std: float = 0.0,
+                 squash: str = "clip"):
         super().__init__()
+        if squash not in SQUASHES:
+            raise ValueError(f"action squash must be one of {', '.join(SQUASHES)}, got {squash!r}")
         self.space = action_space
+        self.squash = squash
         if isinstance(action_space, spaces.Discrete):
             self.kind = "discrete"
             self.sizes = [int(action_space.n)]
@@ -54,9 +68,12 @@ class ActionHead(nn.Module):
         elif isinstance(action_space, spaces.Box):
             self.kind = "box"
             self.sizes = [int(np.prod(action_space.shape))]
-            self.log_std = nn.Parameter(torch.zeros(self.sizes[0]))
+            self.log_std = nn.Parameter(torch.full((self.sizes[0],), float(init_log_std)))
             low = np.asarray(action_space.low, np.float32).ravel()
             high = np.asarray(action_space.high, np.float32).ravel()
+            if squash == "tanh" and not (np.isfinite(low).all() and np.isfinite(high).all()):
+                raise ValueError(f"train.action_squash tanh needs finite action bounds, the "
+                                 f"space is {action_space}; use train.action_squash clip")
             self.register_buffer("low", torch.from_numpy(low), persistent=False)
             self.register_buffer("high", torch.from_numpy(high), persistent=False)
         else:
@@ -95,7 +112,7 @@ class ActionHead(nn.Module):
         if deterministic:
             actions = mean
         else:
-            actions = mean + torch.randn_like(mean) * self.log_std.exp()
+            actions = mean + torch.randn_like(mean) * self.bounded_log_std().exp()
         logp, _ = self.evaluate(params, actions)
         return actions.view(-1, *self.action_shape), logp
 
@@ -112,15 +129,22 @@ class ActionHead(nn.Module):
             ))
             return torch.stack(logps, -1).sum(-1), torch.stack(entropies, -1).sum(-1)
         actions = actions.reshape(n, -1).float()
-        log_std = self.log_std.expand_as(params)
+        log_std = self.bounded_log_std().expand_as(params)
         z = (actions - params) / log_std.exp()
         logp = (-0.5 * z * z - log_std - 0.5 * LOG_2PI).sum(-1)
         entropy = (log_std + 0.5 * (1.0 + LOG_2PI)).sum(-1)
         return logp, entropy
 
+    def bounded_log_std(self) -> torch.Tensor:
+        return self.log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
+
     def to_env(self, actions: torch.Tensor) -> torch.Tensor:
-        """Actions as the env accepts them: Box actions clipped to the space's bounds."""
+        """Actions as the env accepts them: Box actions clipped to the space's bounds, or
+        squashed into them (train.action_squash)."""
         if self.kind != "box":
             return actions
         flat = actions.reshape(actions.shape[0], -1)
+        if self.squash == "tanh":
+            return (self.low + (torch.tanh(flat) + 1.0) * 0.5 * (self.high - self.low)) \
+                .view_as(actions)
         return torch.maximum(torch.minimum(flat, self.high), self.low).view_as(actions)

@@ -22,6 +22,8 @@ from torch import nn
 
 from puffer_tui.engine.one_hot_sum import fits, one_hot_sum
 
+# train.activation: the MLP's nonlinearity (tanh is the usual choice for continuous control)
+ACTIVATIONS = {"gelu": nn.functional.gelu, "tanh": torch.tanh, "relu": nn.functional.relu}
 MAX_ONE_HOT_VALUES = 16  # integer observations with at most this many values are one-hot
 MIN_IMAGE_SIDE = 16  # smaller 2-D/3-D Boxes are grids for the MLP, not images
 NATURE_MIN_SIDE = 36  # the 8x8/4, 4x4/2, 3x3/1 stack needs at least this many pixels
@@ -45,8 +47,9 @@ class ObservationEncoder(nn.Module):
 
     SPARSE_FRACTION = 0.25  # use the row sums when at most this fraction of cells is non-zero
 
-    def __init__(self, space: spaces.Box, hidden_size: int):
+    def __init__(self, space: spaces.Box, hidden_size: int, activation: str = "gelu"):
         super().__init__()
+        self.activation = ACTIVATIONS[activation]
         if not isinstance(space, spaces.Box):
             raise TypeError(f"observations must be a Box space, got {space!r}")
         self.obs_shape = tuple(space.shape)
@@ -78,7 +81,7 @@ class ObservationEncoder(nn.Module):
             if x is None:
                 one_hot = torch.cat([flat == v for v in range(1, self.one_hot_values)], 1)
                 x = torch.addmm(self.bias, one_hot.float(), self.table)
-        return nn.functional.gelu(x)
+        return self.activation(x)
 
     def _sparse(self, flat: torch.Tensor) -> torch.Tensor | None:
         """Sum of the table rows of each row's non-zero cells, or None if too many."""
@@ -220,10 +223,11 @@ class LeafEncoders(nn.Module):
         return nn.functional.gelu(self.mix(torch.cat(parts, 1)))
 
 
-def _encoder_for(box: spaces.Box, hidden_size: int, kind: str, channels: int) -> nn.Module:
+def _encoder_for(box: spaces.Box, hidden_size: int, kind: str, channels: int,
+                 activation: str = "gelu") -> nn.Module:
     if kind != "mlp" and image_layout(box.shape) is not None:
         return ImageEncoder(box, hidden_size, channels)
-    return ObservationEncoder(box, hidden_size)
+    return ObservationEncoder(box, hidden_size, activation)
 
 
 def has_image(space) -> bool:
@@ -244,12 +248,14 @@ def check_encoder_choice(space, kind: str) -> None:
             f"H, W >= {MIN_IMAGE_SIDE}), this env observes {space}; use train.policy auto or mlp")
 
 
-def make_encoder(space, hidden_size: int, kind: str = "auto", channels: int = 32) -> nn.Module:
+def make_encoder(space, hidden_size: int, kind: str = "auto", channels: int = 32,
+                 activation: str = "gelu") -> nn.Module:
     """The encoder for an observation space. `kind`: "auto"/"lstm" (a CNN for images, an MLP
-    otherwise), "mlp" (never a CNN), "cnn" (a CNN, refused when there is no image)."""
+    otherwise), "mlp" (never a CNN), "cnn" (a CNN, refused when there is no image).
+    `activation` applies to a vector observation's layer (CNNs and leaf mixes keep theirs)."""
     if not isinstance(space, spaces.Box):
         raise TypeError(f"observations must be a Box space, got {space!r}")
     check_encoder_choice(space, kind)
     if getattr(space, "leaves", None) is not None:
         return LeafEncoders(space, hidden_size, kind, channels)
-    return _encoder_for(space, hidden_size, kind, channels)
+    return _encoder_for(space, hidden_size, kind, channels, activation)

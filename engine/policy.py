@@ -9,6 +9,13 @@ for Dict/Tuple observations, else an MLP layer; small-integer observations (uint
 handful of cell values, like squared) are one-hot encoded per cell: a grid cell's value is a
 category, not a magnitude.
 
+Continuous control options (engine/config.py): `separate_critic` gives the value its own
+encoder and hidden layer (no trunk shared with the actor); `activation` is the MLP's
+nonlinearity; `obs_norm` (ObservationNormalizer, engine/normalization.py) holds the running
+statistics of the observations: the trainer normalizes what it collects itself (and copies its
+statistics here after each epoch), `act` applies them to raw observations, so evaluation and
+recordings see what training saw. They are buffers: saved and loaded with the weights.
+
 The LSTM's state is reset where an episode ends: the caller passes `starts`, true for rows
 whose current observation is the first of a new episode, and those rows' state is zeroed
 before the step.
@@ -22,10 +29,13 @@ from torch import nn
 
 from puffer_tui.engine.distributions import ActionHead
 from puffer_tui.engine.encoders import (  # noqa: F401 (ObservationEncoder: its old home)
+    ACTIVATIONS,
     MAX_ONE_HOT_VALUES,
     ObservationEncoder,
+    has_image,
     make_encoder,
 )
+from puffer_tui.engine.normalization import ObservationNormalizer
 
 
 def _init(layer: nn.Linear, gain: float = np.sqrt(2)) -> nn.Linear:
@@ -40,13 +50,24 @@ class Policy(nn.Module):
 
     def __init__(self, observation_space, action_space, hidden_size: int = 128,
                  recurrent: bool = False, sequence_resets: bool = True,
-                 encoder: str = "auto", cnn_channels: int = 32):
+                 encoder: str = "auto", cnn_channels: int = 32, activation: str = "gelu",
+                 separate_critic: bool = False, init_log_std: float = 0.0,
+                 action_squash: str = "clip", observation_clip: float | None = None):
         super().__init__()
+        if separate_critic and recurrent:
+            raise ValueError("train.separate_critic is for MLP policies; with train.policy lstm "
+                             "the actor and critic share the LSTM (set separate_critic false)")
         self.observation_space = observation_space
         self.action_space = action_space
         self.hidden_size = hidden_size
         self.recurrent = recurrent
-        self.encoder = make_encoder(observation_space, hidden_size, encoder, cnn_channels)
+        self.separate_critic = separate_critic
+        self.activation = ACTIVATIONS[activation]
+        # observation_clip None: no normalization; else the clip of the normalized values
+        self.obs_norm = (ObservationNormalizer(tuple(observation_space.shape), observation_clip)
+                         if observation_clip is not None else None)
+        self.encoder = make_encoder(observation_space, hidden_size, encoder, cnn_channels,
+                                    activation)
         # Resetting the state inside training sequences (where episodes end) is exact but
         # steps the cell once per time step; without it the whole sequence is one fused LSTM
         # call (PufferLib's choice) and the state flows across episode ends within a segment.
@@ -60,7 +81,11 @@ class Policy(nn.Module):
                     nn.init.orthogonal_(param, 1.0)
         else:
             self.hidden = _init(nn.Linear(hidden_size, hidden_size))
-        self.actor = ActionHead(action_space, hidden_size)
+        if separate_critic:
+            self.critic_encoder = make_encoder(observation_space, hidden_size, encoder,
+                                               cnn_channels, activation)
+            self.critic_hidden = _init(nn.Linear(hidden_size, hidden_size))
+        self.actor = ActionHead(action_space, hidden_size, init_log_std, action_squash)
         self.critic = _init(nn.Linear(hidden_size, 1), 1.0)
 
     # -- recurrent state ----------------------------------------------------------------------
@@ -91,8 +116,17 @@ class Policy(nn.Module):
         out = torch.addmm(bias, hidden, weight.t())
         return out[:, :-1], out[:, -1]
 
+    def _separate(self, obs: torch.Tensor):
+        """(action params, values) of the separate actor and critic networks."""
+        actor = self.activation(self.hidden(self.encoder(obs)))
+        critic = self.activation(self.critic_hidden(self.critic_encoder(obs)))
+        return self.actor.linear(actor), self.critic(critic).squeeze(-1)
+
     def step(self, obs: torch.Tensor, state=None, starts: torch.Tensor | None = None):
         """One step for N rows: (action params [N, .], values [N], new state)."""
+        if self.separate_critic:
+            params, value = self._separate(obs)
+            return params, value, None
         x = self.encoder(obs)
         if self.recurrent:
             if state is None:
@@ -100,16 +134,19 @@ class Policy(nn.Module):
             h, c = self._cell(x, self.reset_state(state, starts))
             params, value = self._heads(h)
             return params, value, (h, c)
-        params, value = self._heads(nn.functional.gelu(self.hidden(x)))
+        params, value = self._heads(self.activation(self.hidden(x)))
         return params, value, None
 
     def forward_sequence(self, obs: torch.Tensor, state=None, starts: torch.Tensor | None = None):
         """[B, T, *obs] sequences from state `state` ([B, hidden] pairs, or None for zeros):
         (action params [B*T, .], values [B*T]), time-major within each row (b, t) -> b*T + t."""
         batch, horizon = obs.shape[:2]
-        x = self.encoder(obs.reshape(batch * horizon, *obs.shape[2:]))
+        flat = obs.reshape(batch * horizon, *obs.shape[2:])
+        if self.separate_critic:
+            return self._separate(flat)
+        x = self.encoder(flat)
         if not self.recurrent:
-            return self._heads(nn.functional.gelu(self.hidden(x)))
+            return self._heads(self.activation(self.hidden(x)))
         x = x.view(batch, horizon, -1)
         if state is None:
             state = self.initial_state(batch, obs.device)
@@ -148,6 +185,8 @@ class Policy(nn.Module):
             raise ValueError(f"observations have shape {tuple(obs.shape)}, expected "
                              f"(N, {', '.join(map(str, expected))})")
         start_t = None if starts is None else torch.as_tensor(np.asarray(starts), device=device)
+        if self.obs_norm is not None:  # training's statistics, frozen
+            obs = self.obs_norm(obs)
         params, _, state = self.step(obs, state, start_t)
         actions, _ = self.actor.sample(params, deterministic)
         return self.actor.to_env(actions).cpu().numpy(), state
@@ -160,10 +199,25 @@ def make_policy(observation_space, action_space, train_config) -> Policy:
     """The policy the config asks for (`train.policy`: auto/lstm pick the encoder from the
     observations, mlp and cnn force one; `train.hidden_size`, `train.cnn_channels`)."""
     kind = getattr(train_config, "policy", "auto")
+    normalized = getattr(train_config, "normalize_observations", False) and \
+        normalizable(observation_space)
     return Policy(observation_space, action_space, hidden_size=train_config.hidden_size,
                   recurrent=kind == "lstm",
                   sequence_resets=train_config.lstm_sequence_resets,
-                  encoder=kind, cnn_channels=getattr(train_config, "cnn_channels", 32))
+                  encoder=kind, cnn_channels=getattr(train_config, "cnn_channels", 32),
+                  activation=getattr(train_config, "activation", "gelu"),
+                  separate_critic=getattr(train_config, "separate_critic", False),
+                  init_log_std=getattr(train_config, "init_log_std", 0.0),
+                  action_squash=getattr(train_config, "action_squash", "clip"),
+                  observation_clip=train_config.observation_clip if normalized else None)
+
+
+def normalizable(observation_space) -> bool:
+    """Whether train.normalize_observations applies: float vectors only (images, integer
+    grids and structured observations with such leaves keep their own encodings)."""
+    return (np.issubdtype(observation_space.dtype, np.floating)
+            and getattr(observation_space, "leaves", None) is None
+            and not has_image(observation_space))
 
 
 def load_policy(checkpoint_path, device: str = "cpu"):
@@ -182,6 +236,11 @@ def load_policy(checkpoint_path, device: str = "cpu"):
     cls = env_class(config.env_name)
     layout = cls.layout(cls.resolve(dict(config.env)))
     policy = make_policy(layout.observation_space, layout.action_space, config.train)
+    if policy.obs_norm is not None and not any(k.startswith("obs_norm.") for k in state["policy"]):
+        raise ValueError(f"{checkpoint_path}: its config normalizes observations "
+                         f"(train.normalize_observations) but it holds no observation "
+                         f"statistics; without them the policy sees other inputs than it "
+                         f"trained on (a checkpoint from a damaged or older writer)")
     policy.load_state_dict(state["policy"])
     policy.to(device).eval()
     return policy, config

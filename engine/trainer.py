@@ -22,7 +22,14 @@ Data flow of one step: recv() -> policy forward (inference mode) -> store in the
   each segment is stored so training replays the sequences from the state they had.
 - A checkpoint (state_dict) holds the policy, optimizer state, counters, schedule, RNG streams,
   config, the envs' state with the step result in flight, and the per-agent LSTM state
-  (engine/episode_state.py): a serial CPU run of native envs resumes bit for bit. What cannot
+  (engine/episode_state.py), and the running statistics of observation normalization and
+  reward scaling (engine/normalization.py): a serial CPU run of native envs resumes bit for bit.
+- Normalization (train.normalize_observations / normalize_rewards) happens here, in the engine
+  process, on every env's rows as they arrive: the buffer stores what the policy saw. Each
+  rank updates its statistics with its own rows as it steps; at the end of each collection the
+  ranks merge theirs (engine/normalization.py: sync), so an epoch ends with the same
+  statistics on every rank. The policy's frozen copy (policy.obs_norm, applied by act() in
+  evaluation and recordings) is refreshed then too. What cannot
   be exact (Gymnasium envs, pools, CUDA) is listed in docs/exact-resume.md.
 """
 
@@ -41,6 +48,7 @@ import torch
 from puffer_tui.engine import episode_state, health, rng_state
 from puffer_tui.engine.allocator import keep_freed_memory
 from puffer_tui.engine.config import (
+    STOP_WINDOW,
     Config,
     ConfigError,
     apply,
@@ -51,6 +59,7 @@ from puffer_tui.engine.config import (
 from puffer_tui.engine.distributed import World, check_together, reduce_epoch
 from puffer_tui.engine.episode_log import EpisodeLog
 from puffer_tui.engine.learner import Learner
+from puffer_tui.engine.normalization import ReturnScaler, RunningMeanStd
 from puffer_tui.engine.optimizers import make_optimizer
 from puffer_tui.engine.policy import make_policy
 from puffer_tui.engine.protocol import ENV, LOSS_KEYS, LOSSES, WORKERS
@@ -106,6 +115,8 @@ class Trainer:
         self.epoch = 0
         self.uptime = 0.0
         self.progress = {"global_step": 0, "epoch": 0, "sps": 0.0, "uptime": 0.0, "metrics": {}}
+        self._scores: list[tuple[float, float]] = []  # (mean score, episodes) of recent epochs
+        self.finish_reason = ""  # why the run ended before its budget (train.stop_at_score)
         self._closed = False
         self.vecenv.async_reset(self._seed)
 
@@ -142,10 +153,17 @@ class Trainer:
         self.precision = resolve_precision(train.precision, self.device)  # "auto" decided
         self.learner = Learner(self.policy, self.optimizer, sequence_fn, self.precision)
 
+        # running statistics (engine/normalization.py); None where not asked for
+        self.obs_rms = RunningMeanStd(obs_space.shape) if self.policy.obs_norm is not None \
+            else None
+        self.reward_scaler = ReturnScaler(self.num_agents, train.gamma, train.reward_clip) \
+            if train.normalize_rewards else None
+        obs_dtype = np.float32 if self.obs_rms is not None else obs_space.dtype
+
         cuda = self.device.type == "cuda"
         self.buffer = RolloutBuffer(
             batch // train.horizon, train.horizon, self.num_agents, obs_space.shape,
-            obs_space.dtype, self.policy.actor.action_shape, self.policy.actor.action_dtype,
+            obs_dtype, self.policy.actor.action_shape, self.policy.actor.action_dtype,
             state_size=self.policy.hidden_size if self.policy.recurrent else 0,
             device=self.device if cuda else None)  # on the GPU: no per-step copy back
         # Per-agent recurrent state, on the device; zeroed where an episode starts.
@@ -170,7 +188,27 @@ class Trainer:
 
     @property
     def done(self) -> bool:
-        return self.global_step >= self.config.train.total_timesteps
+        return self.global_step >= self.config.train.total_timesteps or self._score_reached()
+
+    def _score_reached(self) -> bool:
+        """train.stop_at_score: the mean episode score of the last STOP_WINDOW epochs that
+        ended episodes (weighted by their episodes) has reached the target."""
+        target = self.config.train.stop_at_score
+        if not target or not self._scores:
+            return False
+        episodes = sum(n for _, n in self._scores)
+        mean = sum(score * n for score, n in self._scores) / episodes
+        if mean < target:
+            return False
+        self.finish_reason = (f"mean episode score {mean:.4g} over the last "
+                              f"{len(self._scores)} epochs reached train.stop_at_score {target:g}")
+        return True
+
+    def _note_score(self, env: dict) -> None:
+        score = env.get("score", env.get("episode_return"))
+        episodes = float(env.get("episodes", 0) or 0)
+        if isinstance(score, (int, float)) and episodes > 0:
+            self._scores = [*self._scores, (float(score), episodes)][-STOP_WINDOW:]
 
     @property
     def worker_pids(self) -> list[int]:
@@ -195,7 +233,10 @@ class Trainer:
         self._epoch_start_step = self.global_step
         self._uptime_start = self.uptime
         log = EpisodeLog()
+        if self.reward_scaler is not None:
+            self.reward_scaler.gamma = self.config.train.gamma  # live: from this epoch on
         self._collect(log)
+        self._sync_statistics()
         local_steps = self.global_step - self._epoch_start_step
         with self.timing.section("copy"):
             data = self.buffer.tensors(self.device)
@@ -212,6 +253,7 @@ class Trainer:
         self.uptime = self._uptime_start + elapsed
         losses, env, workers = reduce_epoch(self.world, local_steps, elapsed,
                                             {k: stats[k] for k in LOSS_KEYS}, log.summary())
+        self._note_score(env)  # every rank: the combined episodes
         row = {"epoch": self.epoch, "global_step": self.global_step,
                "sps": steps / max(elapsed, 1e-9), "uptime": self.uptime,
                "learning_rate": stats["learning_rate"],
@@ -223,6 +265,21 @@ class Trainer:
         self.progress = {"global_step": self.global_step, "epoch": self.epoch,
                          "sps": row["sps"], "uptime": self.uptime, "metrics": row}
         return row
+
+    def _sync_statistics(self) -> None:
+        """Every rank's statistics merged (a collective: every rank calls it once an epoch)
+        and the policy's frozen copy refreshed."""
+        if self.obs_rms is not None:
+            self.obs_rms.sync(self.world)
+            self.policy.obs_norm.copy_from(self.obs_rms)
+        if self.reward_scaler is not None:
+            self.reward_scaler.stats.sync(self.world)
+
+    def _normalized(self, obs: np.ndarray, masks) -> np.ndarray:
+        """The observations normalized with the statistics updated by their live rows."""
+        live = np.asarray(masks, bool)
+        self.obs_rms.update(obs if live.all() else obs[live])
+        return self.obs_rms.normalize(obs, self.config.train.observation_clip)
 
     @contextlib.contextmanager
     def _learning_threads(self):
@@ -262,6 +319,11 @@ class Trainer:
             with timing.section("env"):
                 obs, rewards, terminals, truncations, infos, env_ids, masks = vecenv.recv()
             log.add(infos)
+            if self.obs_rms is not None:
+                obs = self._normalized(obs, masks)
+            if self.reward_scaler is not None:
+                rewards = self.reward_scaler.scale(env_ids, rewards, terminals | truncations,
+                                                   masks)
             with timing.section("copy"):
                 starts_np = terminals | truncations
                 every_row = len(env_ids) == self.num_agents and _is_identity(env_ids)
@@ -322,6 +384,8 @@ class Trainer:
         if len(truncated) == 0:
             return None
         final = self.vecenv.final_observations[np.asarray(env_ids)[truncated]]
+        if self.obs_rms is not None:  # the statistics as they are, not updated with it
+            final = self.obs_rms.normalize(final, self.config.train.observation_clip)
         obs = torch.from_numpy(final).to(self.device)
         if state is not None:
             pick = torch.as_tensor(truncated, device=self.device)
@@ -381,7 +445,30 @@ class Trainer:
             # env state, the step result in flight and per-agent LSTM state: episodes go on
             **episode_state.save(self.vecenv, self.lstm_state),
             "built_config": self._built_config,
+            "normalization": self._normalization_state(),
+            "recent_scores": [list(pair) for pair in self._scores],
         }
+
+    def _normalization_state(self) -> dict:
+        state = {}
+        if self.obs_rms is not None:
+            state["observations"] = self.obs_rms.state_dict()
+        if self.reward_scaler is not None:
+            state["rewards"] = self.reward_scaler.state_dict()
+        return state
+
+    def _restore_normalization(self, state: dict) -> None:
+        saved = state.get("normalization") or {}
+        if self.obs_rms is not None:
+            if "observations" not in saved:
+                raise ValueError("the checkpoint holds no observation statistics but this "
+                                 "run normalizes observations (train.normalize_observations)")
+            self.obs_rms.load_state_dict(saved["observations"])
+            self.policy.obs_norm.copy_from(self.obs_rms)
+        if self.reward_scaler is not None and "rewards" in saved:  # else: start afresh
+            self.reward_scaler.load_state_dict(saved["rewards"])
+            if not self.world.is_main:  # its episodes start afresh (see load_state_dict)
+                self.reward_scaler.returns[:] = 0.0
 
     def load_state_dict(self, state: dict) -> None:
         """Resume exactly: weights, optimizer moments, counters, schedule, RNG streams and the
@@ -396,6 +483,7 @@ class Trainer:
             raise ValueError(f"not a trainer state: missing {', '.join(sorted(missing))}")
         saved = from_dict(state["config"])
         self._check_compatible(saved)
+        self._restore_normalization(state)
         self.policy.load_state_dict(state["policy"])
         # Adam adopts the given tensors and updates them in place: keep the caller's intact.
         # None: a branch that changed train.optimizer starts with a fresh one (engine/branch.py)
@@ -407,6 +495,7 @@ class Trainer:
                                        self.global_step)
         self.epoch = int(state["epoch"])
         self.uptime = float(state.get("uptime", 0.0))
+        self._scores = [(float(s), float(n)) for s, n in state.get("recent_scores", [])]
         if not self.world.is_main:
             # the checkpoint holds rank 0's envs and RNG streams (engine/distributed.py): this
             # rank's episodes go on from its own reset, its streams reseeded from the step
@@ -436,7 +525,8 @@ class Trainer:
         if saved.env_name != self.config.env_name:
             raise ValueError(f"checkpoint is for env {saved.env_name!r}, this trainer runs "
                              f"{self.config.env_name!r}")
-        for name in ("policy", "hidden_size", "optimizer"):
+        for name in ("policy", "hidden_size", "optimizer", "separate_critic",
+                     "normalize_observations"):
             ours, theirs = getattr(self.config.train, name), getattr(saved.train, name)
             if ours != theirs:
                 raise ValueError(f"checkpoint has train.{name} = {theirs!r}, this trainer "
