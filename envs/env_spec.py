@@ -23,7 +23,6 @@ import inspect
 import os
 import re
 import sys
-import tomllib
 from pathlib import Path
 
 GYM_PREFIX = "gym:"
@@ -148,7 +147,18 @@ class PythonEnvSource:
         return self._layouts[key]
 
     def preset(self) -> dict:
-        return {}
+        """The sections of preset_path() ({} when there is none)."""
+        from puffer_tui.envs.gym_presets.family import read_preset_file
+
+        path = self.preset_path()
+        return read_preset_file(path) if path is not None else {}
+
+    def preset_path(self):
+        """The preset for this env's family (envs/gym_presets/family.py), or None."""
+        from puffer_tui.envs.gym_presets.family import family_of, family_path
+
+        family = family_of(self)
+        return family_path(family) if family else None
 
 
 def _build_once(spec: str, creator):
@@ -241,9 +251,10 @@ class GymSource(PythonEnvSource):
         except Exception as e:
             raise EnvSpecError(f"{self.spec} cannot be built: {type(e).__name__}: {e}") from None
 
-    def preset(self) -> dict:
+    def preset_path(self):
         """gym_presets/ID.toml ("/" as "_"), else one for the id's namespace (ALE.toml),
-        else one for its family, the part before the first "-" (MiniGrid.toml)."""
+        else one for the part of its name before the first "-" (MiniGrid.toml), else its
+        family's (envs/gym_presets/family.py), else None."""
         names = [self.env_id.replace("/", "_")]
         if "/" in self.env_id:
             names.append(self.env_id.split("/")[0])
@@ -252,9 +263,8 @@ class GymSource(PythonEnvSource):
         for name in names:
             path = GYM_PRESETS / f"{name}.toml"
             if path.exists():
-                with path.open("rb") as f:
-                    return tomllib.load(f)
-        return {}
+                return path
+        return super().preset_path()
 
 
 def _gym_settings(gym_spec) -> tuple:

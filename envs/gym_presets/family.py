@@ -1,0 +1,102 @@
+"""The preset of a Python env without one of its own, chosen from its family.
+
+    family_of(source) -> "mujoco" | "classic-control" | "continuous-control" | "mpe" | None
+
+A Gymnasium id's own preset (ID.toml), its namespace's (ALE.toml) or its name's first part's
+(MiniGrid.toml) comes first (envs/env_spec.py: GymSource.preset); failing those, the family:
+
+- "mujoco": ids whose entry point is under gymnasium.envs.mujoco (locomotion);
+- "mpe": PettingZoo's multi-particle envs (pettingzoo.mpe, mpe2);
+- "continuous-control": any other env with Box actions (Pendulum, MountainCarContinuous,
+  LunarLanderContinuous, your own module);
+- "classic-control": any other env with discrete actions and vector observations
+  (CartPole, Acrobot, MountainCar, your own module).
+
+An env with image observations and no preset of its own gets none (the defaults). Each family
+is a TOML file here (FAMILY.toml); `puffer-tui sweep best RUN > envs/gym_presets/FAMILY.toml`
+replaces one with a sweep's best values (the env_name line a sweep writes is ignored).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+from gymnasium import spaces
+
+PRESETS = Path(__file__).parent
+FAMILIES = ("mujoco", "mpe", "continuous-control", "classic-control")
+LABELS = {"mujoco": "MuJoCo locomotion", "mpe": "PettingZoo MPE",
+          "continuous-control": "continuous control", "classic-control": "classic control"}
+
+
+def family_of(source, settings: dict | None = None) -> str | None:
+    """The family of a PythonEnvSource (GymSource or CallableSource), or None."""
+    entry = _entry_point_name(source)
+    if entry.startswith("gymnasium.envs.mujoco"):
+        return "mujoco"
+    if ".mpe" in entry or entry.startswith("mpe2"):
+        return "mpe"
+    try:
+        layout = source.layout(dict(settings or {}))
+    except Exception:  # the env cannot be built here: config validation says why
+        return None
+    if isinstance(layout.action_space, spaces.Box):
+        return "continuous-control"
+    from puffer_tui.engine.encoders import has_image
+
+    if isinstance(layout.action_space, (spaces.Discrete, spaces.MultiDiscrete)) and \
+            not has_image(layout.observation_space):
+        return "classic-control"
+    return None
+
+
+def _entry_point_name(source) -> str:
+    """The dotted path of what builds the env: a Gymnasium id's entry point, or a callable's
+    module and name."""
+    gym_spec = None
+    if hasattr(source, "env_id"):
+        try:
+            gym_spec = source._gym_spec({})
+        except Exception:
+            return ""
+        entry = gym_spec.entry_point
+        if isinstance(entry, str):
+            return entry
+        target = entry
+    else:
+        target = getattr(source, "target", None)
+    if target is None:
+        return ""
+    return f"{getattr(target, '__module__', '') or ''}:{getattr(target, '__qualname__', '')}"
+
+
+def family_path(family: str) -> Path:
+    return PRESETS / f"{family}.toml"
+
+
+def read_preset_file(path: Path) -> dict:
+    """A preset's sections ([vec], [train], ...); a top-level env_name (as `sweep best`
+    writes it) names no section and is left out."""
+    with Path(path).open("rb") as f:
+        data = tomllib.load(f)
+    data.pop("env_name", None)
+    return data
+
+
+def preset_label(env_name: str) -> str:
+    """What the run's defaults came from, for the run header, the start event and the
+    launcher: "MuJoCo locomotion preset (mujoco.toml)", "preset ALE.toml", "" for none."""
+    from puffer_tui.envs import env_class
+
+    try:
+        source = env_class(env_name)
+    except (KeyError, ValueError):
+        return ""
+    path = source.preset_path() if hasattr(source, "preset_path") else None
+    if path is None:
+        return ""
+    family = Path(path).stem
+    if family in LABELS:
+        return f"{LABELS[family]} preset ({Path(path).name})"
+    return f"preset {Path(path).name}"
