@@ -33,7 +33,7 @@ def test_the_runs_listing_says_how_old_a_checkpoint_is(tmp_path):
     path.write_bytes(b"")
     hour_ago = path.stat().st_mtime - 3 * 3600
     os.utime(path, (hour_ago, hour_ago))
-    assert runs._describe_checkpoint(path) == "4.1k, 3h ago"
+    assert runs._saved(path) == ("4.1k", "3h ago")
 
 
 def test_a_finished_run_shows_its_mean_sps_not_the_zero_of_an_idle_engine():

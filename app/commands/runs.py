@@ -30,14 +30,62 @@ def short_count(n: int) -> str:
     return str(n)
 
 
-def _describe_checkpoint(path) -> str:
+def _saved(path) -> tuple[str, ...]:
+    """The last checkpoint as (its step, its age), or its name alone if it is not a step-...pt
+    (or went away meanwhile); ("-",) without one."""
     from puffer_tui.engine.checkpoint import parse_name
 
+    if path is None:
+        return ("-",)
     try:
         step, epoch = parse_name(path.name)
-        return f"{short_count(step)}, {_age(path)}"
+        return short_count(step), _age(path)
     except (ValueError, OSError):  # a foreign name, or deleted meanwhile
-        return path.name
+        return (path.name,)
+
+
+# The run's name is never cut: it is what `attach`, `eval` and `train --resume` take. When the
+# table is too wide, these go first, in order: env (the name begins with it), the checkpoint's
+# step (the age stays), then whole columns.
+LAYOUTS = (
+    ("env", "status", "steps", "best", "checkpoint"),
+    ("status", "steps", "best", "checkpoint"),
+    ("status", "steps", "best", "saved"),
+    ("status", "steps", "best"),
+    ("status", "steps"),
+    ("status",),
+)
+
+
+def fitted_table(rows: list[dict], console):
+    """The runs table with as many columns as fit the console's width (see LAYOUTS), and what
+    was left out; None for the table when not even the names and states fit in one."""
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    name_width = max((len(row["run"].plain.split("\n")[0]) for row in rows), default=3)
+    width = console.width
+    unbounded = console.options.update_width(10 * width)
+    for layout in LAYOUTS:
+        table = Table()
+        # exactly as wide as the longest name: a name is never folded (a branch's "from ..."
+        # line below it wraps instead)
+        table.add_column("run", width=max(name_width, 3), overflow="fold")
+        for col in layout:
+            table.add_column("checkpoint" if col == "saved" else col, no_wrap=True,
+                             justify="right" if col in ("steps", "best") else "left")
+        for row in rows:
+            table.add_row(row["run"], *(row[col] for col in layout))
+        # measured unbounded: a table measured at the width is clamped to it
+        if Measurement.get(console, unbounded, table).maximum <= width:
+            break
+    else:
+        return None, ["env", "steps", "best", "checkpoint"]
+    left_out = [col for col in LAYOUTS[0] if col not in layout
+                and not (col == "checkpoint" and "saved" in layout)]
+    if "saved" in layout:
+        left_out.append("checkpoint step")
+    return table, left_out
 
 
 def run_cell(info, depth: int):
@@ -74,7 +122,6 @@ def run(args) -> int:
             for i in infos]}, indent=2))
         return 0
     from rich.console import Console
-    from rich.table import Table
 
     console = Console()
     if not infos:
@@ -90,19 +137,26 @@ def run(args) -> int:
               RunState.ERROR: "red"}
     console.print(f"runs directory: {root.resolve()}", highlight=False, markup=False,
                   soft_wrap=True)
-    table = Table()
-    table.add_column("run", overflow="fold", ratio=1)  # the only column that may wrap
-    for col in ("env", "status", "steps", "best", "checkpoint"):
-        table.add_column(col, no_wrap=True, justify="right" if col in ("steps", "best") else "left")
+    rows = []
     for i, depth in runs_as_tree(infos):  # a branched run under the run it came from
         steps = "-" if i.global_step is None else short_count(i.global_step)
         if i.total_timesteps:
             steps += f"/{short_count(i.total_timesteps)}"
-        best = "-" if i.best_score is None else f"{i.best_score:.3f}"
-        checkpoint = _describe_checkpoint(i.last_checkpoint) if i.last_checkpoint else "-"
-        status = Text(i.state, style=styles.get(i.state, "white"))
-        table.add_row(run_cell(i, depth), Text(i.env), status, steps, best, checkpoint)
-    console.print(table)
+        saved = _saved(i.last_checkpoint)
+        rows.append({"run": run_cell(i, depth), "env": Text(i.env),
+                     "status": Text(i.state, style=styles.get(i.state, "white")),
+                     "steps": steps, "best": "-" if i.best_score is None else f"{i.best_score:.3f}",
+                     "checkpoint": ", ".join(saved), "saved": saved[-1]})
+    table, left_out = fitted_table(rows, console)
+    if table is not None:
+        console.print(table)
+    else:  # narrower than a name and its state: one run a line, the terminal wraps it
+        for row in rows:
+            console.print(Text.assemble(row["run"], "  ", row["status"]), soft_wrap=True)
+    if left_out:
+        console.print(f"left out at {console.width} columns: {', '.join(left_out)} "
+                      "(all in `puffer-tui runs --json`)", style="dim", highlight=False,
+                      markup=False)
     for i in infos:
         if i.detail:  # engine error text: printed as is, never read as markup
             console.print(Text.assemble((i.name, "red"), ": ", i.detail))
