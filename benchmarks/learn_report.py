@@ -5,7 +5,9 @@ A side's training curve is a list of chunks [step at the chunk's end, mean retur
 episodes that finished in it (None if none did), episodes]: one per epoch for ours (read from
 metrics.jsonl), one per rollout for SB3 (its Monitor's records). The return at a step mark is
 the mean over the newest whole chunks ending at or before the mark that together hold at least
-`window` episodes (all finished so far when fewer have): the same rule for both sides.
+`window` episodes (all finished so far when fewer have): the same rule for both sides. The 100%
+mark is the end of the run (each side completes its last epoch or rollout, so it may pass the
+budget by less than one of them).
 """
 
 from __future__ import annotations
@@ -48,6 +50,15 @@ def first_rise(chunks: list, rise: float, window: int = WINDOW) -> int | None:
     return None
 
 
+def _mark_step(chunks: list, budget: int, mark: float) -> int:
+    """The step a mark stands for; 100% is the end of the run: each side finishes its last
+    epoch or rollout, at most one past the budget (the actual steps are reported)."""
+    step = int(round(budget * mark))
+    if mark >= 1.0 and chunks:
+        step = max(step, chunks[-1][0])
+    return step
+
+
 def spread(values: list) -> dict | None:
     """Median, min and max of the values that exist; None when none do."""
     values = [v for v in values if v is not None]
@@ -63,7 +74,8 @@ def summarize(runs: list[dict], budget: int, marks=MARKS, window: int = WINDOW,
     good = [r for r in runs if not r.get("error")]
     out = {"seeds": len(good), "failed": len(runs) - len(good)}
     for mark in marks:
-        at = [return_at(r["chunks"], int(round(budget * mark)), window) for r in good]
+        at = [return_at(r["chunks"], _mark_step(r["chunks"], budget, mark), window)
+              for r in good]
         out[f"return@{mark:g}"] = spread([a[0] if a else None for a in at])
     out["eval"] = spread([(r.get("eval") or {}).get("episode_return") for r in good])
     for key in ("wall_s", "cpu_s", "sps", "steps"):
