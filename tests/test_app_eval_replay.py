@@ -5,6 +5,7 @@ panel until it ends or any key stops it."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from app_fakes import HELLO, telemetry
 from test_app_snapshots import FixedDataApp, screen_text
 
@@ -27,6 +28,7 @@ def _evaluated(epoch: int, score: float) -> dict:
 
 
 def _record(run_dir, step: int, frames: int, fps: float = 10.0):
+    pytest.importorskip("imageio", reason='the record extra is not installed: pip install "puffer-tui[record]"')
     tiles = [np.full((11, 11), i % 3, np.uint8) for i in range(frames)]
     return record_episodes(tiles, periodic_recording_path(run_dir, step), fps, 4, SQUARED)
 

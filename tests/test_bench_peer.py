@@ -57,6 +57,7 @@ def test_peer_needs_cartpole_and_a_positive_budget():
 
 
 def test_peer_sb3_reports_both_sides_in_one_run():
+    pytest.importorskip("stable_baselines3", reason='the bench extra is not installed: pip install "puffer-tui[bench]"')
     result = bench("--peer", "sb3", "--budget", "1", "--train.torch-threads", "1", "--json")
     assert result.returncode == 0, result.stderr[-2000:]
     peer = json.loads(result.stdout)["peer"]

@@ -161,6 +161,7 @@ def test_a_trainer_with_auto_precision_runs_what_it_resolved_and_says_so(monkeyp
 def test_bfloat16_gradients_point_where_float32_ones_do():
     """The CNN's update under autocast is the float32 update up to rounding: on Atari-shaped
     frames the two gradients agree in direction (cosine > 0.98) for every weight tensor."""
+    pytest.importorskip("ale_py", reason="ale-py not installed (pip install 'puffer-tui[atari]')")
     from gymnasium import spaces
 
     from puffer_tui.engine.policy import make_policy

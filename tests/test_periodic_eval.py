@@ -108,6 +108,7 @@ def test_the_best_evaluation_keeps_a_loadable_checkpoint(runs, capsys):
 
 
 def test_recordings_every_second_evaluation_are_announced(runs):
+    pytest.importorskip("imageio", reason='the record extra is not installed: pip install "puffer-tui[record]"')
     from puffer_tui.engine.recording import periodic_recording_path, read_recording
 
     _, evaluated = runs
