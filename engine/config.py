@@ -453,6 +453,9 @@ def _check_consistency(c: Config) -> None:
         raise ConfigError(
             f"train.minibatch_size ({t.minibatch_size}) exceeds train.batch_size ({t.batch_size})"
         )
+    if t.separate_critic and t.policy == "lstm":
+        raise ConfigError("train.separate_critic is for MLP policies; with train.policy lstm "
+                          "the actor and critic share the LSTM (set separate_critic false)")
     if t.minibatch_size % t.horizon:
         raise ConfigError(
             f"train.minibatch_size ({t.minibatch_size}) must be a multiple of train.horizon "

@@ -162,6 +162,8 @@ class Engine(FaultHandling):
         collect, learn = self.trainer.torch_threads
         self.events.info(f"on {self.trainer.device} in {self.trainer.precision}, torch threads: "
                          f"{collect} collecting, {learn} learning")
+        if self.trainer.preset:  # where the defaults came from (envs/gym_presets/family.py)
+            self.events.info(f"defaults: {self.trainer.preset}")
         if self.resume:
             self._restore()
         # the trainer's own config: W&B (train.wandb) attaches it and sees live changes to it
@@ -199,8 +201,9 @@ class Engine(FaultHandling):
         if self.trainer.done and not self.state.stop_requested:
             path = self._final_checkpoint()
             self.state.enter(RunState.FINISHED)
-            self.events.info(f"training finished at step {self.trainer.global_step}; "
-                             f"checkpoint {path}")
+            reason = self.trainer.finish_reason  # e.g. train.stop_at_score reached
+            self.events.info(f"training finished at step {self.trainer.global_step}"
+                             f"{f' ({reason})' if reason else ''}; checkpoint {path}")
         else:
             path = self._final_checkpoint() if self.state.stop_checkpoint else None
             if path is not None:

@@ -83,6 +83,7 @@ class Telemetry:
             WORKERS: [*(row.get(WORKERS) or ()), *_vec_call(trainer, "worker_stats", [])],
             CLUSTER: _vec_call(trainer, "cluster_usage", None),
             "device": self._device_name(trainer),
+            "preset": getattr(trainer, "preset", ""),  # the family preset (run header)
             "gpu": self._gpu(),
         }
 

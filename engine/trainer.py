@@ -122,6 +122,7 @@ class Trainer:
 
     def _build(self, config: Config) -> None:
         from puffer_tui.envs import env_class
+        from puffer_tui.envs.gym_presets.family import preset_label
 
         train, vecenv = config.train, self.vecenv
         obs_space = vecenv.single_observation_space
@@ -175,6 +176,7 @@ class Trainer:
         self.timing = Timing(self.device)
 
         cls = env_class(config.env_name)
+        self.preset = preset_label(config.env_name)  # where the defaults came from
         self.palette = dict(cls.palette)
         self.frame_shape = cls.layout(cls.resolve(dict(config.env))).frame_shape
 

@@ -35,6 +35,7 @@ from puffer_tui.app.widgets.runs_list import (
 from puffer_tui.engine.config import ConfigError, load_config, schema
 from puffer_tui.engine.env_catalogue import describe_envs, spec_suggestions
 from puffer_tui.engine.protocol import LIVE_STATES
+from puffer_tui.envs.gym_presets.family import preset_label
 from puffer_tui.screens.launcher_branch import leave_branch, show_branch_form, start_branch
 
 FORM_DELAY_S = 0.15  # the preset form follows the env cursor once it rests this long
@@ -252,6 +253,9 @@ class LauncherScreen(Screen):
             return
         preset = {f"{section}.{k}": v for section, values in config.as_dict().items()
                   if isinstance(values, dict) for k, v in values.items()}
+        if label := preset_label(name):  # the env's family preset (envs/gym_presets/family.py)
+            self.query_one("#chosen", Static).update(Text(
+                f"{(self._infos.get(name) or {}).get('description', '')}  defaults: {label}"))
         # Await the old form's removal before mounting the new one: both have the id "form",
         # and this handler runs to completion before the next highlight is handled.
         holder = self.query_one("#form-holder")

@@ -56,6 +56,8 @@ class RunHeader(Widget):
                       (f"up {duration(t.get('uptime'))}", "", 3)]
             if t.get("device"):
                 parts.append((str(t["device"]), "dim", 1))
+            if t.get("preset"):  # "MuJoCo locomotion preset (mujoco.toml)": the defaults' source
+                parts.append((str(t["preset"]), "dim", 0))
         top = _fit(parts, self.size.width - 2, env)
         if waiting:
             bottom = Text("waiting for the engine's first report", style="dim")

@@ -91,9 +91,9 @@ def preset_label(env_name: str) -> str:
 
     try:
         source = env_class(env_name)
-    except (KeyError, ValueError):
+        path = source.preset_path() if hasattr(source, "preset_path") else None
+    except Exception:  # informational only: an env that cannot be looked up has no label
         return ""
-    path = source.preset_path() if hasattr(source, "preset_path") else None
     if path is None:
         return ""
     family = Path(path).stem
