@@ -72,6 +72,22 @@ def check_batch(config: Config, agents_per_env: int) -> None:
             f"--train.minibatch-size or raise --vec.num-envs")
 
 
+def check_budget(config: Config, agents_per_env: int) -> None:
+    """One epoch may not be larger than the whole budget: such a run collects far more than
+    asked for (1,000,000 envs x horizon 64 with a 100,000-step budget: 64M steps and ~12 GB
+    before its first update), and its first safe point after an update comes late."""
+    t = config.train
+    agents = config.vec.num_envs * agents_per_env
+    epoch = (t.batch_size or agents * t.horizon) * max(1, t.nproc)
+    if epoch > t.total_timesteps:
+        fit = max(1, t.total_timesteps // (t.horizon * agents_per_env * max(1, t.nproc)))
+        raise ConfigError(
+            f"one epoch is {epoch:,} agent steps ({agents:,} agents x train.horizon {t.horizon}"
+            f"{f' x {t.nproc} ranks' if t.nproc > 1 else ''}), more than the whole budget "
+            f"train.total_timesteps {t.total_timesteps:,}; raise --train.total-timesteps to at "
+            f"least {epoch} or lower --vec.num-envs to {fit} or less")
+
+
 def check_policy(config: Config, layout) -> None:
     """train.policy must fit the observations (cnn needs images)."""
     if config.train.policy != "cnn":  # the only choice that can misfit; spares a torch import
@@ -90,6 +106,7 @@ def check_start(config: Config) -> None:
 
     layout = check_env(config)
     check_batch(config, layout.agents_per_env)
+    check_budget(config, layout.agents_per_env)
     check_policy(config, layout)
     check_device(config)
     from puffer_tui.engine.wandb_tracker import check_wandb

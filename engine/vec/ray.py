@@ -56,7 +56,7 @@ class RayVec(WorkerPool):
         self._take_plan(plan, num_envs, zero_copy, seed, timeout)
         if not num_cpus > 0:
             raise ValueError(f"num_cpus (CPUs per Ray actor) must be > 0, got {num_cpus}")
-        ray = ray_session.import_ray()
+        ray = ray_session.import_ray(address)
         env_kwargs = dict(env_kwargs or {})
         probe = self._probe(env_creator, env_kwargs)
         self._use_buffers(allocate_buffers(self.single_observation_space,
