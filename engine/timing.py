@@ -22,6 +22,7 @@ class Timing:
         self.sync = device.type == "cuda"
         self.device = device
         self.seconds = dict.fromkeys(SECTIONS, 0.0)
+        self._open: list[str] = []  # the sections being timed now, outermost first
 
     def reset(self) -> None:
         self.seconds = dict.fromkeys(SECTIONS, 0.0)
@@ -29,12 +30,21 @@ class Timing:
     @contextmanager
     def section(self, name: str):
         start = time.perf_counter()
+        self._open.append(name)
         try:
             yield
         finally:
+            self._open.pop()
             if self.sync:
                 torch.cuda.synchronize(self.device)
             self.seconds[name] += time.perf_counter() - start
+
+    def exclude(self, seconds: float) -> None:
+        """Take `seconds` the engine spent blocked (paused at a safe point) out of every
+        section open now: the epoch's total leaves it out too, so a section that kept it
+        would report more than 100% of the epoch."""
+        for name in self._open:
+            self.seconds[name] -= seconds
 
     def metrics(self, total: float) -> dict:
         """The timing groups: seconds and percent per section; misc = total - the rest."""

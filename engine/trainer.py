@@ -309,7 +309,9 @@ class Trainer:
             else:
                 self.safe_point()
         finally:
-            self._blocked += time.perf_counter() - start
+            blocked = time.perf_counter() - start
+            self._blocked += blocked
+            self.timing.exclude(blocked)  # paused time is in no timing share
 
     def _collect(self, log: EpisodeLog) -> None:
         buffer, timing, vecenv, policy = self.buffer, self.timing, self.vecenv, self.policy
