@@ -203,7 +203,8 @@ def _summarize(entry: dict, env, window: int) -> None:
 def _one_line(r: dict, steps: int, window: int) -> str:
     if r.get("error"):
         return f"FAILED: {r['error'].splitlines()[0]}"
-    final = report.return_at(r["chunks"], steps, window)
+    end = max([steps] + [c[0] for c in r["chunks"][-1:]])  # the end of the run: the 100% mark
+    final = report.return_at(r["chunks"], end, window)
     ev = (r.get("eval") or {}).get("episode_return")
     return (f"{r.get('steps', 0):,} steps, {r['wall_s']:.0f} s wall, {r['cpu_s']:.0f} s CPU, "
             f"{r.get('sps') or 0:,.0f} steps/s; training return "

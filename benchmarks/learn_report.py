@@ -150,7 +150,8 @@ def markdown(report: dict, marks=MARKS) -> str:
                                  + " |" * (len(heads) - 2))
                 continue
             rets = [cell(s.get(f"return@{m:g}")) for m in marks]
-            lines.append(f"| {label} | {title} ({s['seeds']} seeds) | " + " | ".join(
+            failed = f", {s['failed']} failed" if s.get("failed") else ""
+            lines.append(f"| {label} | {title} ({s['seeds']} seeds{failed}) | " + " | ".join(
                 [*rets, cell(s.get("eval")), cell(s.get("wall_s"), 0), cell(s.get("cpu_s"), 0),
                  cell(s.get("sps"), 0)]) + " |")
             label = ""

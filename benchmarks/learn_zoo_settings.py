@@ -180,7 +180,7 @@ ENVS: dict[str, BenchEnv] = {e.name: e for e in (
              steps=200_000, eval_episodes=0, rise=1.0,
              note="short budget: steps/s and the first rise of the return only"),
     # No peer: SB3 has no multi-agent PPO and the zoo no settings for MPE; ours alone.
-    BenchEnv("simple_spread", "pz:mpe2.simple_spread_v3", None, needs=("pettingzoo", "mpe2"),
+    BenchEnv("simple_spread", "pz:mpe2.simple_spread_v3:parallel_env", None, needs=("pettingzoo", "mpe2"),
              extra="pettingzoo", steps=500_000,
              note="no peer: SB3 has no multi-agent PPO and the zoo no MPE settings"),
 )}
