@@ -13,8 +13,10 @@ A Gymnasium id's own preset (ID.toml), its namespace's (ALE.toml) or its name's 
   (CartPole, Acrobot, MountainCar, your own module).
 
 An env with image observations and no preset of its own gets none (the defaults). Each family
-is a TOML file here (FAMILY.toml); `puffer-tui sweep best RUN > envs/gym_presets/FAMILY.toml`
-replaces one with a sweep's best values (the env_name line a sweep writes is ignored).
+is a TOML file here (FAMILY.toml), in the format `puffer-tui sweep best` writes: a sweep's
+best file can take a family file's place (its env_name line is ignored here). `sweep best`
+writes only the values that differ from the preset the sweep started from, so to make them a
+family's defaults, put them into that family's file over its values.
 """
 
 from __future__ import annotations
