@@ -144,6 +144,7 @@ def plan_resume(resume, overrides: dict, root, env: str | None = None,
     from puffer_tui.engine import config as cfg
     from puffer_tui.engine import run_dir as rd
     from puffer_tui.engine.preflight import check_device
+    from puffer_tui.engine.resume_check import check_fits_checkpoint
 
     run_dir = rd.find_run(resume, root)
     config = cfg.load(Path(run_dir) / rd.CONFIG_FILE)
@@ -191,6 +192,9 @@ def plan_resume(resume, overrides: dict, root, env: str | None = None,
             f"raise the budget: `{extend_command(run_dir, step)}`")
     if state is None:
         ckpt.load_latest(run_dir, fallback=fallback_checkpoint, on_skip=lambda path, e: None)
+    elif isinstance(state.get("config"), dict):  # config.toml must still describe the weights
+        check_fits_checkpoint(run_dir, config, state["config"],
+                              {cfg.spec_for(key, config.env_name).key for key in overrides})
     return run_dir, changed
 
 
