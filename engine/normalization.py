@@ -174,3 +174,66 @@ class ObservationNormalizer(nn.Module):
         if self.clip > 0:
             out = out.clamp(-self.clip, self.clip)
         return out.float()
+
+
+class Normalization:
+    """The trainer's normalization: observations (when its policy has an ObservationNormalizer)
+    and rewards (train.normalize_rewards), each None when off; checkpointed as one dict."""
+
+    def __init__(self, policy_norm: ObservationNormalizer | None, num_agents: int, train):
+        self.policy_norm = policy_norm  # the policy's frozen copy, refreshed by sync()
+        self.observations = RunningMeanStd(tuple(policy_norm.mean.shape)) \
+            if policy_norm is not None else None
+        self.rewards = ReturnScaler(num_agents, train.gamma, train.reward_clip) \
+            if train.normalize_rewards else None
+
+    def observe(self, obs: np.ndarray, masks, clip: float) -> np.ndarray:
+        """The observations normalized with the statistics updated by their live rows."""
+        if self.observations is None:
+            return obs
+        live = np.asarray(masks, bool)
+        self.observations.update(obs if live.all() else obs[live])
+        return self.observations.normalize(obs, clip)
+
+    def final(self, obs: np.ndarray, clip: float) -> np.ndarray:
+        """Final observations of truncated episodes: normalized, not counted."""
+        return obs if self.observations is None else self.observations.normalize(obs, clip)
+
+    def scale(self, env_ids, rewards, dones, masks, gamma: float):
+        if self.rewards is None:
+            return rewards
+        self.rewards.gamma = gamma  # a live field
+        return self.rewards.scale(env_ids, rewards, dones, masks)
+
+    def sync(self, world) -> None:
+        """Every rank's statistics merged (a collective: every rank calls it once an epoch)
+        and the policy's frozen copy refreshed."""
+        if self.observations is not None:
+            self.observations.sync(world)
+            self.policy_norm.copy_from(self.observations)
+        if self.rewards is not None:
+            self.rewards.stats.sync(world)
+
+    def state_dict(self) -> dict:
+        state = {}
+        if self.observations is not None:
+            state["observations"] = self.observations.state_dict()
+        if self.rewards is not None:
+            state["rewards"] = self.rewards.state_dict()
+        return state
+
+    def load_state_dict(self, saved: dict, is_main: bool = True) -> None:
+        """ValueError when this run normalizes observations and `saved` has no statistics
+        for them; reward statistics start afresh when missing. A rank other than 0 starts its
+        episodes afresh (engine/distributed.py): its returns restart at 0."""
+        saved = saved or {}
+        if self.observations is not None:
+            if "observations" not in saved:
+                raise ValueError("the checkpoint holds no observation statistics but this "
+                                 "run normalizes observations (train.normalize_observations)")
+            self.observations.load_state_dict(saved["observations"])
+            self.policy_norm.copy_from(self.observations)
+        if self.rewards is not None and "rewards" in saved:
+            self.rewards.load_state_dict(saved["rewards"])
+            if not is_main:
+                self.rewards.returns[:] = 0.0

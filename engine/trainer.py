@@ -59,7 +59,7 @@ from puffer_tui.engine.config import (
 from puffer_tui.engine.distributed import World, check_together, reduce_epoch
 from puffer_tui.engine.episode_log import EpisodeLog
 from puffer_tui.engine.learner import Learner
-from puffer_tui.engine.normalization import ReturnScaler, RunningMeanStd
+from puffer_tui.engine.normalization import Normalization
 from puffer_tui.engine.optimizers import make_optimizer
 from puffer_tui.engine.policy import make_policy
 from puffer_tui.engine.protocol import ENV, LOSS_KEYS, LOSSES, WORKERS
@@ -155,10 +155,9 @@ class Trainer:
         self.learner = Learner(self.policy, self.optimizer, sequence_fn, self.precision)
 
         # running statistics (engine/normalization.py); None where not asked for
-        self.obs_rms = RunningMeanStd(obs_space.shape) if self.policy.obs_norm is not None \
-            else None
-        self.reward_scaler = ReturnScaler(self.num_agents, train.gamma, train.reward_clip) \
-            if train.normalize_rewards else None
+        self.normalization = Normalization(self.policy.obs_norm, self.num_agents, train)
+        self.obs_rms = self.normalization.observations  # each None where not asked for
+        self.reward_scaler = self.normalization.rewards
         obs_dtype = np.float32 if self.obs_rms is not None else obs_space.dtype
 
         cuda = self.device.type == "cuda"
@@ -235,10 +234,8 @@ class Trainer:
         self._epoch_start_step = self.global_step
         self._uptime_start = self.uptime
         log = EpisodeLog()
-        if self.reward_scaler is not None:
-            self.reward_scaler.gamma = self.config.train.gamma  # live: from this epoch on
         self._collect(log)
-        self._sync_statistics()
+        self.normalization.sync(self.world)
         local_steps = self.global_step - self._epoch_start_step
         with self.timing.section("copy"):
             data = self.buffer.tensors(self.device)
@@ -267,21 +264,6 @@ class Trainer:
         self.progress = {"global_step": self.global_step, "epoch": self.epoch,
                          "sps": row["sps"], "uptime": self.uptime, "metrics": row}
         return row
-
-    def _sync_statistics(self) -> None:
-        """Every rank's statistics merged (a collective: every rank calls it once an epoch)
-        and the policy's frozen copy refreshed."""
-        if self.obs_rms is not None:
-            self.obs_rms.sync(self.world)
-            self.policy.obs_norm.copy_from(self.obs_rms)
-        if self.reward_scaler is not None:
-            self.reward_scaler.stats.sync(self.world)
-
-    def _normalized(self, obs: np.ndarray, masks) -> np.ndarray:
-        """The observations normalized with the statistics updated by their live rows."""
-        live = np.asarray(masks, bool)
-        self.obs_rms.update(obs if live.all() else obs[live])
-        return self.obs_rms.normalize(obs, self.config.train.observation_clip)
 
     @contextlib.contextmanager
     def _learning_threads(self):
@@ -323,11 +305,10 @@ class Trainer:
             with timing.section("env"):
                 obs, rewards, terminals, truncations, infos, env_ids, masks = vecenv.recv()
             log.add(infos)
-            if self.obs_rms is not None:
-                obs = self._normalized(obs, masks)
-            if self.reward_scaler is not None:
-                rewards = self.reward_scaler.scale(env_ids, rewards, terminals | truncations,
-                                                   masks)
+            train = self.config.train
+            obs = self.normalization.observe(obs, masks, train.observation_clip)
+            rewards = self.normalization.scale(env_ids, rewards, terminals | truncations, masks,
+                                               train.gamma)
             with timing.section("copy"):
                 starts_np = terminals | truncations
                 every_row = len(env_ids) == self.num_agents and _is_identity(env_ids)
@@ -388,8 +369,7 @@ class Trainer:
         if len(truncated) == 0:
             return None
         final = self.vecenv.final_observations[np.asarray(env_ids)[truncated]]
-        if self.obs_rms is not None:  # the statistics as they are, not updated with it
-            final = self.obs_rms.normalize(final, self.config.train.observation_clip)
+        final = self.normalization.final(final, self.config.train.observation_clip)
         obs = torch.from_numpy(final).to(self.device)
         if state is not None:
             pick = torch.as_tensor(truncated, device=self.device)
@@ -449,30 +429,9 @@ class Trainer:
             # env state, the step result in flight and per-agent LSTM state: episodes go on
             **episode_state.save(self.vecenv, self.lstm_state),
             "built_config": self._built_config,
-            "normalization": self._normalization_state(),
+            "normalization": self.normalization.state_dict(),
             "recent_scores": [list(pair) for pair in self._scores],
         }
-
-    def _normalization_state(self) -> dict:
-        state = {}
-        if self.obs_rms is not None:
-            state["observations"] = self.obs_rms.state_dict()
-        if self.reward_scaler is not None:
-            state["rewards"] = self.reward_scaler.state_dict()
-        return state
-
-    def _restore_normalization(self, state: dict) -> None:
-        saved = state.get("normalization") or {}
-        if self.obs_rms is not None:
-            if "observations" not in saved:
-                raise ValueError("the checkpoint holds no observation statistics but this "
-                                 "run normalizes observations (train.normalize_observations)")
-            self.obs_rms.load_state_dict(saved["observations"])
-            self.policy.obs_norm.copy_from(self.obs_rms)
-        if self.reward_scaler is not None and "rewards" in saved:  # else: start afresh
-            self.reward_scaler.load_state_dict(saved["rewards"])
-            if not self.world.is_main:  # its episodes start afresh (see load_state_dict)
-                self.reward_scaler.returns[:] = 0.0
 
     def load_state_dict(self, state: dict) -> None:
         """Resume exactly: weights, optimizer moments, counters, schedule, RNG streams and the
@@ -487,7 +446,7 @@ class Trainer:
             raise ValueError(f"not a trainer state: missing {', '.join(sorted(missing))}")
         saved = from_dict(state["config"])
         self._check_compatible(saved)
-        self._restore_normalization(state)
+        self.normalization.load_state_dict(state.get("normalization"), self.world.is_main)
         self.policy.load_state_dict(state["policy"])
         # Adam adopts the given tensors and updates them in place: keep the caller's intact.
         # None: a branch that changed train.optimizer starts with a fresh one (engine/branch.py)
