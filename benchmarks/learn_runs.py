@@ -39,32 +39,97 @@ def repo_commit() -> str:
     return (head or "unknown") + ("+dirty" if dirty and head else "")
 
 
+def _set_subreaper(on: bool) -> bool:
+    """Linux: orphaned descendants (a forkserver whose engine exited first, and the env
+    workers it reaped) are reparented to this process instead of init, so their CPU time is
+    still counted here. False where the call does not exist."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
 def run_guarded(command: list[str], timeout: float, log: Path, on_kill=None) -> dict:
     """Run `command` in its own session, output to `log`; {rc, wall_s, cpu_s, timed_out}.
-    Past `timeout` seconds (or on Ctrl-C) its process group is killed, and `on_kill()` stops
-    what it started in sessions of their own (our engine)."""
+    cpu_s is the user + system time of every process it started, however deep (this process
+    is their subreaper while it runs and reaps them; runs go one at a time). Past `timeout`
+    seconds (or on Ctrl-C) its process group is killed, and `on_kill()` stops what it started
+    in sessions of their own (our engine)."""
+    import resource
+
+    reaper = _set_subreaper(True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
     with log.open("ab") as out:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=out,
                                    stderr=subprocess.STDOUT, start_new_session=True,
                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
     timed_out = False
+    status = None
     try:
-        while True:
-            pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        while status is None:
+            pid, code, _ = os.wait4(process.pid, os.WNOHANG)
             if pid:
-                break
-            if not timed_out and time.monotonic() - start > timeout:
+                status = code
+            _reap_orphans(process.pid)
+            if status is None and not timed_out and time.monotonic() - start > timeout:
                 timed_out = True
                 _stop(process.pid, on_kill)
-            time.sleep(0.2)
+            if status is None:
+                time.sleep(0.2)
+        wall = time.monotonic() - start
+        _finish_orphans(process.pid)
     except BaseException:
         _stop(process.pid, on_kill)
         process.wait()
         raise
+    finally:
+        if reaper:
+            _set_subreaper(False)
     process.returncode = os.waitstatus_to_exitcode(status)
-    return {"rc": process.returncode, "wall_s": time.monotonic() - start,
-            "cpu_s": usage.ru_utime + usage.ru_stime, "timed_out": timed_out}
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"rc": process.returncode, "wall_s": wall, "cpu_s": cpu, "timed_out": timed_out,
+            "cpu_counts_orphans": reaper}
+
+
+def _reap_orphans(main_pid: int) -> None:
+    """Reap descendants reparented to us (never the main process: wait4 on it does that)."""
+    import psutil
+
+    for child in psutil.Process().children():
+        if child.pid != main_pid and child.status() == psutil.STATUS_ZOMBIE:
+            try:
+                os.waitpid(child.pid, 0)
+            except ChildProcessError:
+                pass
+
+
+def _finish_orphans(main_pid: int, grace: float = 15.0) -> None:
+    """After the main process: orphans still alive get `grace` seconds to exit (a forkserver
+    sees its engine gone), then are killed; all are reaped so their CPU counts."""
+    import psutil
+
+    deadline = time.monotonic() + grace
+    while True:
+        left = [c for c in psutil.Process().children() if c.pid != main_pid]
+        for child in left:
+            try:
+                if child.status() == psutil.STATUS_ZOMBIE or time.monotonic() > deadline:
+                    if child.status() != psutil.STATUS_ZOMBIE:
+                        child.kill()
+                    os.waitpid(child.pid, 0)
+            except (psutil.NoSuchProcess, ChildProcessError):
+                pass
+        if not left:
+            return
+        time.sleep(0.2)
 
 
 def _stop(pgid: int, on_kill) -> None:

@@ -192,18 +192,22 @@ def test_a_missing_package_skips_the_env_naming_the_extra(monkeypatch):
     assert learn._missing(ENVS["CartPole-v1"]) is None
 
 
-def test_the_guard_kills_a_run_past_its_time_and_counts_its_children_cpu(tmp_path):
-    # a grandchild burns a fixed amount of CPU and says how much: the guard's figure holds it
-    script = textwrap.dedent("""
+def test_the_guard_counts_the_cpu_of_orphaned_descendants(tmp_path):
+    # the child starts a grandchild and exits at once without waiting for it (as an engine
+    # that exits before its forkserver): the orphan's fixed CPU work still counts
+    burnt = tmp_path / "burnt"
+    grandchild = ("import time, pathlib; time.sleep(0.5); sum(range(20_000_000)); "
+                  f"pathlib.Path({str(burnt)!r}).write_text(str(time.process_time()))")
+    script = textwrap.dedent(f"""
         import subprocess, sys
-        code = "import time; sum(range(20_000_000)); print(time.process_time())"
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-        print("grandchild", out.stdout.strip())
+        subprocess.Popen([sys.executable, "-c", {grandchild!r}])
     """)
     result = run_guarded([sys.executable, "-c", script], 120, tmp_path / "a.log")
-    burnt = float((tmp_path / "a.log").read_text().split("grandchild")[1])
-    assert result["rc"] == 0 and not result["timed_out"]
-    assert result["cpu_s"] >= burnt > 0
+    assert result["rc"] == 0 and not result["timed_out"] and result["cpu_counts_orphans"]
+    assert result["cpu_s"] >= float(burnt.read_text()) > 0
+
+
+def test_the_guard_kills_a_run_past_its_time(tmp_path):
     hung = run_guarded([sys.executable, "-c", "import time; time.sleep(600)"], 1.0,
                        tmp_path / "b.log")
     assert hung["timed_out"] and hung["rc"] != 0
