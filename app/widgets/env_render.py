@@ -16,12 +16,15 @@ from textual.strip import Strip
 from textual.widget import Widget
 
 from puffer_tui.app.widgets.frame_drawing import (
+    UPPER_HALF,
     fit_image,
     halfblock_lines,
     image_pixels,
     text_lines,
 )
 from puffer_tui.engine.protocol import Frame, FrameKind, decode_frame
+
+LOWER_HALF = "\u2584"  # fg = the bottom tile's colour, over an empty top tile
 
 
 def frame_from_message(message: dict) -> Frame | None:
@@ -37,9 +40,13 @@ def frame_kind(frame) -> FrameKind:
 def frame_text(frame: Frame, palette: dict, max_width: int, max_height: int) -> Text:
     """The frame as styled text; tiles doubled in width when there is room (square cells).
 
-    A frame larger than the space is cropped around its centre rather than squashed, so
-    each tile keeps its meaning.
+    A frame taller than the space is drawn two tile rows a line in half blocks, in the tiles'
+    colours (Breakout's 23 rows in 12 lines: at 80 x 24 the paddle stays in sight). What
+    still does not fit is cropped around its centre rather than squashed, so each tile keeps
+    its meaning.
     """
+    if frame.height > max_height:
+        return _half_block_tiles(frame, palette, max_width, max_height)
     cell = 2 if frame.width * 2 <= max_width else 1
     cols = min(frame.width, max(max_width // cell, 1))
     rows = min(frame.height, max(max_height, 1))
@@ -60,6 +67,50 @@ def frame_text(frame: Frame, palette: dict, max_width: int, max_height: int) -> 
         if run:
             text.append("".join(run), run_colour)
         if r < top + rows - 1:
+            text.append("\n")
+    return text
+
+
+def _tile_colour(entry) -> str | None:
+    """The colour a tile is seen as in a half block: None for a blank glyph (the background)."""
+    glyph, colour = entry
+    if not glyph.strip():
+        return None
+    name = Style.parse(colour).color
+    return "white" if name is None or name.is_default else name.name
+
+
+def _half_block_tiles(frame: Frame, palette: dict, max_width: int, max_height: int) -> Text:
+    """Two tile rows a line: an upper half block in the top tile's colour over the bottom
+    tile's (a lower one under a blank top tile); cropped around the centre if still too big."""
+    colours = {tile: _tile_colour(entry) for tile, entry in palette.items()}
+    cols = min(frame.width, max(max_width, 1))
+    lines = min((frame.height + 1) // 2, max(max_height, 1))
+    top, left = (frame.height - 2 * lines) // 2, (frame.width - cols) // 2
+    top = max(top, 0)
+    text = Text(no_wrap=True)
+    for line in range(lines):
+        upper_row = top + 2 * line
+        lower_row = upper_row + 1
+        run_style, run = None, []
+        for c in range(left, left + cols):
+            upper = colours.get(frame.tiles[upper_row * frame.width + c], "red")
+            lower = (colours.get(frame.tiles[lower_row * frame.width + c], "red")
+                     if lower_row < frame.height else None)
+            if upper is None and lower is None:
+                glyph, style = " ", ""
+            elif upper is None:
+                glyph, style = LOWER_HALF, lower
+            else:
+                glyph, style = UPPER_HALF, upper + (f" on {lower}" if lower else "")
+            if style != run_style and run:
+                text.append("".join(run), run_style or None)
+                run = []
+            run_style = style
+            run.append(glyph)
+        if run:
+            text.append("".join(run), run_style or None)
+        if line < lines - 1:
             text.append("\n")
     return text
 
