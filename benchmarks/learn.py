@@ -172,6 +172,9 @@ def run(args) -> int:
           f"({out['machine']['cores']} cores); SB3 settings: {ZOO_SOURCE}")
     print()
     print(report.markdown(out))
+    print()
+    for name, entry in out["envs"].items():
+        print(f"- {name}: {_provenance(entry)}")
     failed = [r for e in out["envs"].values() for r in e["runs"] if r.get("error")]
     for r in failed:
         print(f"\nfailed: {r['side']} seed {r['seed']}: {r['error']}", file=sys.stderr)
@@ -210,6 +213,20 @@ def _one_line(r: dict, steps: int, window: int) -> str:
             f"{r.get('sps') or 0:,.0f} steps/s; training return "
             f"{'-' if final is None else f'{final[0]:.1f}'}, eval "
             f"{'-' if ev is None else f'{ev:.1f}'}")
+
+
+def _provenance(entry: dict) -> str:
+    """When and on which commit each side's runs were made (ours may be newer than SB3's)."""
+    parts = []
+    for side, title in (("ours", "ours"), ("sb3", "SB3")):
+        runs = [r for r in entry.get("runs", []) if r["side"] == side]
+        if not runs:
+            continue
+        days = sorted({r.get("started", "?")[:10] for r in runs})
+        commits = sorted({r["commit"] for r in runs if r.get("commit")})
+        parts.append(f"{title} measured {', '.join(days)}"
+                     + (f" on commit {', '.join(commits)}" if commits else ""))
+    return "; ".join(parts) or entry.get("skipped") or "no runs"
 
 
 def _write_json(path: Path, data: dict) -> None:
