@@ -267,7 +267,7 @@ class PufferApp(App):
         screen = self.screen
         if isinstance(screen, ChoiceDialog) and screen.live_run_only:
             screen.dismiss(None)
-            self.notify(f"the run is {self.store.state}: nothing left to stop", timeout=10)
+            self.notify(f"the run is {self.store.state}: {screen.withdrawn_note}", timeout=10)
 
     def _show_crash(self, reason: str) -> None:
         from puffer_tui.screens.crash import last_error_text
@@ -351,6 +351,9 @@ class PufferApp(App):
         if self.link is None:
             self.exit()
             return
+        if self.store.state in FINAL_STATES:  # nothing trains on: nothing to keep or stop
+            self.detach()
+            return
 
         def chosen(choice: str | None) -> None:
             if choice == "detach":
@@ -363,6 +366,7 @@ class PufferApp(App):
             [("detach", "Detach (keep training)", "primary"),
              ("stop", "Stop the run", "error"),
              ("cancel", "Cancel", "default")],
+            live_run_only=True, withdrawn_note="q quits",
         ), chosen)
 
     async def action_quit(self) -> None:
@@ -373,8 +377,11 @@ class PufferApp(App):
 
     def detach(self) -> None:
         name = self.run_dir.name if self.run_dir else "latest"
-        self.exit_message = (f"Detached: training goes on in {self.run_dir}.\n"
-                             f"Reattach with: puffer-tui attach {name}")
+        if self.store.state in FINAL_STATES:  # it ended as the question was answered
+            self.exit_message = f"The run is {self.store.state}: {self.run_dir}"
+        else:
+            self.exit_message = (f"Detached: training goes on in {self.run_dir}.\n"
+                                 f"Reattach with: puffer-tui attach {name}")
         if self.link is not None:
             self.link.close()
             self.link = None
@@ -407,7 +414,7 @@ class PufferApp(App):
         yield SystemCommand("Help", "The keys and what each one does", self.open_help)
         if isinstance(screen, DashboardScreen):
             yield from screen.palette_commands()
-            if self.link is not None:
+            if self.link is not None and self.store.state not in FINAL_STATES:
                 yield SystemCommand("Detach", "Quit the app, keep training", self.detach)
 
     def _sample_system(self) -> None:

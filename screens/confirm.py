@@ -29,11 +29,13 @@ class ChoiceDialog(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
 
     def __init__(self, question: str, choices: list[tuple[str, str, str]],
-                 live_run_only: bool = False):
+                 live_run_only: bool = False, withdrawn_note: str = "nothing left to stop"):
         """`choices`: (key, button label, button variant) in display order. A `live_run_only`
-        question (stop the run?) is withdrawn by the app when the run ends under it."""
+        question (stop the run? detach or stop?) is withdrawn by the app when the run ends
+        under it, with "the run is STATE: `withdrawn_note`"."""
         super().__init__()
         self.live_run_only = live_run_only
+        self.withdrawn_note = withdrawn_note
         self.question = question
         self.choices = choices
 
