@@ -18,6 +18,7 @@ Medians over seeds with their min..max; returns as ours - SB3, times and rates a
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -49,6 +50,9 @@ def add_arguments(p):
                    help="with --side ours: take SB3's runs from this earlier --json output "
                         "(same env and steps; may be given more than once)")
     p.add_argument("--json", metavar="FILE", type=Path, help="write every raw figure here")
+    p.add_argument("--eval-episodes", type=int, default=None, metavar="K",
+                   help="episodes of the final-policy evaluation (default 10; Pong: none; "
+                        "0: no evaluation)")
     p.add_argument("--window", type=int, default=report.WINDOW,
                    help=f"episodes a training return is averaged over (default {report.WINDOW})")
     p.add_argument("--run-timeout", type=float, default=None, metavar="S",
@@ -76,6 +80,9 @@ def _check(args) -> list:
     if args.window < 1:
         raise SystemExit(f"puffer-tui bench learn: error: --window must be >= 1, got "
                          f"{args.window}")
+    if args.eval_episodes is not None and args.eval_episodes < 0:
+        raise SystemExit(f"puffer-tui bench learn: error: --eval-episodes must be >= 0, got "
+                         f"{args.eval_episodes}")
     if args.run_timeout is not None and not args.run_timeout > 0:
         raise SystemExit("puffer-tui bench learn: error: --run-timeout must be > 0")
     if args.peer_json is not None and args.side != "ours":
@@ -131,6 +138,8 @@ def run(args) -> int:
             entry = out["envs"][env.name] = {
                 "steps": steps, "ours_spec": env.ours, "zoo": env.zoo, "note": env.note,
                 "zoo_entry": ZOO_PPO.get(env.zoo), "runs": []}
+            if args.eval_episodes is not None:
+                env = dataclasses.replace(env, eval_episodes=args.eval_episodes)
             skipped = _missing(env)
             if skipped:
                 entry["skipped"] = skipped

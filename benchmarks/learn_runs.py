@@ -257,7 +257,7 @@ def run_sb3(env: BenchEnv, seed: int, steps: int, work: Path, timeout: float,
     result["sps"] = result["steps"] / result["train_s"] if result["train_s"] else None
     if env.eval_episodes:
         command = [*base, "eval", env.name, "--seed", str(seed + EVAL_SEED_OFFSET),
-                   "--out", str(work)]
+                   "--episodes", str(env.eval_episodes), "--out", str(work)]
         timing = run_guarded(command, timeout, work / "eval.log")
         out = {"wall_s": timing["wall_s"], "cpu_s": timing["cpu_s"]}
         if timing["rc"] == 0 and (work / "eval.json").exists():

@@ -160,7 +160,7 @@ def train(env, seed: int, steps: int, out: Path, threads: int) -> dict:
             "torch_threads": threads}
 
 
-def evaluate(env, seed: int, out: Path) -> dict:
+def evaluate(env, seed: int, out: Path, episodes: int) -> dict:
     """The final policy on one env, eval_episodes in sequence (no bias to short episodes)."""
     import numpy as np
     import torch
@@ -173,7 +173,7 @@ def evaluate(env, seed: int, out: Path) -> dict:
     model = PPO.load(out / "model.zip", device="cpu")
     returns, lengths = [], []
     obs = venv.reset()
-    while len(returns) < env.eval_episodes:
+    while len(returns) < episodes:
         action, _ = model.predict(obs, deterministic=env.eval_deterministic)
         obs, _, dones, infos = venv.step(action)
         if dones[0] and "episode" in infos[0]:
@@ -191,6 +191,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--steps", type=int, default=0)
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--episodes", type=int, default=None, help="eval: default the env's")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
     env = ENVS[args.env]
@@ -200,7 +201,8 @@ def main(argv=None) -> int:
     if args.mode == "train":
         result, name = train(env, args.seed, args.steps, args.out, args.threads), "result.json"
     else:
-        result, name = evaluate(env, args.seed, args.out), "eval.json"
+        episodes = env.eval_episodes if args.episodes is None else args.episodes
+        result, name = evaluate(env, args.seed, args.out, episodes), "eval.json"
     tmp = args.out / (name + ".tmp")
     tmp.write_text(json.dumps(result))
     os.replace(tmp, args.out / name)

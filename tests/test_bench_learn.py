@@ -150,7 +150,7 @@ def test_medians_spreads_and_ours_against_sb3():
     assert c["sps_ratio"] == pytest.approx(s_ours["sps"]["median"] / s_sb3["sps"]["median"])
     table = rep.markdown({"envs": {"X-v0": {"steps": 1000, "summary": {
         "ours": s_ours, "sb3": s_sb3, "compare": c}}}})
-    assert "| X-v0 (1,000) | puffer-tui (3 seeds) | 2.0 (1.0..3.0) |" in table
+    assert "| X-v0 (1,000) | puffer-tui (3 seeds, 1 failed) | 2.0 (1.0..3.0) |" in table
     assert "+4.5" in table and "0.10x" in table
 
 
@@ -173,6 +173,7 @@ def test_sb3_runs_of_an_earlier_json_are_adopted_only_at_the_same_budget():
     (("--seeds", "0"), "--seeds must be >= 1"),
     (("--steps", "0"), "--steps must be a whole number"),
     (("--steps", "10.5"), "--steps must be a whole number"),
+    (("--eval-episodes", "-1"), "--eval-episodes must be >= 0"),
     (("--peer-json", "x.json"), "--peer-json goes with --side ours"),
     (("--side", "ours", "--peer-json", "/nonexistent/x.json"), "no such file"),
 ])
@@ -217,25 +218,25 @@ def test_cartpole_both_sides_end_to_end(tmp_path):
     """A tiny real run: each side trains, is evaluated, and is timed; the figures agree with
     each other (the marks' returns come from the chunks, the rates from the steps)."""
     out = tmp_path / "learn.json"
-    result = bench("CartPole-v1", "--seeds", "1", "--steps", "2048", "--json", str(out),
-                   "--sb3-threads", "1", timeout=180)
+    result = bench("CartPole-v1", "--seeds", "1", "--steps", "8192", "--json", str(out),
+                   "--sb3-threads", "1", "--eval-episodes", "4", timeout=180)
     assert result.returncode == 0, result.stderr[-3000:]
     data = json.loads(out.read_text())["bench_learn"]
     assert data["commit"] and data["zoo_source"].startswith("rl-baselines3-zoo")
     env = data["envs"]["CartPole-v1"]
     assert [(r["side"], r["seed"]) for r in env["runs"]] == [("ours", 0), ("sb3", 0)]
     for r in env["runs"]:
-        assert r["steps"] >= 2048 and r["cpu_s"] > 0 and r["wall_s"] > 0 and r["chunks"]
-        assert r["eval"]["episodes"] == 10 and r["eval"]["episode_return"] > 0
+        assert r["steps"] >= 8192 and r["cpu_s"] > 0 and r["wall_s"] > 0 and r["chunks"]
+        assert r["eval"]["episodes"] == 4 and r["eval"]["episode_return"] > 0
         assert r["chunks"][-1][0] == r["steps"]
     ours = env["runs"][0]
     # ours was given the budget and the seed, nothing else
-    assert "total_timesteps = 2048" in ours["config_toml"] and "seed = 0" in ours["config_toml"]
-    assert ours["command"].endswith("--train.total-timesteps 2048 --train.seed 0")
+    assert "total_timesteps = 8192" in ours["config_toml"] and "seed = 0" in ours["config_toml"]
+    assert ours["command"].endswith("--train.total-timesteps 8192 --train.seed 0")
     s = env["summary"]
     # the 100% mark is the end of the run (ours' one epoch may be longer than the budget)
     final = rep.return_at(ours["chunks"], ours["steps"], data["window"])
     assert s["ours"]["return@1"]["median"] == pytest.approx(final[0])
     assert s["compare"]["sps_ratio"] == pytest.approx(
         s["ours"]["sps"]["median"] / s["sb3"]["sps"]["median"])
-    assert "| CartPole-v1 (2,048) | puffer-tui (1 seeds) |" in result.stdout
+    assert "| CartPole-v1 (8,192) | puffer-tui (1 seeds) |" in result.stdout
