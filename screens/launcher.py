@@ -22,6 +22,7 @@ from textual.suggester import Suggester
 from textual.widgets import Button, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from puffer_tui.app.run_start import RunRefused, check_resume
 from puffer_tui.app.widgets.ordered_input import OrderedInput
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
 from puffer_tui.app.widgets.runs_list import (
@@ -240,7 +241,21 @@ class LauncherScreen(Screen):
             if getattr(self, "_run_states", {}).get(event.option.id) in LIVE_STATES:
                 self.app.open_run(path, attach=True)
             else:
-                self.app.resume_run(path)
+                self.open_ended_run(path)
+
+    def open_ended_run(self, path: Path) -> None:
+        """A run with no engine: resumed where it can go on (stopped, or paused by an error);
+        one that cannot (finished, no checkpoint...) opens in the compare view, its curves
+        and figures, with why and how to train it on, rather than as a resume error."""
+        try:
+            check_resume(path)
+        except RunRefused as e:
+            self.app.open_compare([path])
+            self.notify(f"{path.name}: {e}\nTrain it on: puffer-tui train --resume "
+                        f"{path.name} --train.total-timesteps N, or branch it (b)",
+                        title="its curves (b: back)", timeout=12)
+            return
+        self.app.open_run(path, attach=False, resume=True)
 
     async def _show_env(self, name: str, config=None, form_name: str | None = None) -> None:
         """The form of `name`'s preset (or of `config`: a branch's starting settings)."""
