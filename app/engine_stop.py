@@ -40,7 +40,8 @@ def signal_label(name: str | None) -> str:
 
 class StopSignals:
     """SIGINT, SIGTERM and SIGHUP while a command looks after an engine. The first raises
-    Interrupted (a KeyboardInterrupt, so every wait gives way to it); later ones only set
+    Interrupted (a KeyboardInterrupt, so every wait gives way to it), or only sets `first`
+    while `raising` is off (a loop that polls it); later ones only set
     `again` for the waits to poll, and only a person's second Ctrl-C does: `timeout` sends
     its SIGTERM twice (to the command, then to its group) and a hangup comes from the kernel
     and again from the shell, while the stop they ask for is already under way."""
@@ -50,6 +51,7 @@ class StopSignals:
     def __init__(self):
         self.first: str | None = None
         self.again: str | None = None
+        self.raising = True  # False: the first only sets `first`, for a loop to poll
         self._previous: dict = {}
 
     def __enter__(self) -> StopSignals:
@@ -69,7 +71,9 @@ class StopSignals:
         name = signal.Signals(signum).name
         if self.first is None:
             self.first = name
-            raise Interrupted(name)
+            if self.raising:
+                raise Interrupted(name)
+            return
         if signum == signal.SIGINT:
             self.again = name
 

@@ -17,6 +17,7 @@ from rich.live import Live
 from rich.panel import Panel
 from rich.progress_bar import ProgressBar
 from rich.table import Table
+from rich.text import Text
 
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.engine_stop import STOP_PATIENCE, say_anywhere, send_stop, signal_label
@@ -40,8 +41,8 @@ def _sps(t: dict, step: int) -> str:
     return f"{t.get('sps', 0):,.0f}"
 
 
-def render(t: dict) -> Panel:
-    """The panel for one telemetry snapshot."""
+def render(t: dict, width: int | None = None) -> Panel:
+    """The panel for one telemetry snapshot (`width` columns, else the console's)."""
     total = t.get("total_timesteps") or 1
     step = t.get("global_step", 0)
     stats = t.get("stats", {})
@@ -69,7 +70,7 @@ def render(t: dict) -> Panel:
         f"[dim]timing[/]  {timing_row}",
     )
     return Panel(body, title=f"puffer-tui  {t.get('env', '')}  {t.get('run', '')}",
-                 border_style="cyan")
+                 border_style="cyan", width=width)
 
 
 class HeadlessDisplay:
@@ -91,36 +92,54 @@ class HeadlessDisplay:
         self.gave_up = False  # a second Ctrl-C: stopped watching while the engine stops
 
     def run(self) -> str:
-        """Show progress until the engine exits; returns its final state."""
-        stop_sent = None  # monotonic time of the stop
-        with Live(render(self.telemetry), console=self.console, refresh_per_second=REFRESH_HZ,
-                  transient=False) as live:
-            while True:
-                try:
-                    self._pump(live)
-                    if self.client.closed.is_set():
-                        break
-                    if stop_sent is not None and self._stop_wait_over(stop_sent):
-                        break
-                except KeyboardInterrupt as e:
-                    if stop_sent is not None:  # a plain KeyboardInterrupt: no StopSignals
-                        self._give_up()
-                        break
-                    name = getattr(e, "name", "SIGINT")
-                    if self.detach:
-                        self.detached = name
-                        break
-                    stop_sent, self.stop_signal = time.monotonic(), name
-                    try:  # first the stop, then the words: the output may be gone
-                        send_stop(self.run_dir, f"{name} to `puffer-tui train --headless` "
-                                                f"(pid {os.getpid()})", self.client)
-                    except EngineClientError:
-                        break
-                    say_anywhere(self.console, f"{signal_label(name)}: asking the engine to "
-                                               f"checkpoint and stop...")
+        """Show progress until the engine exits; returns its final state. With StopSignals
+        the signals are flags read here between frames, not exceptions: one raised inside a
+        redraw would leave half a frame on the screen."""
+        if self.signals is not None:
+            self.signals.raising = False
+        try:
+            with Live(self._render(), console=self.console,
+                      refresh_per_second=REFRESH_HZ, transient=False) as live:
+                self._loop(live)
+        finally:
+            if self.signals is not None:
+                self.signals.raising = True
         if not self.console.is_terminal:
             self.console.print()  # the last frame of a non-terminal Live has no newline
         return self.final_state(wait=self.client.closed.is_set())
+
+    def _loop(self, live: Live) -> None:
+        stop_sent = None  # monotonic time of the stop
+        while True:
+            try:
+                self._pump(live)
+                name = self.signals.first if self.signals is not None else None
+            except KeyboardInterrupt:  # without StopSignals: a plain Ctrl-C
+                if stop_sent is not None:
+                    self._give_up()
+                    return
+                name = "SIGINT"
+            if name and stop_sent is None:
+                if self.detach:
+                    self.detached = name
+                    return
+                stop_sent, self.stop_signal = time.monotonic(), name
+                try:  # first the stop, then the words: the output may be gone
+                    send_stop(self.run_dir, f"{name} to `puffer-tui train --headless` "
+                                            f"(pid {os.getpid()})", self.client)
+                except EngineClientError:
+                    return
+                say_anywhere(self.console, f"{signal_label(name)}: asking the engine to "
+                                           f"checkpoint and stop...")
+            elif self.client.closed.is_set():
+                return
+            elif stop_sent is not None and self._stop_wait_over(stop_sent):
+                return
+
+    @property
+    def handled(self) -> bool:
+        """Whether a signal that came while showing was acted on (stop sent, or detached)."""
+        return self.stop_signal is not None or self.detached is not None
 
     def _stop_wait_over(self, stop_sent: float) -> bool:
         if self.signals is not None and self.signals.again:
@@ -136,6 +155,14 @@ class HeadlessDisplay:
                                    "checkpoints and exits on its own")
         self.gave_up = True
 
+    def _render(self) -> Panel:
+        # in a terminal, two columns short of its width: the "^C" a Ctrl-C echoes then fits
+        # after the panel's last line instead of wrapping, which scrolled the screen under
+        # the live display and left a stray copy of its top border
+        if self.console.is_terminal and self.console.width > 40:
+            return render(self.telemetry, self.console.width - 2)
+        return render(self.telemetry)
+
     def _pump(self, live: Live) -> None:
         deadline = time.monotonic() + 1 / REFRESH_HZ
         for push in self.client.pushes(timeout=1 / REFRESH_HZ):
@@ -149,7 +176,7 @@ class HeadlessDisplay:
                 self._print_event(push)
             if time.monotonic() >= deadline:
                 break
-        live.update(render(self.telemetry))
+        live.update(self._render())
 
     def _print_event(self, event: dict) -> None:
         level = event.get("level", "info")
@@ -157,8 +184,10 @@ class HeadlessDisplay:
         text = str(event.get("text", ""))
         if level == "error":
             self.errors.append(text)
-        self.console.print(f"[{style}]{level}[/] ", end="")
-        self.console.print(text, markup=False, highlight=False)
+        # one print: above a live display a partial line (end="") is erased by its redraw;
+        # soft wrap: a checkpoint path stays one piece to copy, not cut by a newline
+        self.console.print(Text.assemble((f"{level} ", style), text), highlight=False,
+                           soft_wrap=True)
 
     def final_state(self, wait: bool = True) -> str:
         """The engine's last word: status.json once it has exited, else the last telemetry."""

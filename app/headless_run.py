@@ -164,7 +164,7 @@ class _Session:
             return _report_end(console, run_dir, rd.run_state(run_dir), None)
         if self.detach:
             console.print(f"engine pid {handle.pid}; it outlives this command (--detach): "
-                          f"`puffer-tui stop {run_dir.name}` stops it", highlight=False)
+                          f"`puffer-tui stop {run_dir}` stops it", highlight=False)
         else:
             console.print(f"engine pid {handle.pid}; Ctrl-C checkpoints and stops it",
                           highlight=False)
@@ -174,6 +174,8 @@ class _Session:
             state = display.run()
         finally:
             self.client.close()
+        if self.signals.first and not display.handled and handle.poll() is None:
+            return self.interrupted(self.signals.first)  # it came as the display ended
         if display.detached:
             return self._left_training(display.detached)
         if display.gave_up and handle.poll() is None:
