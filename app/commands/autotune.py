@@ -132,11 +132,9 @@ def _with_progress(work):
 def main(argv: list[str] | None = None) -> int:
     """`python -m puffer_tui.app.commands.autotune ENV ...`: the command on its own (the
     launcher runs it so, as a subprocess, whatever the `puffer-tui` command table lists)."""
-    import argparse
+    from puffer_tui.app.cli import Parser, split_env_settings
 
-    from puffer_tui.app.cli import split_env_settings
-
-    parser = argparse.ArgumentParser(prog="puffer-tui")
+    parser = Parser(prog="puffer-tui")  # no abbreviations, like `puffer-tui autotune`
     add_parser(parser.add_subparsers(dest="command", required=True), "autotune", __doc__.split(
         "\n")[0].split(": ", 1)[1])
     rest, env_settings = split_env_settings(sys.argv[1:] if argv is None else argv)
