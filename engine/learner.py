@@ -87,6 +87,8 @@ class Learner:
         minibatches = train.update_epochs * max(1, segments // mb_segments)
         sums = {name: torch.zeros((), device=device) for name in STAT_NAMES}
         ev = 0.0
+        # pre-clip gradient norms, for engine/diagnosis.py (summed on the device: no sync)
+        grad_norm, grad_clipped = torch.zeros((), device=device), torch.zeros((), device=device)
         for i in range(minibatches):
             if i:
                 safe_point()
@@ -125,7 +127,10 @@ class Learner:
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if train.max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_(self.policy.parameters(), train.max_grad_norm)
+                norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(),
+                                                      train.max_grad_norm)
+                grad_norm += norm.detach()
+                grad_clipped += (norm.detach() > train.max_grad_norm).float()
             self.optimizer.step()
 
             ratio[idx] = new_ratio.detach().view(mb_segments, horizon)
@@ -137,4 +142,7 @@ class Learner:
         row["explained_variance"] = ev
         row["learning_rate"] = float(self.optimizer.param_groups[0]["lr"])
         row["minibatches"] = minibatches
+        row["grad_norm"] = float(grad_norm.item() / minibatches)  # 0 when clipping is off
+        row["grad_clipped"] = float(grad_clipped.item() / minibatches)  # share clipped
+        self.last_update = row  # what engine/diagnosis_doctor.py reads after each epoch
         return row

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from puffer_tui.engine.atomic_write import write_atomic
 from puffer_tui.engine.protocol import (
+    DIAGNOSES,
     ENV,
     EVAL,
     LOSS_KEYS,
@@ -198,7 +199,7 @@ def grouped(flat: dict) -> dict:
     """flatten undone: a metrics.jsonl row as the trainer's nested row."""
     row: dict = {group: {} for group in METRIC_GROUPS}
     for key, value in flat.items():
-        if key in ROW_KEYS:
+        if key in ROW_KEYS or key == DIAGNOSES:  # diagnoses: a list, only when one changed
             row[key] = value
         elif key in LOSS_KEYS:
             row[LOSSES][key] = value

@@ -37,6 +37,7 @@ from puffer_tui.engine import run_dir as rd
 from puffer_tui.engine.commands import Command, CommandQueue
 from puffer_tui.engine.config import Config, load, schema
 from puffer_tui.engine.control_server import PROTOCOL_VERSION, ControlServer
+from puffer_tui.engine.diagnosis_doctor import Doctor
 from puffer_tui.engine.distributed import World, rank_event_log
 from puffer_tui.engine.engine_state import EngineState
 from puffer_tui.engine.fault_handling import FaultHandling, check_memory, tidy_leftovers
@@ -45,6 +46,7 @@ from puffer_tui.engine.health import NonFiniteError, is_disk_full
 from puffer_tui.engine.metrics import MetricsWriter, truncate_after
 from puffer_tui.engine.periodic_eval import PeriodicEval
 from puffer_tui.engine.protocol import (
+    DIAGNOSES,
     EVAL,
     LAUNCH_ID_ENV,
     MessageType,
@@ -78,6 +80,7 @@ class Engine(FaultHandling):
         self.evaluation: PeriodicEval | None = None  # rank 0's, built with the trainer
         self.server: ControlServer | None = None
         self.telemetry: Telemetry | None = None
+        self.doctor: Doctor | None = None  # rank 0's diagnosis (engine/diagnosis_doctor.py)
         self.started = time.time()
         self.last_checkpoint: tuple[int, Path] | None = None  # (global_step, path)
         self.error: str | None = None
@@ -117,7 +120,7 @@ class Engine(FaultHandling):
         self.telemetry = Telemetry(self.config, self.run_dir.name, self.state, self._trainer)
         self.server = ControlServer(
             rd.socket_path(self.run_dir), self.commands, self.state, self.frames, self.hello,
-            self.telemetry.snapshot,
+            self._snapshot,
             env_name=self.config.env_name, num_envs=self.config.vec.num_envs,
         )
         try:
@@ -173,6 +176,8 @@ class Engine(FaultHandling):
         if self.world.is_main:
             self.evaluation = PeriodicEval(self.trainer.config, self.run_dir, self.events,
                                            self._evaluation_interrupted)
+            self.doctor = Doctor(self.trainer, self.events, self.server and self.server.publish_event)
+            self.commands._cmd_diagnosis = self.doctor.command  # the `diagnosis` command
         if self.metrics is not None and self.metrics.tensorboard_error:
             self.events.warning(f"TensorBoard is installed but unusable, metrics.jsonl only "
                                 f"({self.metrics.tensorboard_error})")
@@ -196,6 +201,8 @@ class Engine(FaultHandling):
             if self.telemetry is not None:  # rank 0's
                 self.telemetry.record(row)
             row = self._evaluate(row)
+            if self.doctor is not None:
+                row = self.doctor.examine(row)
             self._persist(row)
             self.write_status()
         if self.trainer.done and not self.state.stop_requested:
@@ -252,7 +259,7 @@ class Engine(FaultHandling):
     def _shutdown(self, previous_handlers) -> None:
         final = None
         try:
-            final = {"type": MessageType.TELEMETRY, **self.telemetry.snapshot()} if self.telemetry else None
+            final = {"type": MessageType.TELEMETRY, **self._snapshot()} if self.telemetry else None
         except Exception:
             pass
         try:
@@ -266,6 +273,8 @@ class Engine(FaultHandling):
                 self.trainer.close()
             except Exception as e:
                 self.events.warning(f"closing the trainer failed: {e}")
+        if self.doctor is not None:
+            self.doctor.close()
         if self.metrics is not None:
             self.metrics.close(exit_code=1 if self.error else 0)  # W&B marks a crash failed
         if self.evaluation is not None:
@@ -328,6 +337,11 @@ class Engine(FaultHandling):
 
     def _trainer(self):
         return self.trainer
+
+    def _snapshot(self) -> dict:
+        # telemetry plus the diagnoses in force, for clients that attach after they fired
+        doctor = self.doctor
+        return {**self.telemetry.snapshot(), DIAGNOSES: doctor.active() if doctor else []}
 
     def _frame(self, env: int, view: str = "env"):
         return self.trainer.frame(env, view) if self.trainer is not None else None

@@ -64,6 +64,7 @@ class MessageType(StrEnum):
     TELEMETRY = "telemetry"
     EVENT = "event"
     FRAME = "frame"
+    DIAGNOSIS = "diagnosis"
     REPLY = "reply"
 
 # command -> the argument names it accepts
@@ -76,9 +77,18 @@ COMMANDS = {
     "checkpoint": set(),
     "stop": {"checkpoint"},
     "render": {"env", "view", "fps"},
+    "diagnosis": {"silence"},
 }
 # commands the trainer applies at its safe points (the rest the server answers itself)
-QUEUED = ("pause", "resume", "set", "checkpoint", "stop")
+QUEUED = ("pause", "resume", "set", "checkpoint", "stop", "diagnosis")
+
+# Diagnosis (engine/diagnosis.py): the rules' names, a `diagnosis` push's statuses, and the
+# metrics row's / telemetry's field listing them (the row's only when something changed).
+DIAGNOSIS_RULES = ("kl_blowup", "policy_collapse", "value_dominates", "critic_blind",
+                   "plateau", "grad_always_clipped", "obs_scale", "episode_ends",
+                   "short_horizon", "env_bound")
+FIRED, CLEARED = "fired", "cleared"
+DIAGNOSES = "diagnoses"
 # a sweep driver's commands (engine/sweep/server.py, steering in engine/sweep/steering.py)
 SWEEP_COMMANDS = {
     "hello": {"client"},
@@ -169,6 +179,9 @@ def parse_request(line: bytes, commands: dict = COMMANDS) -> tuple[int, str, dic
         allowed = ", ".join(sorted(commands[cmd])) or "none"
         raise RequestError(f"{cmd}: unknown argument {unknown[0]!r} (allowed: {allowed})",
                            request_id)
+    if cmd == "diagnosis" and "silence" in args and args["silence"] not in DIAGNOSIS_RULES:
+        raise RequestError(f"diagnosis: \"silence\" must be a rule name "
+                           f"({', '.join(DIAGNOSIS_RULES)}), got {args['silence']!r}", request_id)
     if cmd == "stop" and not isinstance(args.get("checkpoint", True), bool):
         raise RequestError("stop: \"checkpoint\" must be true or false", request_id)
     return request_id, cmd, args
