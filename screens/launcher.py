@@ -220,6 +220,10 @@ class LauncherScreen(Screen):
             # rests, so holding Down through the list does not build every env's form.
             self.env_name = event.option.id
             self._show_summary()
+            # The previous env's form goes at once: its fields are not this env's.
+            self.query_one("#form-holder").display = False
+            self.query_one("#field", Static).update(
+                Text(f"{self.env_name}'s preset...", style="dim"))
             if self._form_timer is not None:
                 self._form_timer.stop()
             self._form_timer = self.set_timer(FORM_DELAY_S, self._sync_form)
@@ -228,6 +232,8 @@ class LauncherScreen(Screen):
         forms = self.query(OverrideForm)
         if not forms or forms.first().env_name != self.env_name:
             await self._show_env(self.env_name)
+        else:  # back on the env whose form it is
+            self._form_shown()
 
     async def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "envs":
@@ -277,6 +283,10 @@ class LauncherScreen(Screen):
         await holder.remove_children()
         await holder.mount(OverrideForm(schema(name), preset, env_name=form_name or name,
                                         id="form"))
+        self._form_shown()
+
+    def _form_shown(self) -> None:
+        self.query_one("#form-holder").display = True
         self.query_one("#field", Static).update(
             Text("tab to a field: its value, bounds and help show here", style="dim"))
 
