@@ -138,9 +138,9 @@ def send_stop(run_dir, reason: str, client: EngineClient | None = None) -> Engin
     """Ask the engine of `run_dir` to finish its epoch, checkpoint and exit; returns the
     connection it went over (open until the engine exits: its end is a sign of the exit).
     EngineClientError when the engine cannot be reached."""
-    note_stop(run_dir, reason)
     if client is None or client.closed.is_set():
         client = EngineClient.connect(run_dir, hello=False)
+    note_stop(run_dir, reason)  # once the engine is reached: the stop will go out
     client.send("stop", checkpoint=True)
     return client
 
