@@ -327,7 +327,7 @@ class PufferApp(App):
             self.store.add_event("app" if reply.get("ok") else "error", reply_text(cmd, reply))
             self._run_changed("numbers")
         if not reply.get("ok") and not quiet:
-            self.notify(f"{cmd}: {reply.get('error')}", severity="error")
+            self.notify(f"{cmd}: {reply.get('error')}", severity="error", markup=False)
         if cmd in ("pause", "resume") and reply.get("ok") and message.link is self.link:
             # Show the new state now, not at the next telemetry or redraw slot.
             self.store.latest = {**self.store.latest, "state": reply.get("state")}
@@ -395,7 +395,8 @@ class PufferApp(App):
         try:
             run_dir = prepare_new_run(env_name, overrides, self.runs_root)
         except RunRefused as e:
-            self.notify(f"cannot start {env_name}: {e}", severity="error", timeout=10)
+            self.notify(f"cannot start {env_name}: {e}", severity="error", timeout=10,
+                        markup=False)
             return
         self.open_run(run_dir, attach=False)
 
@@ -405,7 +406,8 @@ class PufferApp(App):
         try:
             check_resume(run_dir)
         except RunRefused as e:
-            self.notify(f"cannot resume {run_dir.name}: {e}", severity="error", timeout=10)
+            self.notify(f"cannot resume {run_dir.name}: {e}", severity="error", timeout=10,
+                        markup=False)
             return
         self.open_run(run_dir, attach=False, resume=True)
 

@@ -53,7 +53,7 @@ class ReplayKeys:
 
     def _replay_failed(self, path: Path, error: Exception) -> None:
         self.query_one(EnvRender).caption = ""
-        self.notify(f"cannot replay {path.name}: {error}", severity="warning")
+        self.notify(f"cannot replay {path.name}: {error}", severity="warning", markup=False)
 
     def _start_replay(self, replay: Replay) -> None:
         if not self.query_one(EnvRender).caption:

@@ -259,7 +259,7 @@ class LauncherScreen(Screen):
             self.app.open_compare([path])
             self.notify(f"{path.name}: {e}\nTrain it on: puffer-tui train --resume "
                         f"{path.name} --train.total-timesteps N, or branch it (b)",
-                        title="its curves (b: back)", timeout=12)
+                        title="its curves (b: back)", timeout=12, markup=False)
             return
         self.app.open_run(path, attach=False, resume=True)
 
@@ -322,7 +322,7 @@ class LauncherScreen(Screen):
             await asyncio.to_thread(load_config, spec)
         except ConfigError as e:
             self.query_one("#chosen", Static).update(Text(str(e), style="red"))
-            self.notify(str(e), severity="error")
+            self.notify(str(e), severity="error", markup=False)
             return
         remember(runs_root(self.runs_root), spec)
         envs = self.query_one("#envs", OptionList)
@@ -365,7 +365,7 @@ class LauncherScreen(Screen):
         except ConfigError as e:
             form.show_error(str(e))
             self.query_one("#field", Static).update(Text(str(e), style="bold red"))
-            self.notify(str(e), severity="error")
+            self.notify(str(e), severity="error", markup=False)
             return
         self.query_one("#field", Static).update(Text(f"starting {self.env_name}...", "yellow"))
         self.app.start_run(self.env_name, overrides)

@@ -86,7 +86,7 @@ def start_autotune(screen) -> None:
     try:
         overrides = form.overrides()
     except ConfigError as e:
-        screen.notify(str(e), severity="error")
+        screen.notify(str(e), severity="error", markup=False)
         return
     screen.notify(f"autotuning {env_name}: about {AUTOTUNE_SECONDS} s (the layouts it tries "
                   f"use every core)", title="Autotune")

@@ -30,7 +30,8 @@ async def show_branch_form(screen, run_dir: Path) -> None:
         checkpoint, config = await asyncio.to_thread(branch_base, run_dir)
     except RunRefused as e:
         chosen.update(Text(str(e), style="red"))
-        screen.notify(f"cannot branch {run_dir.name}: {e}", severity="error", timeout=10)
+        screen.notify(f"cannot branch {run_dir.name}: {e}", severity="error", timeout=10,
+                      markup=False)
         return
     await screen._show_env(config.env_name, config, form_name=BRANCH_FORM + str(checkpoint))
     screen.branch_source = checkpoint
@@ -64,7 +65,7 @@ async def start_branch(screen) -> None:
     except RunRefused as e:
         form.show_error(str(e))
         field.update(Text(str(e), style="bold red"))
-        screen.notify(f"cannot branch: {e}", severity="error", timeout=10)
+        screen.notify(f"cannot branch: {e}", severity="error", timeout=10, markup=False)
         return
     leave_branch(screen)
     screen.app.open_run(run_dir, attach=False, resume=True)

@@ -235,7 +235,8 @@ class SweepScreen(Screen):
     def _on_replied(self, message: lm.Replied) -> None:
         reply = message.reply
         if not reply.get("ok"):
-            self.notify(f"{message.cmd}: {reply.get('error')}", severity="error", timeout=8)
+            self.notify(f"{message.cmd}: {reply.get('error')}", severity="error", timeout=8,
+                        markup=False)
             return
         text = {"prune": f"trial {reply.get('trial')} is being pruned",
                 "pause": "no new trials start until p again (running ones go on)",

@@ -66,13 +66,14 @@ class FieldInput(Horizontal):
         self.validator = FieldValidator(spec)
 
     def compose(self) -> ComposeResult:
-        name = Label(self.label, classes="name")
+        # Names and help are text, not markup: "puffer-tui[ray]" keeps its brackets.
+        name = Label(self.label, classes="name", markup=False)
         name.styles.width = self.label_width
         yield name
         # Ordered: backspaces and digits that arrive in one burst apply in the order typed.
         yield OrderedInput(self.initial_text, id=self.input_id, compact=True,
                            validators=[self.validator], validate_on=("changed", "submitted"))
-        yield Static(self.about, classes="about")
+        yield Static(self.about, classes="about", markup=False)
 
     @property
     def text(self) -> str:
