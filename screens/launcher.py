@@ -261,7 +261,7 @@ class LauncherScreen(Screen):
                         f"{path.name} --train.total-timesteps N, or branch it (b)",
                         title="its curves (b: back)", timeout=12, markup=False)
             return
-        self.app.open_run(path, attach=False, resume=True)
+        self.app.resume_run(path)
 
     async def _show_env(self, name: str, config=None, form_name: str | None = None) -> None:
         """The form of `name`'s preset (or of `config`: a branch's starting settings)."""

@@ -64,7 +64,10 @@ class RecordingLauncher(LauncherApp):
         self.resumed.append(Path(run_dir))
 
 
-async def test_enter_on_the_recent_runs_list_resumes_the_highlighted_run(tmp_path):
+async def test_enter_on_the_recent_runs_list_resumes_the_highlighted_run(tmp_path, monkeypatch):
+    import puffer_tui.screens.launcher as launcher
+
+    monkeypatch.setattr(launcher, "check_resume", lambda path: None)  # as if it had a checkpoint
     old = rd.create_run_dir("squared", tmp_path, now=time.time() - 60)
     cfg.save(cfg.load_config("squared"), old / rd.CONFIG_FILE)
     rd.write_json_atomic(old / rd.STATUS_FILE, {"state": "stopped", "global_step": 4096})

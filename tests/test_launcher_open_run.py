@@ -47,8 +47,8 @@ async def test_enter_on_a_stopped_run_still_resumes_it(tmp_path, monkeypatch):
     run = make_compare_run(tmp_path, state="stopped")
     monkeypatch.setattr(launcher, "check_resume", lambda path: None, raising=False)  # resumable
     app = LauncherApp(tmp_path)
-    opened = []
-    app.open_run = lambda *a, **kw: opened.append((a, kw))
+    resumed = []
+    app.resume_run = resumed.append  # the app's resume: its checks, then the engine
     async with app.run_test(size=(80, 24)) as pilot:
         await _enter_on_the_run(app, pilot)
-    assert opened == [((run,), {"attach": False, "resume": True})]
+    assert resumed == [run]
