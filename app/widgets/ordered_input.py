@@ -1,4 +1,5 @@
-"""An Input whose editing keys keep their place among the characters typed around them.
+"""An Input whose editing keys keep their place among the characters typed around them, and
+whose value, when wider than the box and not being edited, ends in an ellipsis.
 
 Textual's Input inserts a typed character as soon as its Key event reaches the input, but a
 bound key (backspace, delete, arrows, home/end, enter) runs only after its event has bubbled
@@ -12,10 +13,23 @@ be inserted, so every key applies in the order it was pressed (Textual issue #66
 from __future__ import annotations
 
 from textual import events
+from textual.strip import Strip
 from textual.widgets import Input
 
 
 class OrderedInput(Input):
+    def render_line(self, y: int) -> Strip:
+        width = self.scrollable_content_region.width
+        if y != 0 or self.has_focus or self._value.cell_len <= width:
+            return super().render_line(y)
+        # Not being edited and wider than the box: its start, then an ellipsis (cut anywhere
+        # else, `multiprocessing` read as another value, `multiprocess` or `iprocessing`).
+        text = self._value.copy()
+        text.truncate(max(width, 1), overflow="ellipsis")
+        options = self.app.console_options.update_width(width + 1)
+        strip = Strip(list(self.app.console.render(text, options)))
+        return strip.extend_cell_length(width + 1).apply_style(self.rich_style)
+
     async def _on_key(self, event: events.Key) -> None:
         # Input._on_key runs after this one (the MRO) and inserts printable characters.
         if not event.is_printable and await self._run_own_binding(event.key):
