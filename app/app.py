@@ -31,7 +31,8 @@ from puffer_tui.app.run_start import (
 )
 from puffer_tui.app.system_monitor import SystemMonitor
 from puffer_tui.app.telemetry_store import TelemetryStore
-from puffer_tui.engine.protocol import FINAL_STATES, MessageType, RunState
+from puffer_tui.app.widgets.diagnosis_line import merge_diagnosis
+from puffer_tui.engine.protocol import DIAGNOSES, FINAL_STATES, MessageType, RunState
 from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.crash import CrashScreen
 from puffer_tui.screens.dashboard import DashboardScreen
@@ -202,6 +203,13 @@ class PufferApp(App):
         if message.link is self.link:
             self.store.ingest(message.push)
             self._run_changed("numbers")
+
+    @on(lm.Diagnosis)
+    def _on_diagnosis(self, message: lm.Diagnosis) -> None:
+        if message.link is self.link:  # shown now, not at the next telemetry
+            self.store.latest = {**self.store.latest,
+                                 DIAGNOSES: merge_diagnosis(self.store.latest, message.push)}
+            self._run_changed("numbers", urgent=True)
 
     @on(lm.Frame)
     def _on_frame(self, message: lm.Frame) -> None:

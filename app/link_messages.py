@@ -70,6 +70,14 @@ class Frame(LinkMessage):
         return isinstance(message, Frame) and message.link is self.link
 
 
+class Diagnosis(LinkMessage):
+    """A diagnosis fired or cleared (docs/protocol.md); the next telemetry lists them too."""
+
+    def __init__(self, link, push: dict) -> None:
+        super().__init__(link)
+        self.push = push
+
+
 class Linked(LinkMessage):
     """The connect worker reached the engine: its hello, and the run's history before now."""
 
@@ -86,7 +94,7 @@ class LinkLost(LinkMessage):
 
 
 PUSH_MESSAGES = {MessageType.TELEMETRY: Telemetry, MessageType.EVENT: EngineEvent,
-                 MessageType.FRAME: Frame}
+                 MessageType.FRAME: Frame, MessageType.DIAGNOSIS: Diagnosis}
 
 
 def message_for_push(link, push: dict) -> LinkMessage | None:

@@ -176,19 +176,20 @@ def value_dominates(history, ctx, active):
 
 def critic_blind(history, ctx, active):
     """The critic explains nothing: explained variance under 0.1 for 10 epochs after a
-    20-epoch warm-up, while the rewards vary and the return has not risen (held until 3
-    epochs above 0.2). A solved run's returns are all alike: its explained variance means
-    nothing (CartPole's goes to -5 once every episode lasts the whole time limit)."""
+    5-epoch warm-up (held until 3 epochs above 0.2), in epochs where episodes end at a
+    terminal (returns that differ). Exactly 0 means constant returns (nothing to explain, a
+    sparse reward never found), and runs whose episodes all end at the time limit are left
+    alone: a solved CartPole's returns are all alike, its explained variance noise (-5)."""
     n = 3 if active else 10
-    if score_rose(history, ctx) is not False:
-        return None
     ev = _last(history, "explained_variance", n)
-    std = _last(history, "reward_std", n)
-    if ev is None or std is None or int(history[-1].get("epoch", 0)) < 20:
+    terminals, ends = _last(history, "terminals", n), _last(history, "ends", n)
+    if ev is None or terminals is None or ends is None or int(history[-1].get("epoch", 0)) < 5:
         return None
     if active and all(e > 0.2 for e in ev):
         return None
-    if not active and not (all(e < 0.1 for e in ev) and all(s > 0 for s in std)):
+    if sum(terminals) < 0.1 * max(sum(ends), 1) or any(e == 0.0 for e in ev):
+        return None
+    if not active and not all(e < 0.1 for e in ev):
         return None
     suggestion = None
     if not ctx.get("normalize_rewards") and (_num(history[-1], "reward_absmax") or 0) > 10:
@@ -305,23 +306,24 @@ def short_horizon(history, ctx, active):
 
 
 def env_bound(history, ctx, active):
-    """Throughput fell to under half its best (3-epoch medians) while the env's share of the
-    time is over half and its time per step has doubled: the env, not the learner, is the
-    bottleneck now."""
-    if len(history) < 6:
+    """Throughput fell to under half its best (3-epoch medians) for 5 epochs while the env
+    takes over 70% of the time and over twice as long per step: the env, not the learner,
+    is the bottleneck now (a brief slowdown, another process on the cores, is not)."""
+    if len(history) < 8:
         return None
     sps = [_num(r, "sps") for r in history]
     per_step = [_num(r, "env_seconds_per_step") for r in history]
-    share = _last(history, "timing_pct_env", 3)
+    share = _last(history, "timing_pct_env", 5)
     if share is None or None in sps or None in per_step:
         return None
     medians = [statistics.median(sps[i:i + 3]) for i in range(len(sps) - 2)]
     best_at = max(range(len(medians)), key=medians.__getitem__)
-    now = medians[-1]
+    now = max(sps[-5:])
     env_then = statistics.median(per_step[best_at:best_at + 3])
-    env_now = statistics.median(per_step[-3:])
+    env_now = min(per_step[-5:])
     fall = 0.6 if active else 0.5
-    if not (now < fall * medians[best_at] and min(share) > 50 and env_now > 2 * env_then):
+    if not (now < fall * medians[best_at] and min(share) > (60 if active else 70)
+            and env_now > 2 * env_then):
         return None
     workers = ctx.get("num_workers") or 1
     return Finding(

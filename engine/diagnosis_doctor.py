@@ -120,12 +120,13 @@ class Doctor:
         signals.update(batch_signals(trainer.buffer, trainer.config.train.normalize_observations))
         settings = settings_of(trainer)
         self._last_signals = signals
-        if self._trace is not None:
-            self._trace.write(json.dumps(json_safe({"signals": signals,
-                                                    "settings": settings})) + "\n")
-            self._trace.flush()
         messages = self.diagnoser.feed(signals, settings)
         self.seconds += time.perf_counter() - start
+        if self._trace is not None:  # seconds: this far; uptime: the training time so far
+            self._trace.write(json.dumps(json_safe({
+                "signals": signals, "settings": settings, "seconds": self.seconds,
+                "uptime": row.get("uptime")})) + "\n")
+            self._trace.flush()
         self._say(messages)
         return {**row, DIAGNOSES: [row_entry(m) for m in messages]} if messages else row
 

@@ -30,6 +30,7 @@ from textual.widgets import Footer
 from puffer_tui.app import link_messages as lm
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.cpu_panel import CpuPanel
+from puffer_tui.app.widgets.diagnosis_line import DiagnosisLine
 from puffer_tui.app.widgets.env_render import EnvRender
 from puffer_tui.app.widgets.episode_stats import EpisodeStats
 from puffer_tui.app.widgets.event_log import EventLog
@@ -41,6 +42,7 @@ from puffer_tui.app.widgets.workers_panel import WorkersPanel
 from puffer_tui.engine.protocol import CLUSTER, FINAL_STATES, WORKERS, RunState, palette_from_wire
 from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.dashboard_replay import ReplayKeys
+from puffer_tui.screens.diagnosis import DiagnosisScreen
 from puffer_tui.screens.help import HelpScreen
 from puffer_tui.screens.hyperparameters import HyperparameterScreen
 from puffer_tui.screens.render import RenderScreen
@@ -75,6 +77,7 @@ class DashboardScreen(ReplayKeys, Screen):
     DashboardScreen.-narrow EpisodeStats { width: 26; }
     /* at 80 columns the replay key takes the room of the command palette's hint (^p works) */
     DashboardScreen.-narrow.-recording FooterKey.-command-palette { display: none; }
+    DashboardScreen.-narrow.-diagnosis FooterKey.-command-palette { display: none; }
     """
 
     BINDINGS = [
@@ -84,6 +87,10 @@ class DashboardScreen(ReplayKeys, Screen):
         Binding("s", "stop", "Stop"),
         Binding("h", "hyperparameters", "Hyperparams"),
         Binding("r", "render_view", "Render"),
+        # a diagnosis in force (app/widgets/diagnosis_line.py): its evidence, fix, dismissal
+        Binding("a", "diagnosis_apply", "Fix"),
+        Binding("x", "diagnosis_dismiss", "Hide"),
+        Binding("d", "diagnosis", "Diagnosis", show=False),  # the line says "d: why"
         Binding("v", "replay", "Replay"),  # shown once the run has a recording
         Binding("left_square_bracket", "env(-1)", "Prev env", show=False),
         Binding("right_square_bracket", "env(1)", "Next env", show=False),
@@ -115,6 +122,7 @@ class DashboardScreen(ReplayKeys, Screen):
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
+        yield DiagnosisLine()  # one line, only while a diagnosis is in force
         with Horizontal(id="top"):
             with Vertical(id="left"):
                 yield SpsHistory()
@@ -215,6 +223,12 @@ class DashboardScreen(ReplayKeys, Screen):
         store = self.store
         t = store.latest
         self.query_one(RunHeader).telemetry = {**self._identity(), **t}
+        diagnoses = self.query_one(DiagnosisLine)
+        before = diagnoses.top
+        diagnoses.show(t)
+        if (before is None) != (diagnoses.top is None):
+            self.set_class(diagnoses.top is not None, "-diagnosis")
+            self.sync_footer()  # its keys come (or go)
         sps = self.query_one(SpsHistory)
         sps.samples = list(store.sps)
         sps.state = store.state
@@ -309,6 +323,8 @@ class DashboardScreen(ReplayKeys, Screen):
         if action == "launcher":  # back to the launcher once this run is over (or lost)
             return not self.over_sweep and not self.linked and (state in FINAL_STATES
                                         or self.link_state == lm.DISCONNECTED)
+        if action.startswith("diagnosis"):
+            return self.query_one(DiagnosisLine).allows(action, self.can_steer())
         if action == "replay":
             return self.recordings.path is not None or self.replay is not None
         if action == "pause":
@@ -348,6 +364,16 @@ class DashboardScreen(ReplayKeys, Screen):
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())
+
+    def action_diagnosis(self) -> None:
+        self.app.push_screen(DiagnosisScreen(self.query_one(DiagnosisLine), self.can_steer))
+
+    def action_diagnosis_apply(self) -> None:
+        self.query_one(DiagnosisLine).apply(self, self.can_steer())
+
+    def action_diagnosis_dismiss(self) -> None:
+        self.query_one(DiagnosisLine).dismiss(self, self.can_steer())
+        self.sync_footer()
 
     def action_launcher(self) -> None:
         self.app.open_launcher()
