@@ -112,6 +112,7 @@ class RunSeries:
     config: dict[str, object]  # "section.key" -> value (env_name as is)
     metrics: MetricColumns
     events: list[SetEvent] = field(default_factory=list)
+    diagnoses: list[dict] = field(default_factory=list)  # see read_diagnoses
 
     def series(self, metric: str, x_axis: str = "global_step") -> tuple[list[float], list[float]]:
         """(xs, ys) of the rows holding a finite `metric` and x value."""
@@ -242,7 +243,45 @@ def load_run(run_dir: Path, metrics: MetricColumns | None = None) -> RunSeries:
     if not len(metrics):
         raise CompareError(f"{run_dir.name} has no metrics yet (an empty or missing "
                            f"{METRICS_FILE}): compare runs that have trained at least one epoch")
-    return RunSeries(run_dir, run_dir.name, config, metrics, read_set_events(run_dir, metrics))
+    return RunSeries(run_dir, run_dir.name, config, metrics, read_set_events(run_dir, metrics),
+                     read_diagnoses(run_dir))
+
+
+def read_diagnoses(run_dir: Path) -> list[dict]:
+    """The diagnoses the run had (metrics.jsonl's `diagnoses` field, written only by the
+    epochs after which one fired or cleared): {"rule", "fired" (epoch), "cleared" (epoch or
+    None: in force at the end), "silenced", "text", "suggestion"}, in the order they fired."""
+    spans: list[dict] = []
+    try:
+        with (Path(run_dir) / METRICS_FILE).open("rb") as f:
+            lines = [line for line in f if b'"diagnoses"' in line]
+    except OSError:
+        return spans
+    for line in lines:
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        for entry in row.get("diagnoses") or []:
+            if not isinstance(entry, dict):
+                continue
+            open_span = next((s for s in reversed(spans) if s["rule"] == entry.get("rule")
+                              and s["cleared"] is None), None)
+            if entry.get("status") == "fired" and open_span is None:
+                spans.append({"rule": entry.get("rule"), "fired": row.get("epoch"),
+                              "cleared": None, "silenced": False, "text": entry.get("text", ""),
+                              "suggestion": entry.get("suggestion")})
+            elif entry.get("status") == "cleared" and open_span is not None:
+                open_span["cleared"] = row.get("epoch")
+                open_span["silenced"] = bool(entry.get("silenced"))
+    return spans
+
+
+def diagnosis_text(span: dict) -> str:
+    """`kl_blowup at epochs 1-18: updates overshoot: ...` (`1-` while still in force)."""
+    end = "" if span["cleared"] is None else span["cleared"]
+    note = " (silenced)" if span.get("silenced") else ""
+    return f"{span['rule']} at epochs {span['fired']}-{end}{note}: {span['text']}"
 
 
 def final_figures(run: RunSeries) -> dict[str, object]:

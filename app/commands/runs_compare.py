@@ -52,7 +52,7 @@ def compare(names: list[str], root: Path, as_json: bool = False) -> int:
 
         print(json.dumps({"runs": [
             {"name": run.name, "path": str(run.path), "final": fig,
-             "set_events": [vars(e) for e in run.events]}
+             "set_events": [vars(e) for e in run.events], "diagnoses": run.diagnoses}
             for run, fig in zip(runs, figures)],
             "config_differences": {key: values for key, values in differences}}, indent=2))
         return 0
@@ -91,4 +91,10 @@ def compare(names: list[str], root: Path, as_json: bool = False) -> int:
             where = f"step {e.step:,}" if e.step is not None else "step unknown"
             console.print(Text.assemble((run.name, "bold"), f": {where}: {e.key} "
                                         f"{e.old} -> {e.new}"))
+    from puffer_tui.app.compare_data import diagnosis_text
+
+    for run in runs:  # what engine/diagnosis.py's rules said about each run
+        diagnoses = [diagnosis_text(span) for span in run.diagnoses] or ["none"]
+        for text in diagnoses:
+            console.print(Text.assemble((run.name, "bold"), f": diagnosis {text}"))
     return 0

@@ -1,0 +1,232 @@
+"""`python -m puffer_tui.benchmarks.doctor`: does each diagnosis rule fire on a run broken on
+purpose, stay quiet on healthy ones, and does its suggested change help?
+
+For each rule a deliberately broken run (a learning rate 30x too high, rewards x1000, one
+observation column x1e4, gamma far too short, no entropy bonus, a slowing env...) is trained
+by a real engine process; the benchmark watches its pushes as the app does and notes the
+epoch each diagnosis fired at. For the rules marked `fix`, the same run is trained again with
+the suggestion applied live the moment the rule fires (the `set` the dashboard's `a` key
+sends, through the control socket), and the outcomes are compared: the mean score of the last
+3 epochs with episodes, median over the seeds. Healthy runs (the built-in presets, short)
+must fire nothing. The cost of diagnosing is the engine's own measure (Doctor.seconds)
+against its training time.
+
+    python -m puffer_tui.benchmarks.doctor [--seeds 3] [--only kl_blowup,healthy]
+        [--json doctor.json] [--fixtures tests/fixtures/diagnosis]
+
+Each run's signals (PUFFER_TUI_DIAGNOSIS_TRACE) are kept; `--fixtures DIR` copies them there
+for the rules' tests. Runs are niced (`nice -n 5` of the whole command is still advised on a
+shared machine) and small: about 10-60 s each on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BROKEN_ENV = "puffer_tui.benchmarks.doctor_envs:cartpole"
+TRACE_FILE = "diagnosis_trace.jsonl"
+
+
+@dataclass
+class Case:
+    name: str
+    rule: str | None  # the rule that must fire (None: a healthy run, nothing may fire)
+    env: str
+    setting: str  # the broken setting, as a person would type it
+    overrides: dict = field(default_factory=dict)
+    fix: bool = False  # compare with the suggestion applied live
+
+
+CASES = [
+    Case("kl_blowup", "kl_blowup", "squared", "--train.learning-rate 0.45 (30x)",
+         {"train.learning_rate": 0.45, "train.total_timesteps": 3_000_000}, fix=True),
+    Case("policy_collapse", "policy_collapse", "squared", "--train.learning-rate 0.9",
+         {"train.learning_rate": 0.9, "train.total_timesteps": 3_000_000}, fix=True),
+    Case("value_dominates", "value_dominates", BROKEN_ENV, "rewards x1000 (CartPole)",
+         {"env.reward_scale": 1000.0, "train.normalize_rewards": False,
+          "train.total_timesteps": 300_000}),
+    Case("critic_blind", "critic_blind", BROKEN_ENV, "rewards x1000 (CartPole)",
+         {"env.reward_scale": 1000.0, "train.normalize_rewards": False,
+          "train.total_timesteps": 400_000}),
+    Case("plateau", "plateau", "squared", "--train.learning-rate 0.9",
+         {"train.learning_rate": 0.9, "train.total_timesteps": 3_000_000}),
+    Case("grad_always_clipped", "grad_always_clipped", BROKEN_ENV, "rewards x1000 (CartPole)",
+         {"env.reward_scale": 1000.0, "train.normalize_rewards": False,
+          "train.total_timesteps": 300_000}),
+    Case("obs_scale", "obs_scale", BROKEN_ENV, "observation column 1 x1e4 (CartPole)",
+         {"env.obs_scale": 1e4, "train.normalize_observations": False,
+          "train.total_timesteps": 200_000}),
+    Case("episode_ends", "episode_ends", "squared", "--env.size 41 (targets out of reach)",
+         {"env.size": 41, "train.total_timesteps": 1_500_000}),
+    Case("short_horizon", "short_horizon", "squared", "--train.gamma 0.5 --env.size 21",
+         {"train.gamma": 0.5, "env.size": 21, "train.total_timesteps": 3_000_000}, fix=True),
+    Case("env_bound", "env_bound", BROKEN_ENV, "env 1 ms/step slower after 3k steps (CartPole)",
+         {"env.slow_after": 3000, "env.slow_seconds": 0.001, "vec.num_envs": 16,
+          "train.minibatch_size": 1024, "train.total_timesteps": 100_000}),
+    Case("healthy squared", None, "squared", "defaults", {}),
+    Case("healthy cartpole", None, "cartpole", "defaults", {}),
+    Case("healthy gym:CartPole-v1", None, "gym:CartPole-v1", "preset CartPole-v1.toml", {}),
+]
+
+
+def final_score(run_dir: Path) -> float | None:
+    """The mean score of the run's last 3 epochs that ended episodes."""
+    from puffer_tui.engine.metrics import read_metrics
+
+    scores = [r.get("score", r.get("episode_return")) for r in read_metrics(run_dir)
+              if (r.get("episodes") or 0) > 0]
+    scores = [s for s in scores if isinstance(s, (int, float))]
+    return statistics.fmean(scores[-3:]) if scores else None
+
+
+def train(case: Case, seed: int, runs_root: Path, apply_fix: bool,
+          timeout: float = 900.0) -> dict:
+    """One engine run of `case`; with `apply_fix` the rule's suggestion is `set` live as it
+    fires. Returns what fired when, what was applied, the outcome and the cost."""
+    from puffer_tui.app.engine_client import EngineClient
+    from puffer_tui.app.engine_launcher import launch_engine
+    from puffer_tui.app.run_start import prepare_new_run
+    from puffer_tui.engine import run_dir as rd
+    from puffer_tui.engine.diagnosis_doctor import TRACE_ENV
+
+    run_dir = prepare_new_run(case.env, {**case.overrides, "train.seed": seed}, runs_root)
+    os.environ[TRACE_ENV] = str(run_dir / TRACE_FILE)
+    try:
+        handle = launch_engine(run_dir)
+    finally:
+        os.environ.pop(TRACE_ENV, None)
+    fired: dict[str, int] = {}
+    applied = None
+    deadline = time.monotonic() + timeout
+    try:
+        with EngineClient.connect(rd.socket_path(run_dir)) as client:
+            while not client.closed.is_set() and time.monotonic() < deadline:
+                for push in client.pushes(timeout=0.5):
+                    if push.get("type") != "diagnosis" or push.get("status") != "fired":
+                        continue
+                    fired.setdefault(push["rule"], push.get("epoch"))
+                    suggestion = push.get("suggestion") or {}
+                    if apply_fix and applied is None and push["rule"] == case.rule \
+                            and suggestion.get("live"):
+                        reply = client.request("set", key=suggestion["key"],
+                                               value=suggestion["to"])
+                        applied = {"key": suggestion["key"], "to": suggestion["to"],
+                                   "epoch": push.get("epoch"), "ok": reply.get("ok"),
+                                   "applies": reply.get("applies")}
+    finally:
+        if handle.poll() is None and time.monotonic() >= deadline:
+            handle.process.terminate()
+        handle.wait(60)
+    return {"seed": seed, "run": str(run_dir), "fired": fired, "applied": applied,
+            "score": final_score(run_dir), **cost(run_dir)}
+
+
+def cost(run_dir: Path) -> dict:
+    """The engine's time spent diagnosing against its training time (the trace's last line)."""
+    try:
+        last = json.loads((run_dir / TRACE_FILE).read_text().splitlines()[-1])
+    except (OSError, IndexError, ValueError):
+        return {"diagnosis_seconds": None, "uptime": None}
+    return {"diagnosis_seconds": last.get("seconds"), "uptime": last.get("uptime")}
+
+
+def run_case(case: Case, seeds: int, runs_root: Path, fixtures: Path | None) -> dict:
+    seeds = seeds if case.fix else 1  # the medians of seeds are for the fixes' comparison
+    without = [train(case, seed, runs_root, False) for seed in range(1, seeds + 1)]
+    result = {"case": case.name, "rule": case.rule, "env": case.env, "setting": case.setting,
+              "without": without}
+    if case.fix:
+        result["with"] = [train(case, seed, runs_root, True) for seed in range(1, seeds + 1)]
+    if fixtures is not None:
+        fixtures.mkdir(parents=True, exist_ok=True)
+        name = case.name.replace(" ", "_").replace(":", "-")
+        shutil.copy(Path(without[0]["run"]) / TRACE_FILE, fixtures / f"{name}.jsonl")
+    return result
+
+
+def _median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def summarise(result: dict) -> dict:
+    rule, runs = result["rule"], result["without"]
+    fired_at = [r["fired"].get(rule) for r in runs] if rule else []
+    row = {"case": result["case"], "setting": result["setting"],
+           "fired": sum(e is not None for e in fired_at) if rule else None,
+           "fired_at": _median(fired_at) if rule else None,
+           "others": sorted({k for r in runs for k in r["fired"]} - {rule}),
+           "score_without": _median([r["score"] for r in runs]), "runs": len(runs)}
+    if "with" in result:
+        row["score_with"] = _median([r["score"] for r in result["with"]])
+        row["applied"] = [r["applied"] for r in result["with"]]
+    spent = [(r["diagnosis_seconds"], r["uptime"]) for r in runs + result.get("with", [])
+             if r.get("diagnosis_seconds") is not None and r.get("uptime")]
+    row["cost_pct"] = max(100 * s / u for s, u in spent) if spent else None
+    return row
+
+
+def table(rows: list[dict]) -> str:
+    def fmt(v, spec=".3f"):
+        return "-" if v is None else format(v, spec)
+
+    lines = [f"{'case':<26}{'broken setting':<42}{'fired':>7}{'at epoch':>9}"
+             f"{'score':>8}{'fixed':>8}{'cost %':>8}  also fired"]
+    for r in rows:
+        fired = "-" if r["fired"] is None else f"{r['fired']}/{r['runs']}"
+        healthy = r["fired"] is None
+        lines.append(
+            f"{r['case']:<26}{r['setting']:<42}{fired:>7}{fmt(r['fired_at'], '.0f'):>9}"
+            f"{fmt(r['score_without']):>8}{fmt(r.get('score_with')):>8}"
+            f"{fmt(r['cost_pct'], '.2f'):>8}  "
+            f"{', '.join(r['others']) or ('none' if healthy else '-')}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m puffer_tui.benchmarks.doctor",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per case (default 3)")
+    parser.add_argument("--only", default="", help="comma-separated case names or rules")
+    parser.add_argument("--json", type=Path, help="write the results here as JSON")
+    parser.add_argument("--fixtures", type=Path, help="copy each case's first trace here")
+    parser.add_argument("--runs-dir", type=Path, help="keep the runs here (default: a temp dir)")
+    args = parser.parse_args(argv)
+    wanted = {w.strip() for w in args.only.split(",") if w.strip()}
+    unknown = wanted - {c.name for c in CASES} - {c.rule for c in CASES} - {"healthy"}
+    if unknown or args.seeds < 1:
+        parser.exit(2, f"doctor: unknown case {sorted(unknown)[0]!r}; cases: "
+                       f"{', '.join(c.name for c in CASES)}\n" if unknown else
+                    "doctor: --seeds must be at least 1\n")
+    cases = [c for c in CASES if not wanted or c.name in wanted or c.rule in wanted
+             or ("healthy" in wanted and c.rule is None)]
+    root = args.runs_dir or Path(tempfile.mkdtemp(prefix="puffer-doctor-"))
+    results, rows = [], []
+    try:
+        for case in cases:
+            results.append(run_case(case, args.seeds, root, args.fixtures))
+            rows.append(summarise(results[-1]))
+            print(table(rows[-1:]).splitlines()[-1], flush=True)
+    finally:
+        if args.runs_dir is None:
+            shutil.rmtree(root, ignore_errors=True)
+    print()
+    print(f"python -m puffer_tui.benchmarks.doctor --seeds {args.seeds}"
+          f"{' --only ' + args.only if args.only else ''}  ({time.strftime('%Y-%m-%d')})")
+    print(table(rows))
+    if args.json:
+        args.json.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "rows": rows,
+                                         "results": results}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,105 @@
+"""Diagnosis end to end on a real engine: a run broken on purpose (squared at learning rate
+0.9, 60x the default) fires kl_blowup with the live `set` that fixes it, as a `diagnosis`
+push, an event (events.log, `--headless`) and a metrics.jsonl field; the `diagnosis` command
+silences it; a healthy run of the same size fires nothing."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+from engine_harness import first_push, kill_engine, make_run
+
+from puffer_tui.app.compare_data import read_diagnoses
+from puffer_tui.app.engine_client import EngineClient
+from puffer_tui.app.engine_launcher import launch_engine
+from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.metrics import read_metrics
+
+TINY = ["--vec.num-envs", "64", "--train.horizon", "16", "--train.minibatch-size", "256",
+        "--train.hidden-size", "32", "--train.torch-threads", "1"]
+
+
+def test_headless_prints_the_diagnosis_and_the_run_keeps_it(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "puffer_tui.app.cli", "train", "squared", "--headless",
+         "--runs-dir", str(tmp_path), *TINY, "--train.learning-rate", "0.9",
+         "--train.total-timesteps", "8192"],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    line = next(ln for ln in result.stdout.splitlines() if "diagnosis kl_blowup:" in ln)
+    assert line.startswith("warning ")
+    assert "suggested: train.learning_rate 0.9 -> 0.09" in line
+    run = next(tmp_path.iterdir())
+    events = (run / rd.EVENTS_FILE).read_text()
+    assert "[warning] diagnosis kl_blowup: updates overshoot: approx_kl" in events
+    rows = [r for r in read_metrics(run) if r.get("diagnoses")]
+    first = rows[0]["diagnoses"]
+    assert {"rule": "kl_blowup", "status": "fired", "severity": "error"}.items() <= \
+        next(d for d in first if d["rule"] == "kl_blowup").items()
+    assert rows[0]["epoch"] == 1  # the first epoch's KL is already in the thousands
+
+    # `runs --compare` lists the diagnoses each run had (a copy stands in for a second run)
+    shutil.copytree(run, tmp_path / "copy-of-it")
+    listed = subprocess.run(
+        [sys.executable, "-m", "puffer_tui.app.cli", "runs", "--runs-dir", str(tmp_path),
+         "--compare", run.name, "copy-of-it"], capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    lines = [ln for ln in listed.stdout.splitlines() if ": diagnosis kl_blowup at epochs 1-" in ln]
+    assert len(lines) == 2, listed.stdout
+    assert read_diagnoses(run)[0]["rule"] == "kl_blowup"
+
+
+def test_the_push_carries_evidence_and_a_live_set_and_silence_clears_it(tmp_path):
+    run = make_run(tmp_path, **{"train.learning_rate": 0.9, "train.total_timesteps": 10**7})
+    handle = launch_engine(run)
+    try:
+        with EngineClient.connect(rd.socket_path(run)) as client:
+            fired = first_push(client, "diagnosis", timeout=120,
+                               where=lambda p: p.get("rule") == "kl_blowup")
+            assert fired is not None, "kl_blowup did not fire"
+            assert fired["status"] == "fired" and fired["epoch"] >= 1
+            assert fired["evidence"]["approx_kl"] > 1.0
+            assert fired["evidence"]["epochs"]
+            assert fired["suggestion"] == {"key": "train.learning_rate", "from": 0.9,
+                                           "to": 0.09, "live": True}
+            status = client.call("status")
+            assert "kl_blowup" in [d["rule"] for d in status["diagnoses"]]
+
+            with pytest.raises(Exception, match="must be a rule name"):
+                client.call("diagnosis", silence="no_such_rule")
+            reply = client.call("diagnosis", silence="kl_blowup")
+            assert "kl_blowup" in reply["silenced"] and "kl_blowup" not in reply["active"]
+            cleared = first_push(client, "diagnosis", timeout=30,
+                                 where=lambda p: p.get("rule") == "kl_blowup")
+            assert cleared["status"] == "cleared" and cleared["silenced"] is True
+            assert "kl_blowup" not in [d["rule"] for d in client.call("status")["diagnoses"]]
+
+            # the suggestion is a `set` the engine takes as it is
+            applied = client.call("set", key=fired["suggestion"]["key"],
+                                  value=fired["suggestion"]["to"])
+            assert applied["value"] == pytest.approx(0.09)
+            client.call("stop", checkpoint=False)
+        handle.wait(60)
+        events = (run / rd.EVENTS_FILE).read_text()
+        assert "diagnosis kl_blowup silenced for this run" in events
+        assert events.count("diagnosis kl_blowup:") == 1  # silenced: never again
+    finally:
+        kill_engine(run)
+        if handle.poll() is None:
+            handle.process.kill()
+            handle.wait(10)
+
+
+def test_a_healthy_tiny_run_fires_nothing(tmp_path):
+    run = make_run(tmp_path, **{"train.total_timesteps": 40_000})
+    handle = launch_engine(run)
+    assert handle.wait(300) == 0
+    rows = read_metrics(run)
+    assert len(rows) >= 30
+    assert [r["diagnoses"] for r in rows if r.get("diagnoses")] == []
+    assert "diagnosis" not in (run / rd.EVENTS_FILE).read_text()
+    json.dumps(rows)  # the rows stay plain JSON
