@@ -124,7 +124,9 @@ class SweepScreen(Screen):
         self.query_one(TrialTable).show(self.snapshot.get("trials") or [],
                                         set(self.snapshot.get("best") or ()))
         self.query_one(SweepPlot).snapshot = self.snapshot
-        self.query_one(ImportanceBars).importance = self.snapshot.get("importance") or {}
+        bars = self.query_one(ImportanceBars)
+        bars.importance = self.snapshot.get("importance") or {}
+        bars.note = self.snapshot.get("importance_note") or ""
         self._show_header()
         state = self.state
         if state != self._state:

@@ -14,12 +14,16 @@ class ImportanceBars(Static):
     DEFAULT_CLASSES = "panel"
 
     importance: reactive[dict] = reactive(dict)
+    note: reactive[str] = reactive("")  # the sweep's word on why there are none (yet)
 
     def on_mount(self) -> None:
         self.border_title = "parameter importance"
         self._draw()
 
     def watch_importance(self) -> None:
+        self._draw()
+
+    def watch_note(self) -> None:
         self._draw()
 
     def on_resize(self) -> None:
@@ -30,7 +34,7 @@ class ImportanceBars(Static):
             return
         items = sorted(self.importance.items(), key=lambda kv: -kv[1])
         if not items:
-            self.update(Text("computed once a few trials complete", style="dim"))
+            self.update(Text(self.note or "computed once a few trials complete", style="dim"))
             return
         width = max(self.content_size.width, 20)
         name_width = min(max(len(short_param(k)) for k, _ in items), width // 2)

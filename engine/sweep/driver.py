@@ -59,6 +59,7 @@ class Driver:
         self.cores = usable_cores()  # divided between the trials running at once
         self.steering = Steering(self)  # clients' pause/resume/prune/add, applied by the loop
         self._importance: dict = {}
+        self._importance_note = ""  # why there are no importances (yet)
         self._importance_at = 0.0
 
     # -- the process ------------------------------------------------------------------------
@@ -290,7 +291,7 @@ class Driver:
         paused = self.state == RunState.RUNNING and not self.steering.launching
         snap.update(state=RunState.PAUSED if paused else self.state, driver_pid=os.getpid(),
                     uptime=time.time() - self.started, stopping=self.stopping,
-                    importance=self.importance())
+                    importance=self.importance(), importance_note=self._importance_note)
         self._snapshot = snap
         rd.write_json_atomic(self.dir / st.STATUS_FILE, snap)
 
@@ -301,7 +302,8 @@ class Driver:
         now = time.monotonic()
         if now - self._importance_at >= IMPORTANCE_EVERY:
             self._importance_at = now
-            self._importance = param_importance(self.study, self._importance)
+            self._importance, self._importance_note = param_importance(self.study,
+                                                                       self._importance)
         return self._importance
 
 

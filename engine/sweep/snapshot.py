@@ -75,19 +75,27 @@ def best_numbers(study) -> list[int]:
 MIN_TRIALS_FOR_IMPORTANCE = 4
 
 
-def param_importance(study, previous: dict) -> dict:
-    """{param: importance} by Optuna's default evaluator (per objective for several:
-    the first, the score), once enough trials completed with more than one parameter."""
+def param_importance(study, previous: dict) -> tuple[dict, str]:
+    """({param: importance}, why there is none) by Optuna's default evaluator (per objective
+    for several: the first, the score), once enough trials completed with more than one
+    parameter; until then, or when Optuna cannot compute them, `previous` and the reason."""
     import optuna
     from optuna.trial import TrialState
 
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    params = {name for t in complete for name in t.params}
-    if len(complete) < MIN_TRIALS_FOR_IMPORTANCE or len(params) < 2:
-        return previous
+    params = sorted({name for t in complete for name in t.params})
+    if len(complete) < MIN_TRIALS_FOR_IMPORTANCE:
+        others = len(study.get_trials(deepcopy=False, states=(TrialState.PRUNED,
+                                                                TrialState.FAIL)))
+        return previous, (f"needs {MIN_TRIALS_FOR_IMPORTANCE} completed trials, "
+                          f"{len(complete)} so far"
+                          + (f" ({others} pruned or failed do not count)" if others else ""))
+    if len(params) < 2:
+        return previous, ("needs 2 searched parameters or more to compare; this sweep "
+                          f"searches {', '.join(params) or 'none'}")
     try:
         importances = optuna.importance.get_param_importances(
             study, target=(lambda t: t.values[0]) if len(study.directions) > 1 else None)
-    except Exception:  # e.g. a parameter that never varied: keep what was there
-        return previous
-    return {name: round(float(value), 4) for name, value in importances.items()}
+    except Exception as e:  # e.g. a parameter that never varied: keep what was there
+        return previous, f"Optuna could not compute them: {type(e).__name__}: {e}"
+    return {name: round(float(value), 4) for name, value in importances.items()}, ""
