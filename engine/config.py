@@ -115,6 +115,9 @@ class TrainConfig:
         search=(0.8, 0.99, "linear"))
     vtrace_rho_clip: float = _f(1.0, "V-trace importance-ratio clip for advantages", 0.0, 100.0, live=True)
     vtrace_c_clip: float = _f(1.0, "V-trace trace-cutting clip", 0.0, 100.0, live=True)
+    refresh_advantages: bool = _f(True, "recompute advantages before each minibatch with the "
+                                  "latest values and ratios (V-trace; off: once per batch, "
+                                  "as standard PPO)", live=True)
     prio_alpha: float = _f(0.8, "prioritized segment sampling exponent (0: uniform)", 0.0, 1.0, live=True,
         search=(0.0, 1.0, "linear"))
     prio_beta0: float = _f(0.2, "initial importance-weight exponent, annealed to 1", 0.0, 1.0, live=True)

@@ -96,9 +96,11 @@ class Learner:
             self.set_learning_rate(learning_rate(train, global_step, schedule))
             clamp = train.reward_clamp
             used_rewards = rewards.clamp(-clamp, clamp) if clamp > 0 else rewards
-            compute_advantage(values, used_rewards, terminals, truncations, ratio, train.gamma,
-                              train.gae_lambda, train.vtrace_rho_clip, train.vtrace_c_clip,
-                              out=advantages, final_values=data.get("final_values"))
+            if i == 0 or train.refresh_advantages:  # off: GAE of the collected values only
+                compute_advantage(values if train.refresh_advantages else data["values"],
+                                  used_rewards, terminals, truncations, ratio, train.gamma,
+                                  train.gae_lambda, train.vtrace_rho_clip, train.vtrace_c_clip,
+                                  out=advantages, final_values=data.get("final_values"))
             if i == 0:
                 ev = explained_variance(values, advantages + values, valid)
             probs = segment_priorities(advantages, train.prio_alpha, valid)
@@ -115,7 +117,9 @@ class Learner:
 
             mb_valid = valid[idx]
             mb_adv = advantages[idx]
-            mb_values = values[idx]
+            # the value targets and the value clip's reference: the values the advantages
+            # were computed with (refreshed ones, or the collected ones)
+            mb_values = values[idx] if train.refresh_advantages else data["values"][idx]
             returns = mb_adv + mb_values
             norm_adv = normalize_advantages(mb_adv, mb_valid) * weights
             loss, stats, new_ratio = ppo_loss(

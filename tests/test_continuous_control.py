@@ -179,3 +179,24 @@ def test_stop_at_score_finishes_the_run_once_the_recent_mean_reaches_it():
     with Trainer(load_config("cartpole", {**SCORING, "train.stop_at_score": 1.0})) as resumed:
         resumed.load_state_dict(state)
         assert resumed.done
+
+
+@pytest.mark.parametrize("refresh, calls", [(True, 8), (False, 1)])
+def test_advantages_are_computed_once_a_batch_unless_refreshed(monkeypatch, refresh, calls):
+    from puffer_tui.engine import learner
+
+    seen = []
+    real = learner.compute_advantage
+
+    def counting(values, *args, **kwargs):
+        seen.append(values.clone())
+        return real(values, *args, **kwargs)
+
+    monkeypatch.setattr(learner, "compute_advantage", counting)
+    config = load_config("cartpole", {**SCORING, "train.update_epochs": 2,
+                                      "train.refresh_advantages": refresh})
+    with Trainer(config) as trainer:  # 8 segments, 2 a minibatch, 2 epochs: 8 minibatches
+        trainer.run_epoch()
+        collected = trainer.buffer.values
+    assert len(seen) == calls
+    assert torch.equal(seen[0], collected)
