@@ -6,6 +6,11 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from puffer_tui.app.serve_code_specs import (
+    branch_import_refusal,
+    code_spec_refusal,
+    env_settings_of,
+)
 from puffer_tui.engine.protocol import LIVE_STATES
 
 
@@ -20,6 +25,10 @@ def prepare_new_run(env_name: str, overrides: dict, runs_root) -> Path:
     from puffer_tui.engine import run_dir as rd
     from puffer_tui.engine.preflight import check_start
 
+    # a served page (app/serve_code_specs.py): refused before the spec is imported
+    refusal = code_spec_refusal(env_name, env_settings_of(overrides))
+    if refusal:
+        raise RunRefused(refusal)
     try:
         config = cfg.load_config(env_name, overrides)
         check_start(config)
@@ -55,6 +64,10 @@ def prepare_branch(source: Path, overrides: dict, runs_root) -> Path:
     from puffer_tui.engine.run_dir import RunDirError
     from puffer_tui.engine.run_dir import runs_root as root_of
 
+    # the source run's own spec was the owner's choice; a served page may not add imports
+    refusal = branch_import_refusal(overrides)
+    if refusal:
+        raise RunRefused(refusal)
     try:
         plan = branch.plan_branch(str(source), overrides, root_of(runs_root))
         return branch.create_branch(plan, root_of(runs_root))

@@ -410,3 +410,22 @@ def run_label(spec: str) -> str:
     """The spec as a file-name part: gym:ALE/Pong-v5 -> gym-ALE_Pong-v5."""
     label = spec.replace(":", "-", 1) if spec.startswith((GYM_PREFIX, PZ_PREFIX)) else spec
     return re.sub(r"[^A-Za-z0-9._-]+", "_", label).strip("_.") or "env"
+
+
+def spec_imports_code(spec: str, settings: dict | None = None) -> str | None:
+    """Why building `spec` (with these env settings) imports a module that the spec itself
+    names, i.e. runs code chosen by whoever typed it; None for a built-in or installed
+    plugin name and a plain Gymnasium id. `serve` refuses such specs from a page."""
+    if spec.startswith(GYM_PREFIX):
+        env_id = spec[len(GYM_PREFIX):]
+        if ":" in env_id:  # gymnasium.make("module:Id") imports module first
+            return (f"{spec} imports the module {env_id.partition(':')[0]!r} (gymnasium "
+                    f"imports the part before ':')")
+        value = (settings or {}).get(IMPORT_KEY)
+        if value not in (None, "", (), []):
+            return f"{spec} with {IMPORT_KEY} = {value!r} imports that module"
+        return None
+    if ":" in spec:  # MODULE:CALLABLE or pz:MODULE:CALLABLE (envs/registry.py env_class)
+        path = spec[len(PZ_PREFIX):] if spec.startswith(PZ_PREFIX) else spec
+        return f"{spec} imports the module {path.partition(':')[0]!r} and calls into it"
+    return None

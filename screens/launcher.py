@@ -23,6 +23,7 @@ from textual.widgets import Button, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from puffer_tui.app.run_start import RunRefused, check_resume
+from puffer_tui.app.serve_code_specs import code_spec_refusal
 from puffer_tui.app.widgets.ordered_input import OrderedInput
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
 from puffer_tui.app.widgets.runs_list import (
@@ -319,6 +320,9 @@ class LauncherScreen(Screen):
         if not spec:
             return
         try:
+            refusal = code_spec_refusal(spec)  # a page of `serve` (app/serve_code_specs.py)
+            if refusal:
+                raise ConfigError(refusal)
             await asyncio.to_thread(load_config, spec)
         except ConfigError as e:
             self.query_one("#chosen", Static).update(Text(str(e), style="red"))

@@ -36,6 +36,11 @@ def autotune_argv(env_name: str, overrides: dict, seconds: float = AUTOTUNE_SECO
 
 def run_autotune(env_name: str, overrides: dict, seconds: float = AUTOTUNE_SECONDS) -> dict:
     """The command's JSON outcome; AutotuneError with its message when it fails."""
+    from puffer_tui.app.serve_code_specs import code_spec_refusal, env_settings_of
+
+    refusal = code_spec_refusal(env_name, env_settings_of(overrides))  # a page of `serve`
+    if refusal:
+        raise AutotuneError(refusal)
     try:
         done = subprocess.run(autotune_argv(env_name, overrides, seconds), capture_output=True,
                               text=True, timeout=3 * seconds + 60, stdin=subprocess.DEVNULL)

@@ -1,17 +1,16 @@
 """`puffer-tui serve`: textual-serve's page over HTTP, the refusals before serving, and the
 dashboard of a live run in a real headless browser (skipped where there is no chromium)."""
 
-import contextlib
 import os
 import signal
 import socket
 import subprocess
 import sys
-import urllib.request
 
 import pytest
 from browser_screenshot import find_browser, screenshot_live_page
 from engine_harness import kill_engine, make_run, wait_until
+from serve_probe import free_port, http_get, serving
 
 from puffer_tui.app.commands import serve
 from puffer_tui.engine import run_dir as rd
@@ -20,64 +19,12 @@ from puffer_tui.engine.protocol import RunState
 pytest.importorskip("textual_serve", reason="the web extra (textual-serve) is not installed")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def fetch(url: str) -> tuple[int, str]:
-    with urllib.request.urlopen(url, timeout=5) as reply:
-        return reply.status, reply.read().decode("utf-8")
-
-
-def _answers(url):
-    try:
-        return fetch(url)
-    except OSError:
-        return None
-
-
-@contextlib.contextmanager
-def serving(runs_dir, *app_args):
-    """`serve` on a free loopback port until the block ends; then it and every app process
-    it started must be gone."""
-    import psutil
-
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/"
-    server = subprocess.Popen(
-        [sys.executable, "-m", "puffer_tui.app.commands.serve", "--port", str(port),
-         "--runs-dir", str(runs_dir), *(["--", *app_args] if app_args else [])],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    started = []
-    try:
-        wait_until(lambda: server.poll() is not None or _answers(url), 60, 0.2, "the server")
-        assert server.poll() is None, server.stderr.read()
-        yield server, url, started
-        if server.poll() is None:  # the block may have stopped it itself
-            started.extend(psutil.Process(server.pid).children(recursive=True))
-    finally:
-        server.send_signal(signal.SIGTERM)
-        try:
-            code = server.wait(20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            code = server.wait()
-        server.stderr.close()
-        _, alive = psutil.wait_procs(started, timeout=10)
-        for process in alive:
-            process.kill()
-    assert code == 0, f"serve exited {code}"
-    assert not alive, f"app processes left behind: {[p.pid for p in alive]}"
-
-
 def test_serve_answers_with_textuals_page_and_stops_cleanly(tmp_path):
-    with serving(tmp_path) as (_, url, _):
-        status, page = fetch(url)
+    with serving(tmp_path) as served:
+        status, _, page = http_get(served.base, cookie=served.cookie)
         assert status == 200
         assert "textual.js" in page and 'class="textual-terminal"' in page
-        assert f"ws://127.0.0.1:{url.split(':')[2].rstrip('/')}/ws" in page
+        assert f"ws://127.0.0.1:{served.port}/ws" in page
         assert "puffer-tui" in page  # the page's title: the app it runs
 
 
@@ -134,7 +81,8 @@ def test_a_browser_shows_the_live_dashboard_of_a_running_engine(tmp_path):
                               start_new_session=True)
     try:
         wait_until(lambda: rd.run_state(run) == RunState.RUNNING, 120, 0.2, "the engine")
-        with serving(tmp_path, "attach", run.name) as (server, url, _):
+        with serving(tmp_path, "attach", run.name) as served:
+            server = served.process
             apps = []
 
             def stop_serving_with_the_page_open():
@@ -143,7 +91,8 @@ def test_a_browser_shows_the_live_dashboard_of_a_running_engine(tmp_path):
                 server.send_signal(signal.SIGTERM)
                 server.wait(60)
 
-            png = screenshot_live_page(url + "?fontsize=14", 1280, 800, timeout=120,
+            # the URL serve printed: its token lets the browser in (a cookie from then on)
+            png = screenshot_live_page(served.url + "&fontsize=14", 1280, 800, timeout=120,
                                        while_open=stop_serving_with_the_page_open)
             assert apps, "no app process was started for the page"
             assert server.returncode == 0
