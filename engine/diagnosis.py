@@ -266,22 +266,25 @@ def obs_scale(history, ctx, active):
 
 
 def episode_ends(history, ctx, active):
-    """Episodes never end (none in 10 epochs), or always end at the time limit (no terminal
-    in any of the first 10+ epochs) while the return does not rise: the agent never reaches
-    what ends an episode; check the env's time limit or reward."""
-    ends = _last(history, "ends", 10)
-    if ends is not None and sum(ends) == 0:
-        return Finding(WARNING, f"no episode ended in {len(ends)} epochs",
-                       {"ends": 0, "epochs": len(ends)}, _epochs(history, 10),
+    """Episodes never end (none in the run after 10,000 steps per env), or always end at the
+    time limit (no terminal in the run's first 20+ epochs and 1000+ episodes) while the
+    return does not rise: the agent never reaches what ends an episode; check the env's
+    time limit or reward. (A run that learns to survive until the limit had terminals
+    first; envs that only truncate, e.g. MuJoCo's, rise.)"""
+    last = history[-1]
+    per_env = (_num(last, "global_step") or 0) / max(ctx.get("num_agents") or 1, 1)
+    if ctx.get("ends_seen", 0) == 0 and per_env >= 10_000 and _last(history, "ends", 10):
+        return Finding(WARNING, f"no episode ended in {per_env:,.0f} steps per env",
+                       {"ends": 0, "steps_per_env": per_env}, _epochs(history, 10),
                        hint="does the env ever end an episode? (a time limit)")
-    terminals, truncs = _last(history, "terminals", 10), _last(history, "truncations", 10)
-    if terminals is None or truncs is None or ctx.get("terminals_seen", 0) > 0:
+    truncs = _last(history, "truncations", 10)
+    if truncs is None or ctx.get("terminals_seen", 0) > 0 or int(last.get("epoch", 0)) < 20:
         return None
-    if sum(truncs) > 0 and score_rose(history, ctx, margin=0.1) is False:
-        return Finding(INFO, f"every episode ends at the time limit ({int(sum(truncs))} in "
-                       f"{len(truncs)} epochs, no terminal) and the score does not rise",
-                       {"truncations": int(sum(truncs)), "terminals": 0},
-                       _epochs(history, 10),
+    if ctx.get("truncations_seen", 0) >= 1000 and score_rose(history, ctx, margin=0.1) is False:
+        return Finding(INFO, f"every episode ends at the time limit "
+                       f"({int(ctx['truncations_seen']):,} so far, no terminal) and the score "
+                       f"does not rise", {"truncations": int(ctx["truncations_seen"]),
+                                          "terminals": 0}, _epochs(history, 10),
                        hint="the time limit may be too short to reach the goal")
     return None
 
@@ -290,9 +293,12 @@ def short_horizon(history, ctx, active):
     """train.gamma looks too short for the episodes: its horizon 1/(1-gamma) is under a
     twentieth of the mean episode length for 5 epochs (held while under a tenth)."""
     gamma = ctx.get("gamma", 0.99)
-    lengths = _last(history, "episode_length", 5)
-    if lengths is None or gamma >= 1:
+    # the last 5 epochs that ended episodes (long episodes end only every few epochs)
+    seen = [(int(r.get("epoch", 0)), _num(r, "episode_length")) for r in history
+            if _num(r, "episode_length") is not None][-5:]
+    if len(seen) < 5 or gamma >= 1:
         return None
+    lengths = [n for _, n in seen]
     horizon = 1 / (1 - gamma)
     length = statistics.fmean(lengths)
     if horizon * (10 if active else 20) >= length:
@@ -301,7 +307,7 @@ def short_horizon(history, ctx, active):
     return Finding(
         WARNING, f"train.gamma {gamma:g} looks {horizon:.3g} steps ahead; episodes last "
         f"{length:.0f}: rewards further away are invisible",
-        {"gamma": gamma, "horizon": horizon, "episode_length": length}, _epochs(history, 5),
+        {"gamma": gamma, "horizon": horizon, "episode_length": length}, [e for e, _ in seen],
         {"key": "train.gamma", "from": gamma, "to": to, "live": True})
 
 

@@ -47,7 +47,7 @@ def settings_of(trainer) -> dict:
             "gamma": train.gamma, "max_grad_norm": train.max_grad_norm,
             "normalize_rewards": train.normalize_rewards,
             "normalize_observations": train.normalize_observations,
-            "num_workers": trainer.config.vec.num_workers,
+            "num_workers": trainer.config.vec.num_workers, "num_agents": trainer.num_agents,
             "entropy_max": entropy_max(trainer.vecenv.single_action_space)}
 
 
@@ -70,15 +70,20 @@ def row_signals(row: dict, steps: int) -> dict:
 def batch_signals(buffer, normalized_observations: bool) -> dict:
     """Reward scale, episode ends and (float vector observations, unless normalized) the
     columns' scales of the batch the learner just trained on."""
-    masks = buffer.masks > 0
-    rewards = buffer.rewards[masks]
+    masks = buffer.masks.reshape(-1)
+    rewards, terminals = buffer.rewards.reshape(-1), buffer.terminals.reshape(-1)
+    truncations = buffer.truncations.reshape(-1)
+    if not bool(masks.all()):  # rows of dead or waiting agents: left out (rare: one copy)
+        keep = masks > 0
+        rewards, terminals, truncations = rewards[keep], terminals[keep], truncations[keep]
     signals = {"ends": 0.0, "terminals": 0.0, "truncations": 0.0}
     if rewards.numel():
+        std, _ = torch_std_mean(rewards)
         signals["reward_absmax"] = float(rewards.abs().max())
-        signals["reward_std"] = float(rewards.std()) if rewards.numel() > 1 else 0.0
-        signals["terminals"] = float(buffer.terminals[masks].sum())
-        signals["truncations"] = float(buffer.truncations[masks].sum())
-        signals["ends"] = float(((buffer.terminals + buffer.truncations)[masks] > 0).sum())
+        signals["reward_std"] = std
+        signals["terminals"] = float(terminals.sum())
+        signals["truncations"] = float(truncations.sum())
+        signals["ends"] = float(((terminals + truncations) > 0).sum())
     obs = buffer.observations
     if normalized_observations or not obs.is_floating_point() or obs.dim() != 3 \
             or obs.shape[-1] < 2:
@@ -93,6 +98,20 @@ def batch_signals(buffer, normalized_observations: bool) -> dict:
         signals.update(obs_ratio=float(scales[worst]) / median, obs_worst=worst,
                        obs_worst_scale=float(scales[worst]), obs_median_scale=median)
     return signals
+
+
+def torch_std_mean(values) -> tuple[float, float]:
+    """(std, mean) of a float tensor in one pass (0 std for a single value)."""
+    if values.numel() < 2:
+        return 0.0, float(values.mean())
+    var, mean = (float(v) for v in _var_mean(values))
+    return var ** 0.5, mean
+
+
+def _var_mean(values):
+    import torch  # the engine has it loaded already; this module stays importable without
+
+    return torch.var_mean(values)
 
 
 class Doctor:

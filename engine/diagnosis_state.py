@@ -59,7 +59,8 @@ class Diagnoser:
         self.active: dict[str, dict] = {}  # rule -> the message that fired it
         self.silenced: set[str] = set()
         # the whole run's summary the recent history cannot hold
-        self.run = {"first_scores": [], "best_score": None, "terminals_seen": 0}
+        self.run = {"first_scores": [], "best_score": None, "terminals_seen": 0,
+                    "truncations_seen": 0, "ends_seen": 0}
         self._recent_scores: deque[float] = deque(maxlen=3)
 
     def feed(self, signals: dict, settings: dict) -> list[dict]:
@@ -105,7 +106,8 @@ class Diagnoser:
                 mean = sum(self._recent_scores) / 3
                 best = self.run["best_score"]
                 self.run["best_score"] = mean if best is None else max(best, mean)
-        self.run["terminals_seen"] += _num(signals, "terminals") or 0
+        for name in ("terminals", "truncations", "ends"):
+            self.run[f"{name}_seen"] += _num(signals, name) or 0
 
     @staticmethod
     def _message(rule: str, status: str, signals: dict, finding: Finding | None = None) -> dict:
