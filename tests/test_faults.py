@@ -285,7 +285,8 @@ def test_oversize_config_is_refused_before_the_run_dir_exists(tmp_path):
     runs = tmp_path / "runs"
     result = subprocess.run(
         [sys.executable, "-m", "puffer_tui.app.cli", "train", "squared", "--headless",
-         "--runs-dir", str(runs), "--vec.num-envs", "1000000", "--train.horizon", "1024"],
+         "--runs-dir", str(runs), "--vec.num-envs", "1000000", "--train.horizon", "1024",
+         "--train.total-timesteps", str(10**12)],  # a budget of many epochs: memory decides
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stdout + result.stderr
     error = result.stderr.strip()
