@@ -50,6 +50,9 @@ def add_arguments(p):
                    help="with --side ours: take SB3's runs from this earlier --json output "
                         "(same env and steps; may be given more than once)")
     p.add_argument("--json", metavar="FILE", type=Path, help="write every raw figure here")
+    p.add_argument("--report", metavar="FILE", type=Path, action="append",
+                   help="run nothing: the table of the runs in these earlier --json outputs, "
+                        "merged env by env (same steps); may be given more than once")
     p.add_argument("--eval-episodes", type=int, default=None, metavar="K",
                    help="episodes of the final-policy evaluation (default 10; Pong: none; "
                         "0: no evaluation)")
@@ -87,13 +90,16 @@ def _check(args) -> list:
         raise SystemExit("puffer-tui bench learn: error: --run-timeout must be > 0")
     if args.peer_json is not None and args.side != "ours":
         raise SystemExit("puffer-tui bench learn: error: --peer-json goes with --side ours")
-    for path in args.peer_json or ():
+    for path in [*(args.peer_json or ()), *(args.report or ())]:
         if not path.is_file():
-            raise SystemExit(f"puffer-tui bench learn: error: --peer-json {path}: no such file")
+            raise SystemExit(f"puffer-tui bench learn: error: {path}: no such file")
     if args.first_seed < 0:
         raise SystemExit(f"puffer-tui bench learn: error: --first-seed must be >= 0, got "
                          f"{args.first_seed}")
-    if args.side in ("both", "sb3") and importlib.util.find_spec("stable_baselines3") is None:
+    if args.report and (args.peer_json or args.side != "both"):
+        raise SystemExit("puffer-tui bench learn: error: --report runs nothing: leave out "
+                         "--side and --peer-json")
+    if not args.report and args.side in ("both", "sb3") and importlib.util.find_spec("stable_baselines3") is None:
         raise SystemExit("puffer-tui bench learn: error: the SB3 side needs Stable-Baselines3: "
                          'pip install "puffer-tui[bench]" (or --side ours)')
     if args.json is not None and not args.json.parent.is_dir():
@@ -123,6 +129,8 @@ def _peer_runs(paths: list[Path] | None) -> list[dict]:
 
 def run(args) -> int:
     envs = _check(args)
+    if args.report:
+        return _report(args, [e.name for e in envs] if args.envs else None)
     peers = _peer_runs(args.peer_json)
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="bench-learn-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -177,6 +185,35 @@ def run(args) -> int:
             shutil.rmtree(work, ignore_errors=True)
     if args.json is not None:
         _write_json(args.json, out)
+    return _print(out)
+
+
+def _report(args, names: list[str] | None) -> int:
+    """The runs of earlier JSON outputs as one table (an env's runs merged when their
+    budgets agree, else listed apart under "ENV @ STEPS")."""
+    files = _peer_runs(args.report)
+    first = json.loads(args.report[0].read_text())["bench_learn"]
+    out = {**first, "command": _command_line(), "reported_from": [str(p) for p in args.report],
+           "envs": {}}
+    for envs in files:
+        for name, entry in envs.items():
+            if names is not None and name not in names:
+                continue
+            key = name
+            if key in out["envs"] and out["envs"][key]["steps"] != entry["steps"]:
+                key = f"{name} @ {entry['steps']:,}"
+            merged = out["envs"].setdefault(key, {**entry, "runs": []})
+            merged["runs"] += entry.get("runs", [])
+    for key, entry in out["envs"].items():
+        env = ENVS.get(key.split(" @ ")[0])
+        if not entry.get("skipped") and env is not None:
+            _summarize(entry, env, out.get("window", args.window))
+    if args.json is not None:
+        _write_json(args.json, out)
+    return _print(out)
+
+
+def _print(out: dict) -> int:
     print(f"bench learn, {out['date']}, commit {out['commit']}, {out['machine']['cpu']} "
           f"({out['machine']['cores']} cores); SB3 settings: {ZOO_SOURCE}")
     print()
