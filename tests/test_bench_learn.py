@@ -166,6 +166,32 @@ def test_sb3_runs_of_an_earlier_json_are_adopted_only_at_the_same_budget():
     assert other["runs"] == []
 
 
+def _saved(path, steps, runs):
+    data = {"date": "2026-11-20 10:00:00 +0000", "commit": "abc1234", "window": 10,
+            "machine": {"cpu": "test cpu", "cores": 2}, "marks": list(rep.MARKS),
+            "envs": {"CartPole-v1": {"steps": steps, "runs": runs}}}
+    path.write_text(json.dumps({"bench_learn": data}))
+    return str(path)
+
+
+def test_report_merges_earlier_outputs_env_by_env(tmp_path):
+    ours = [_run("ours", s, (1, 2, 3 + s), 10.0, 10.0, 20.0) for s in range(2)]
+    theirs = [_run("sb3", 0, (0, 0, 1), 5.0, 100.0, 200.0)]
+    a = _saved(tmp_path / "a.json", 1000, ours)
+    b = _saved(tmp_path / "b.json", 1000, theirs)
+    c = _saved(tmp_path / "c.json", 2000, theirs)
+    merged = tmp_path / "merged.json"
+    result = bench("--report", a, "--report", b, "--report", c, "--json", str(merged))
+    assert result.returncode == 0, result.stderr
+    envs = json.loads(merged.read_text())["bench_learn"]["envs"]
+    assert [r["side"] for r in envs["CartPole-v1"]["runs"]] == ["ours", "ours", "sb3"]
+    summary = envs["CartPole-v1"]["summary"]
+    assert summary["ours"]["return@1"]["median"] == pytest.approx(3.5)
+    assert summary["compare"]["return@1_diff"] == pytest.approx(2.5)
+    assert list(envs) == ["CartPole-v1", "CartPole-v1 @ 2,000"]  # another budget: apart
+    assert "| CartPole-v1 (1,000) | puffer-tui (2 seeds) |" in result.stdout
+
+
 # --- the command line ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, words", [
@@ -176,6 +202,8 @@ def test_sb3_runs_of_an_earlier_json_are_adopted_only_at_the_same_budget():
     (("--eval-episodes", "-1"), "--eval-episodes must be >= 0"),
     (("--peer-json", "x.json"), "--peer-json goes with --side ours"),
     (("--side", "ours", "--peer-json", "/nonexistent/x.json"), "no such file"),
+    (("--report", "/nonexistent/x.json"), "no such file"),
+    (("--report", sys.executable, "--side", "ours"), "--report runs nothing"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, words, tmp_path):
     result = bench(*argv, "--work-dir", str(tmp_path / "work"))
