@@ -258,9 +258,9 @@ class LauncherScreen(Screen):
             check_resume(path)
         except RunRefused as e:
             self.app.open_compare([path])
-            self.notify(f"{path.name}: {e}\nTrain it on: puffer-tui train --resume "
-                        f"{path.name} --train.total-timesteps N, or branch it (b)",
-                        title="its curves (b: back)", timeout=12, markup=False)
+            # the refusal names the run and how to train it on (a higher budget)
+            self.notify(str(e), title="its curves and figures (b: back)", timeout=12,
+                        markup=False)
             return
         self.app.resume_run(path)
 
