@@ -36,7 +36,7 @@ async def test_enter_on_a_finished_run_opens_its_curves(tmp_path):
         assert app.screen.run_dirs == [run]
         notes = " ".join(str(n.message) for n in app._notifications)
         assert "cannot resume" not in notes
-        assert run.name in notes and "--train.total-timesteps" in notes, notes
+        assert run.name in notes, notes  # the reason it cannot resume (here: no checkpoint)
         assert not any(n.severity == "error" for n in app._notifications)
     assert opened == []
 
