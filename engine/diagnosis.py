@@ -29,7 +29,8 @@ SIGNALS = ("epoch", "global_step", "sps", "policy_loss", "value_loss", "entropy"
            "approx_kl", "clipfrac", "explained_variance", "score", "episodes",
            "episode_length", "timing_pct_env", "env_seconds_per_step", "grad_norm",
            "grad_clipped", "obs_ratio", "obs_worst", "obs_worst_scale", "obs_median_scale",
-           "reward_absmax", "reward_std", "ends", "terminals", "truncations")
+           "reward_absmax", "reward_std", "return_spread", "ends", "terminals",
+           "truncations")
 
 WARNING, ERROR, INFO = "warning", "error", "info"
 
@@ -113,9 +114,12 @@ def kl_blowup(history, ctx, active):
             return None
     elif not (kl[0] > 1.0 or sustained):
         return None
-    seen = [(int(r.get("epoch", 0)), _num(r, "approx_kl"), _num(r, "clipfrac")) for r in history
+    # the evidence of the last 10 epochs (an earlier blow-up already had its diagnosis)
+    seen = [(int(r.get("epoch", 0)), _num(r, "approx_kl"), _num(r, "clipfrac"))
+            for r in history[-10:]
             if (_num(r, "approx_kl") or 0) > 0.2 or (_num(r, "clipfrac") or 0) > 0.5]
-    worst = max(seen, key=lambda t: t[1] or 0) if seen else (history[-1].get("epoch"), kl[0], clip[0])
+    worst = max(seen, key=lambda t: t[1] or 0) if seen else \
+        (int(history[-1].get("epoch", 0)), kl[0], clip[0])
     lr = ctx["learning_rate"]
     return Finding(
         ERROR, f"updates overshoot: approx_kl {worst[1]:.3g} (usual 0.01-0.05), clipfrac "
@@ -180,21 +184,18 @@ def value_dominates(history, ctx, active):
 
 def critic_blind(history, ctx, active):
     """The critic explains nothing: explained variance under 0.1 for 15 epochs after a
-    20-epoch warm-up (held until 3 epochs above 0.2), in epochs where episodes end at a
-    terminal (returns that differ). A young critic is often negative for its first 20
-    epochs (CartPole's, while the run learns well); exactly 0 means constant returns
-    (nothing to explain: a sparse reward never found); runs whose episodes all end at the
-    time limit are left alone (a solved CartPole's returns are all alike: noise, -5)."""
+    20-epoch warm-up (held until 3 epochs above 0.2), in epochs whose returns differ (their
+    spread over 5% of their size). A young critic is often negative for its first 20 epochs
+    (CartPole's, while the run learns well); a solved run's returns are all alike, its
+    explained variance noise (-5 on a solved CartPole or password): not a blind critic."""
     n = 3 if active else 15
     ev = _last(history, "explained_variance", n)
-    terminals, ends = _last(history, "terminals", n), _last(history, "ends", n)
-    if ev is None or terminals is None or ends is None or int(history[-1].get("epoch", 0)) < 20:
+    spread = _last(history, "return_spread", n)
+    if ev is None or spread is None or int(history[-1].get("epoch", 0)) < 20:
         return None
     if active and all(e > 0.2 for e in ev):
         return None
-    if sum(terminals) < 0.1 * max(sum(ends), 1) or any(e == 0.0 for e in ev):
-        return None
-    if not active and not all(e < 0.1 for e in ev):
+    if not active and not (all(e < 0.1 for e in ev) and all(s > 0.05 for s in spread)):
         return None
     suggestion, vf = None, ctx.get("vf_coef", 1.0)
     if vf < 0.1:
@@ -206,6 +207,7 @@ def critic_blind(history, ctx, active):
         WARNING, f"the critic is blind: explained variance {ev[-1]:.2f} for {len(ev)} epochs "
         f"(useful above 0.3); advantages are noise", {"explained_variance": ev[-1],
                                                       "mean": statistics.fmean(ev),
+                                                      "return_spread": spread[-1],
                                                       "vf_coef": vf},
         _epochs(history, n), suggestion,
         hint="check the reward scale, train.gamma and the observations")

@@ -26,6 +26,7 @@ from puffer_tui.engine.diagnosis_state import Diagnoser, event_text, row_entry
 from puffer_tui.engine.protocol import DIAGNOSES, ENV, LOSSES, TIMING, TIMING_PCT, json_safe
 
 SAMPLE_ROWS = 4096  # observation rows measured per epoch at most
+RETURN_SEGMENTS = 256  # segments whose returns are computed per epoch at most
 TRACE_ENV = "PUFFER_TUI_DIAGNOSIS_TRACE"
 
 
@@ -68,7 +69,28 @@ def row_signals(row: dict, steps: int) -> dict:
     return signals
 
 
-def batch_signals(buffer, normalized_observations: bool) -> dict:
+def return_spread(buffer, gamma: float, segments: int = RETURN_SEGMENTS) -> float:
+    """How much the batch's discounted returns differ: their std over the mean of their
+    absolute values, on at most `segments` segments (bootstrapped with the critic's last
+    value, cut at episode ends). Explained variance means something only when this is not
+    tiny: a solved run's returns are all alike."""
+    import numpy as np
+
+    take = slice(0, min(segments, buffer.rewards.shape[0]))
+    rewards = buffer.rewards[take].float().cpu().numpy()
+    ends = (buffer.terminals[take] + buffer.truncations[take]).cpu().numpy() > 0
+    ahead = buffer.values[take, -1].float().cpu().numpy()
+    returns = np.empty_like(rewards)
+    for t in range(rewards.shape[1] - 1, -1, -1):
+        # a step flagged as an end starts a new episode: the return before it stops there
+        ahead = rewards[:, t] + gamma * ahead
+        returns[:, t] = ahead
+        ahead = np.where(ends[:, t], 0.0, ahead)
+    scale = float(np.abs(returns).mean())
+    return float(returns.std()) / scale if scale > 1e-8 else 0.0
+
+
+def batch_signals(buffer, normalized_observations: bool, gamma: float = 0.99) -> dict:
     """Reward scale, episode ends and (float vector observations, unless normalized) the
     columns' scales of the batch the learner just trained on."""
     masks = buffer.masks.reshape(-1)
@@ -85,6 +107,7 @@ def batch_signals(buffer, normalized_observations: bool) -> dict:
         signals["terminals"] = float(terminals.sum())
         signals["truncations"] = float(truncations.sum())
         signals["ends"] = float(((terminals + truncations) > 0).sum())
+    signals["return_spread"] = return_spread(buffer, gamma)
     obs = buffer.observations
     if normalized_observations or not obs.is_floating_point() or obs.dim() != 3 \
             or obs.shape[-1] < 2:
@@ -137,7 +160,8 @@ class Doctor:
         update = getattr(trainer.learner, "last_update", None) or {}
         if trainer.config.train.max_grad_norm > 0 and "grad_norm" in update:
             signals.update(grad_norm=update["grad_norm"], grad_clipped=update["grad_clipped"])
-        signals.update(batch_signals(trainer.buffer, trainer.config.train.normalize_observations))
+        train = trainer.config.train
+        signals.update(batch_signals(trainer.buffer, train.normalize_observations, train.gamma))
         settings = settings_of(trainer)
         self._last_signals = signals
         messages = self.diagnoser.feed(signals, settings)
