@@ -58,3 +58,34 @@ async def test_the_panel_shows_the_sweeps_reason():
         bars.importance = {"train.learning_rate": 0.7, "train.gamma": 0.3}
         await pilot.pause(0.1)
         assert "needs" not in str(bars.render())
+
+
+def test_the_drivers_note_follows_every_trial_and_importances_come_at_once():
+    """The reason is current at every refresh (it said "1 pruned" after the second was
+    pruned: it was recomputed only every IMPORTANCE_EVERY seconds), and the importances are
+    computed as soon as they can be, not up to IMPORTANCE_EVERY later."""
+    from types import SimpleNamespace
+
+    from puffer_tui.engine.sweep.driver import Driver
+
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=0))
+    driver = SimpleNamespace(study=study, _importance={}, _importance_at=0.0,
+                             _importance_note="", _importance_waited=True)
+
+    def run(number: int, pruned: bool = False):
+        trial = study.ask()
+        x, y = trial.suggest_float("x", 0, 1), trial.suggest_float("y", 0, 1)
+        if pruned:
+            study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+        else:
+            study.tell(trial, x + 2 * y)
+        return Driver.importance(driver)
+
+    for n in range(3):
+        run(n)
+    run(3, pruned=True)
+    assert Driver.importance(driver) == {}
+    assert driver._importance_note.endswith("3 so far (1 pruned or failed do not count)")
+    run(4, pruned=True)
+    assert driver._importance_note.endswith("3 so far (2 pruned or failed do not count)")
+    assert set(run(5)) == {"x", "y"} and driver._importance_note == ""

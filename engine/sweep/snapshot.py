@@ -75,24 +75,33 @@ def best_numbers(study) -> list[int]:
 MIN_TRIALS_FOR_IMPORTANCE = 4
 
 
-def param_importance(study, previous: dict) -> tuple[dict, str]:
-    """({param: importance}, why there is none) by Optuna's default evaluator (per objective
-    for several: the first, the score), once enough trials completed with more than one
-    parameter; until then, or when Optuna cannot compute them, `previous` and the reason."""
-    import optuna
+def importance_wait(study) -> str:
+    """Why the importances cannot be computed yet ("" when they can): cheap, unlike them."""
     from optuna.trial import TrialState
 
     complete = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-    params = sorted({name for t in complete for name in t.params})
     if len(complete) < MIN_TRIALS_FOR_IMPORTANCE:
         others = len(study.get_trials(deepcopy=False, states=(TrialState.PRUNED,
                                                                 TrialState.FAIL)))
-        return previous, (f"needs {MIN_TRIALS_FOR_IMPORTANCE} completed trials, "
-                          f"{len(complete)} so far"
-                          + (f" ({others} pruned or failed do not count)" if others else ""))
+        return (f"needs {MIN_TRIALS_FOR_IMPORTANCE} completed trials, {len(complete)} so far"
+                + (f" ({others} pruned or failed do not count)" if others else ""))
+    params = sorted({name for t in complete for name in t.params})
     if len(params) < 2:
-        return previous, ("needs 2 searched parameters or more to compare; this sweep "
-                          f"searches {', '.join(params) or 'none'}")
+        return ("needs 2 searched parameters or more to compare; this sweep searches "
+                f"{', '.join(params) or 'none'}")
+    return ""
+
+
+def param_importance(study, previous: dict) -> tuple[dict, str]:
+    """({param: importance}, why there is none) by Optuna's default evaluator (per objective
+    for several: the first, the score), once enough trials completed with more than one
+    parameter (importance_wait); until then, or when Optuna cannot compute them, `previous`
+    and the reason."""
+    import optuna
+
+    wait = importance_wait(study)
+    if wait:
+        return previous, wait
     try:
         importances = optuna.importance.get_param_importances(
             study, target=(lambda t: t.values[0]) if len(study.directions) > 1 else None)
