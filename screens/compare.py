@@ -159,7 +159,9 @@ class CompareScreen(Screen):
         table = self.query_one("#compare-diff", DataTable)
         table.clear(columns=True)
         # widths given: measured from the cells, they come out cut when filled at mount
-        none = "none: the runs share every setting"
+        # one run (Enter on a finished run in the launcher): nothing to differ from
+        none = ("one run: its settings are in its config.toml" if len(self.runs) == 1
+                else "none: the runs share every setting")
         table.add_column("field", width=max(len(key) for key, _ in differences)
                          if differences else len(none))
         for i, run in enumerate(self.runs):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from compare_runs import make_compare_run
 from test_app_engine import until
-from test_app_launcher import LauncherApp
+from test_app_launcher import LauncherApp, screen_text
 
 from puffer_tui.screens.compare import CompareScreen
 from puffer_tui.screens.launcher import LauncherScreen
@@ -38,6 +38,8 @@ async def test_enter_on_a_finished_run_opens_its_curves(tmp_path):
         assert "cannot resume" not in notes
         assert run.name in notes, notes  # the reason it cannot resume (here: no checkpoint)
         assert not any(n.severity == "error" for n in app._notifications)
+        await until(pilot, lambda: "one run: its settings are in its config.toml"
+                    in screen_text(app), "the settings line of one run")
     assert opened == []
 
 
