@@ -24,13 +24,13 @@ Data flow of one step: recv() -> policy forward (inference mode) -> store in the
   config, the envs' state with the step result in flight, and the per-agent LSTM state
   (engine/episode_state.py), and the running statistics of observation normalization and
   reward scaling (engine/normalization.py): a serial CPU run of native envs resumes bit for bit.
+  What cannot be exact (Gymnasium envs, pools, CUDA) is listed in docs/exact-resume.md.
 - Normalization (train.normalize_observations / normalize_rewards) happens here, in the engine
   process, on every env's rows as they arrive: the buffer stores what the policy saw. Each
   rank updates its statistics with its own rows as it steps; at the end of each collection the
   ranks merge theirs (engine/normalization.py: sync), so an epoch ends with the same
   statistics on every rank. The policy's frozen copy (policy.obs_norm, applied by act() in
-  evaluation and recordings) is refreshed then too. What cannot
-  be exact (Gymnasium envs, pools, CUDA) is listed in docs/exact-resume.md.
+  evaluation and recordings) is refreshed then too.
 """
 
 from __future__ import annotations
