@@ -58,6 +58,9 @@ class FakeRun:
     def exited(self):
         return not self._pending
 
+    def settle_status(self):  # a fake engine's status is whatever the test says
+        pass
+
     def fault(self):
         return None
 

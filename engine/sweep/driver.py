@@ -26,7 +26,7 @@ from puffer_tui.engine.sweep import settings as st
 from puffer_tui.engine.sweep import study as sd
 from puffer_tui.engine.sweep.control import ControlError, request
 from puffer_tui.engine.sweep.server import SweepServer
-from puffer_tui.engine.sweep.snapshot import importance_wait, param_importance, snapshot
+from puffer_tui.engine.sweep.snapshot import param_importance, snapshot
 from puffer_tui.engine.sweep.space import distributions, space_from_json
 from puffer_tui.engine.sweep.steering import Steering
 from puffer_tui.engine.sweep.trial_run import TrialRun
@@ -60,8 +60,9 @@ class Driver:
         self.steering = Steering(self)  # clients' pause/resume/prune/add, applied by the loop
         self._importance: dict = {}
         self._importance_note = ""  # why there are no importances (yet)
-        self._importance_waited = True  # computed as soon as they can be, then throttled
         self._importance_at = 0.0
+        self._next_snapshot = self._next_orphans = 0.0
+        self._lock_note = ""  # said while the study's database is locked
 
     # -- the process ------------------------------------------------------------------------
 
@@ -69,6 +70,7 @@ class Driver:
         if socket_answers(self.dir / st.SOCKET_FILE):
             raise st.SweepError(f"another driver already runs {self.dir} (its socket answers)")
         self.study = sd.open_study(self.settings, self.dir)
+        self.adopt_orphans()
         failed = sd.fail_orphans(self.study, stop_engine)
         if failed:
             print(f"trials {failed} lost their driver: marked FAIL, not counted", flush=True)
@@ -111,36 +113,82 @@ class Driver:
 
     # -- the loop ---------------------------------------------------------------------------
 
+    def adopt_orphans(self) -> None:
+        """Trials a killed driver left training (or that ended since) are followed to their
+        end by this driver, their results kept; the rest of the orphans fail as before."""
+        import optuna
+
+        for frozen in sd.adoptable_orphans(self.study)[: self.settings.parallel]:
+            trial = optuna.trial.Trial(self.study, frozen._trial_id)
+            self.beat(trial)
+            trial.set_user_attr("driver", self.ident)
+            slot = min(set(range(self.settings.parallel)) - {s for *_, s in self.running.values()})
+            started = frozen.datetime_start.timestamp() if frozen.datetime_start else time.time()
+            run = TrialRun.adopt(frozen.number, Path(frozen.user_attrs["run_dir"]), started)
+            self.running[frozen.number] = (trial, run, slot)
+            print(f"trial {frozen.number} adopted: its driver died, its engine "
+                  f"{'trains on' if run.process.poll() is None else 'has ended'} in "
+                  f"{run.run_dir.name}", flush=True)
+
     def loop(self) -> None:
-        next_snapshot = next_orphans = 0.0
+        backoff = 0.0  # seconds to wait after the study's database was found locked
         while True:
-            self.steering.apply_pending()
-            if self.stopping is None and self.steering.launching and not self.failures_exceeded():
-                while len(self.running) < self.settings.parallel and self.launch_next():
-                    pass
-            for number in list(self.running):
-                self.follow(number)
-            now = time.monotonic()
-            if now >= next_orphans:
-                next_orphans = now + ORPHAN_CHECK_EVERY
-                sd.fail_orphans(self.study, stop_engine)
-            if now >= next_snapshot:
-                next_snapshot = now + SNAPSHOT_EVERY
+            try:
+                self.loop_once()
+            except _Done:
+                self._lock_gone(backoff)
+                return
+            except Exception as e:
+                if not sd.is_locked(e):
+                    raise
+                backoff = min(max(1.0, backoff * 2), 15.0)
+                if not self._lock_note:
+                    print(f"the study's database is locked by another process: retrying "
+                          f"with backoff (up to every 15 s); {len(self.running)} trial(s) "
+                          f"go on training meanwhile [{sd.redact(self.settings.storage_url(self.dir))}]",
+                          flush=True)
+                self._lock_note = (f"the study's database is locked by another process: "
+                                   f"retrying in {backoff:.0f} s")
                 self.refresh()
-            if self.stopping is not None:
-                self.wind_down()
-                return
-            if not self.running and self.failures_exceeded():
-                self.stopping = (f"gave up after {self.failures} failed trials; their `error` "
-                                 f"attribute says why (sweep status.json, or the study)")
-                return
-            if not self.running and self.budget_left() <= 0:
-                if not sd.unsigned_running(self.study):
-                    return
-                # a trial nobody has signed yet: a live driver's (soon signed) or a dead
-                # one's (failed after UNSIGNED_GRACE, which frees its place in the budget)
-                sd.fail_orphans(self.study, stop_engine)
-            time.sleep(TICK)
+                time.sleep(backoff)
+                continue
+            backoff = self._lock_gone(backoff)
+
+    def _lock_gone(self, backoff: float) -> float:
+        if backoff:
+            print("the study's database is free again: going on", flush=True)
+            self._lock_note = ""
+        return 0.0
+
+    def loop_once(self) -> None:
+        """One look at everything; raises _Done when the sweep is over."""
+        self.steering.apply_pending()
+        if self.stopping is None and self.steering.launching and not self.failures_exceeded():
+            while len(self.running) < self.settings.parallel and self.launch_next():
+                pass
+        for number in list(self.running):
+            self.follow(number)
+        now = time.monotonic()
+        if now >= self._next_orphans:
+            self._next_orphans = now + ORPHAN_CHECK_EVERY
+            sd.fail_orphans(self.study, stop_engine)
+        if now >= self._next_snapshot:
+            self._next_snapshot = now + SNAPSHOT_EVERY
+            self.refresh()
+        if self.stopping is not None:
+            self.wind_down()
+            raise _Done
+        if not self.running and self.failures_exceeded():
+            self.stopping = (f"gave up after {self.failures} failed trials; their `error` "
+                             f"attribute says why (sweep status.json, or the study)")
+            raise _Done
+        if not self.running and self.budget_left() <= 0:
+            if not sd.unsigned_running(self.study):
+                raise _Done
+            # a trial nobody has signed yet: a live driver's (soon signed) or a dead
+            # one's (failed after UNSIGNED_GRACE, which frees its place in the budget)
+            sd.fail_orphans(self.study, stop_engine)
+        time.sleep(TICK)
 
     def budget_left(self) -> int:
         return self.settings.trials - len(sd.active_numbers(self.study))
@@ -212,9 +260,10 @@ class Driver:
         if time.monotonic() - self._beats.get(number, 0.0) >= sd.HEARTBEAT_INTERVAL:
             self.beat(trial)
         if run.exited():
+            run.settle_status()
+            self.finish(trial, run)  # a locked database raises here: told again next time
             del self.running[number]
             self._beats.pop(number, None)
-            self.finish(trial, run)
 
     def reached(self, rows: list[dict]) -> bool:
         return obj.reached_at(rows, self.settings.metric, self.settings.reach,
@@ -279,8 +328,9 @@ class Driver:
             for number in list(self.running):
                 trial, run, _slot = self.running[number]
                 if run.exited():  # one that finished meanwhile still counts (finish says)
-                    del self.running[number]
+                    run.settle_status()
                     self.finish(trial, run)
+                    del self.running[number]
             time.sleep(TICK)
 
     def refresh(self) -> None:
@@ -290,6 +340,8 @@ class Driver:
         except Exception as e:  # a database hiccup must not end the sweep
             snap = dict(self._snapshot, warning=f"could not read the study: {e}")
         paused = self.state == RunState.RUNNING and not self.steering.launching
+        if self._lock_note:
+            snap["warning"] = self._lock_note
         snap.update(state=RunState.PAUSED if paused else self.state, driver_pid=os.getpid(),
                     uptime=time.time() - self.started, stopping=self.stopping,
                     importance=self.importance(), importance_note=self._importance_note)
@@ -301,15 +353,18 @@ class Driver:
         """Optuna's parameter importances, recomputed at most every IMPORTANCE_EVERY seconds
         once enough trials completed ({} before; a failure leaves the last ones)."""
         now = time.monotonic()
-        # why there are none yet, kept current (cheap); the importances themselves throttled
-        wait = importance_wait(self.study)
-        if wait:
-            self._importance_note, self._importance_waited = wait, True
-        elif self._importance_waited or now - self._importance_at >= IMPORTANCE_EVERY:
-            self._importance_at, self._importance_waited = now, False
-            self._importance, self._importance_note = param_importance(self.study,
-                                                                       self._importance)
+        if now - self._importance_at >= IMPORTANCE_EVERY:
+            self._importance_at = now
+            try:
+                self._importance, self._importance_note = param_importance(self.study,
+                                                                           self._importance)
+            except Exception:  # the database is locked or away: keep the last ones
+                pass
         return self._importance
+
+
+class _Done(Exception):
+    """The sweep's loop is over (budget spent, stopped, or too many failures)."""
 
 
 def stop_engine(run_dir: Path) -> None:

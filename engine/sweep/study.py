@@ -21,6 +21,10 @@ GRACE_PERIOD = 60  # a RUNNING trial silent this long has lost its driver (other
 # unsigned after this long was asked for by a driver that died in between.
 UNSIGNED_GRACE = 10.0
 DONE_STATES = ("COMPLETE", "PRUNED")
+# How long one database call waits for another process's lock on a SQLite study before it
+# fails; the driver then says so and retries with backoff (it waited 60 s, silently, while a
+# finished trial went unrecorded and its slot sat idle).
+LOCK_WAIT_S = 2.0
 # settings every driver on one study must share (the search space may differ)
 SHARED = ("env_name", "metric", "direction", "objective")
 
@@ -41,7 +45,7 @@ def open_storage(url: str):
     # we record heartbeats ourselves (ask-and-tell), which this warning does not know
     warnings.filterwarnings("ignore", message="Heartbeat of storage is supposed to be used")
 
-    kwargs = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {}
+    kwargs = {"connect_args": {"timeout": LOCK_WAIT_S}} if url.startswith("sqlite") else {}
     try:
         return RDBStorage(url, engine_kwargs=kwargs, heartbeat_interval=HEARTBEAT_INTERVAL,
                           grace_period=GRACE_PERIOD)
@@ -149,6 +153,38 @@ def fail_orphans(study, stop_engine) -> list[int]:
     optuna.storages.fail_stale_trials(study)  # drivers on other hosts: by heartbeat
     after = {t.number for t in study.get_trials(deepcopy=False, states=(TrialState.FAIL,))}
     return failed + sorted(after - before - set(failed))
+
+
+def is_locked(error: BaseException) -> bool:
+    """A database call that failed because another process holds the study's lock (Optuna
+    wraps the driver's error: its causes are read too)."""
+    seen = 0
+    while error is not None and seen < 8:
+        text = str(error).lower()
+        if any(words in text for words in ("database is locked", "database table is locked",
+                                           "lock timeout", "could not obtain lock")):
+            return True
+        error, seen = error.__cause__ or error.__context__, seen + 1
+    return False
+
+
+def adoptable_orphans(study) -> list:
+    """RUNNING trials whose driver on this host died while their engine went on (or ended
+    since): a new driver follows them to the end and keeps their results."""
+    from optuna.trial import TrialState
+
+    from puffer_tui.engine import run_dir as rd
+
+    adoptable = []
+    for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        ident = trial.user_attrs.get("driver", "")
+        run_dir = trial.user_attrs.get("run_dir")
+        if not ident or driver_alive(ident) or not run_dir:
+            continue
+        status = rd.read_status(Path(run_dir))
+        if status.get("state") is not None:  # its engine started: alive, or ended with a word
+            adoptable.append(trial)
+    return adoptable
 
 
 def unsigned_running(study) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from puffer_tui.engine import config as cfg
 from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.protocol import RunState
+from puffer_tui.engine.protocol import LIVE_STATES, RunState
 from puffer_tui.engine.sweep.control import ControlError, request
 
 STOP_GRACE = 30.0  # seconds a stopped engine gets before SIGKILL
@@ -58,6 +58,15 @@ class TrialRun:
             except (OSError, AttributeError):
                 pass
         return cls(number, run_dir, process)
+
+    @classmethod
+    def adopt(cls, number: int, run_dir: Path, started: float) -> TrialRun:
+        """Follow the engine a dead driver started (it still trains, or has ended since):
+        its rows are read from the start of metrics.jsonl, and its results kept."""
+        run = cls(number, run_dir, EngineProcess(rd.read_status(run_dir)))
+        run.started = started
+        run.poll()  # rows the dead driver already reported to the study: not again
+        return run
 
     @property
     def seconds(self) -> float:
@@ -114,6 +123,19 @@ class TrialRun:
     def state(self) -> str:
         return rd.run_state(self.run_dir)
 
+    def settle_status(self) -> None:
+        """A killed engine (SIGKILL, OOM) could not write its final state: status.json still
+        says running. Make it final (error, with how the process ended)."""
+        status = rd.read_status(self.run_dir)
+        if status.get("state") not in LIVE_STATES or rd.engine_alive(status):
+            return
+        code = self.process.returncode
+        how = (f"killed by {signal.Signals(-code).name}" if isinstance(code, int) and code < 0
+               else f"exited with status {code}" if code is not None else "ended unseen")
+        status.update(state=RunState.ERROR, error=f"the engine was {how} before it could say "
+                                                    f"why (see engine.out)")
+        rd.write_json_atomic(self.run_dir / rd.STATUS_FILE, status)
+
     def fault(self) -> str | None:
         """The error that paused this run (NaN, full disk), if the engine waits on a person."""
         if rd.read_status(self.run_dir).get("state") != RunState.PAUSED:
@@ -135,3 +157,18 @@ def _tail_lines(path: Path, count: int) -> list[str]:
         return path.read_text(errors="replace").rstrip().splitlines()[-count:]
     except OSError:
         return []
+
+
+class EngineProcess:
+    """The part of subprocess.Popen a TrialRun uses, for an engine it did not start (its pid
+    and start time from status.json): running while that process lives."""
+
+    def __init__(self, status: dict):
+        self.pid = status.get("pid") if isinstance(status.get("pid"), int) else -1
+        self._status = status
+        self.returncode: int | None = None
+
+    def poll(self) -> int | None:
+        if self.returncode is None and not rd.engine_alive(self._status):
+            self.returncode = 0  # not our child: how it ended is in its status.json
+        return self.returncode
