@@ -17,7 +17,7 @@ from puffer_tui.app.compare_data import read_diagnoses
 from puffer_tui.app.engine_client import EngineClient
 from puffer_tui.app.engine_launcher import launch_engine
 from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.metrics import read_metrics
+from puffer_tui.engine.metrics import grouped, read_metrics
 
 TINY = ["--vec.num-envs", "64", "--train.horizon", "16", "--train.minibatch-size", "256",
         "--train.hidden-size", "32", "--train.torch-threads", "1"]
@@ -41,6 +41,8 @@ def test_headless_prints_the_diagnosis_and_the_run_keeps_it(tmp_path):
     assert {"rule": "kl_blowup", "status": "fired", "severity": "error"}.items() <= \
         next(d for d in first if d["rule"] == "kl_blowup").items()
     assert rows[0]["epoch"] == 1  # the first epoch's KL is already in the thousands
+    regrouped = grouped(rows[0])  # how the app reads rows back: a row field, not an env stat
+    assert regrouped["diagnoses"] == first and "diagnoses" not in regrouped["env"]
 
     # `runs --compare` lists the diagnoses each run had (a copy stands in for a second run)
     shutil.copytree(run, tmp_path / "copy-of-it")
