@@ -50,9 +50,10 @@ def add_arguments(p):
                    help="with --side ours: take SB3's runs from this earlier --json output "
                         "(same env and steps; may be given more than once)")
     p.add_argument("--json", metavar="FILE", type=Path, help="write every raw figure here")
-    p.add_argument("--report", metavar="FILE", type=Path, action="append",
+    p.add_argument("--report", metavar="FILE[:SIDE]", type=_report_source, action="append",
                    help="run nothing: the table of the runs in these earlier --json outputs, "
-                        "merged env by env (same steps); may be given more than once")
+                        "merged env by env (same steps); FILE:ours or FILE:sb3 takes only "
+                        "that side's runs from FILE; may be given more than once")
     p.add_argument("--eval-episodes", type=int, default=None, metavar="K",
                    help="episodes of the final-policy evaluation (default 10; Pong: none; "
                         "0: no evaluation)")
@@ -66,6 +67,14 @@ def add_arguments(p):
     p.add_argument("--work-dir", type=Path, default=None,
                    help="keep the runs (ours' run dirs, SB3's models) here (default: a "
                         "temporary directory, removed at the end)")
+
+
+def _report_source(text: str) -> tuple[Path, str | None]:
+    """FILE or FILE:ours / FILE:sb3."""
+    path, _, side = text.rpartition(":")
+    if path and side in ("ours", "sb3"):
+        return Path(path), side
+    return Path(text), None
 
 
 def _check(args) -> list:
@@ -90,7 +99,7 @@ def _check(args) -> list:
         raise SystemExit("puffer-tui bench learn: error: --run-timeout must be > 0")
     if args.peer_json is not None and args.side != "ours":
         raise SystemExit("puffer-tui bench learn: error: --peer-json goes with --side ours")
-    for path in [*(args.peer_json or ()), *(args.report or ())]:
+    for path in [*(args.peer_json or ()), *(p for p, _ in args.report or ())]:
         if not path.is_file():
             raise SystemExit(f"puffer-tui bench learn: error: {path}: no such file")
     if args.first_seed < 0:
@@ -191,11 +200,11 @@ def run(args) -> int:
 def _report(args, names: list[str] | None) -> int:
     """The runs of earlier JSON outputs as one table (an env's runs merged when their
     budgets agree, else listed apart under "ENV @ STEPS")."""
-    files = _peer_runs(args.report)
-    first = json.loads(args.report[0].read_text())["bench_learn"]
-    out = {**first, "command": _command_line(), "reported_from": [str(p) for p in args.report],
-           "envs": {}}
-    for envs in files:
+    files = _peer_runs([p for p, _ in args.report])
+    first = json.loads(args.report[0][0].read_text())["bench_learn"]
+    out = {**first, "command": _command_line(), "envs": {},
+           "reported_from": [f"{p}:{side}" if side else str(p) for p, side in args.report]}
+    for envs, (_, side) in zip(files, args.report):
         for name, entry in envs.items():
             if names is not None and name not in names:
                 continue
@@ -203,7 +212,7 @@ def _report(args, names: list[str] | None) -> int:
             if key in out["envs"] and out["envs"][key]["steps"] != entry["steps"]:
                 key = f"{name} @ {entry['steps']:,}"
             merged = out["envs"].setdefault(key, {**entry, "runs": []})
-            merged["runs"] += entry.get("runs", [])
+            merged["runs"] += [r for r in entry.get("runs", []) if side in (None, r["side"])]
     for key, entry in out["envs"].items():
         env = ENVS.get(key.split(" @ ")[0])
         if not entry.get("skipped") and env is not None:

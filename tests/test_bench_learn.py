@@ -190,6 +190,11 @@ def test_report_merges_earlier_outputs_env_by_env(tmp_path):
     assert summary["compare"]["return@1_diff"] == pytest.approx(2.5)
     assert list(envs) == ["CartPole-v1", "CartPole-v1 @ 2,000"]  # another budget: apart
     assert "| CartPole-v1 (1,000) | puffer-tui (2 seeds) |" in result.stdout
+    # FILE:SIDE takes one side's runs only (ours rerun on a newer commit beside SB3's)
+    result = bench("--report", a + ":sb3", "--report", b, "--json", str(merged))
+    assert result.returncode == 0, result.stderr
+    envs = json.loads(merged.read_text())["bench_learn"]["envs"]
+    assert [r["side"] for r in envs["CartPole-v1"]["runs"]] == ["sb3"]
 
 
 # --- the command line ----------------------------------------------------------------------
