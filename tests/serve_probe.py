@@ -152,11 +152,12 @@ def ws_status(url: str, origin: str | None = None, cookie: str | None = None) ->
     return asyncio.run(connect())
 
 
-async def type_into_page(url: str, origin: str, cookie: str, wait_for: bytes, keys: list[str],
+async def type_into_page(url: str, origin: str, cookie: str, wait_for: bytes, keys: list,
                          timeout: float = 90.0) -> bytes:
-    """Open the page's websocket, wait until the app's output contains `wait_for`, send
-    `keys` (terminal input, one message each, a moment apart), then read a few seconds more;
-    everything the app wrote."""
+    """Open the page's websocket, wait until the app's output contains `wait_for` and the
+    app has gone quiet, send `keys` (terminal input, one message each, a moment apart; bytes: wait until the
+    app shows them; ("click", TEXT): click where TEXT was drawn), then
+    read a few seconds more; the app's output after the keys."""
     import aiohttp
 
     seen = b""
@@ -176,9 +177,19 @@ async def type_into_page(url: str, origin: str, cookie: str, wait_for: bytes, ke
                 seen += message.data
             elif message.type != aiohttp.WSMsgType.TEXT:
                 raise RuntimeError(f"the page closed: {message.type}")
-        for key in keys:
+        # the app's mount is over: focus is settled
+        screen, seen = seen + await _until_quiet(ws, 1.0, deadline), b""
+        for key in keys:  # one message per key, as a browser sends them
+            if isinstance(key, bytes):  # the app has shown what the keys so far asked for
+                await _until_shown(ws, key, deadline)
+                continue
+            if isinstance(key, tuple):  # ("click", TEXT): a mouse click where TEXT was drawn
+                row, column = drawn_at(screen, key[1])
+                for end in "Mm":  # SGR mouse report: press, release
+                    await ws.send_json(["stdin", f"\x1b[<0;{column + 1};{row}{end}"])
+                continue
             await ws.send_json(["stdin", key])
-            await asyncio.sleep(0.5)
+            await asyncio.sleep(0.1)
         end = time.monotonic() + 5
         while time.monotonic() < end:
             with contextlib.suppress(TimeoutError):
@@ -186,6 +197,45 @@ async def type_into_page(url: str, origin: str, cookie: str, wait_for: bytes, ke
                 if message.type == aiohttp.WSMsgType.BINARY:
                     seen += message.data
     return seen
+
+
+async def _until_quiet(ws, quiet: float, deadline: float) -> bytes:
+    """The app's output until it has written nothing for `quiet` seconds."""
+    import aiohttp
+
+    output = b""
+    while time.monotonic() < deadline:
+        try:
+            message = await ws.receive(timeout=quiet)
+        except TimeoutError:
+            break
+        if message.type == aiohttp.WSMsgType.BINARY:
+            output += message.data
+    return output
+
+
+def drawn_at(output: bytes, text: bytes) -> tuple[int, int]:
+    """(row, column), 1-based, where the app's output last drew `text`: the last cursor move
+    before it plus the characters drawn between (style codes skipped)."""
+    at = output.rfind(text)
+    moves = list(re.finditer(rb"\x1b\[(\d+);(\d+)H", output[:at]))
+    if at < 0 or not moves:
+        raise LookupError(f"{text!r} was not drawn")
+    between = re.sub(rb"\x1b\[[0-9;]*m", b"", output[moves[-1].end():at])
+    return int(moves[-1].group(1)), int(moves[-1].group(2)) + len(between.decode())
+
+
+async def _until_shown(ws, text: bytes, deadline: float) -> None:
+    import aiohttp
+
+    shown = b""
+    while text not in shown:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the page never showed {text!r}")
+        with contextlib.suppress(TimeoutError):
+            message = await ws.receive(timeout=1.0)
+            if message.type == aiohttp.WSMsgType.BINARY:
+                shown += message.data
 
 
 def raw_handshake(port: int, path: str = "/ws", origin: str | None = None) -> int:

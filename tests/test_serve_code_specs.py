@@ -71,3 +71,29 @@ def test_autotune_from_a_served_launcher_refuses_a_code_spec(monkeypatch):
     monkeypatch.setenv(CODE_SPECS_ENV_VAR, "1")
     with pytest.raises(AutotuneError, match="may not choose code to run"):
         run_autotune("timeit:timeit", {"env.stmt": "1"}, seconds=1)
+
+
+@pytest.mark.parametrize("allowed", [False, True])
+def test_a_spec_typed_in_a_served_page_imports_only_with_the_flag(tmp_path, allowed):
+    """End to end: the page's launcher (a real app behind serve's websocket) is given a spec
+    whose module leaves a file when imported, as the issue's attacker typed one."""
+    pytest.importorskip("textual_serve", reason="the web extra (textual-serve) is not installed")
+    import asyncio
+
+    from serve_probe import serving, type_into_page
+
+    (tmp_path / "spec_probe_module.py").write_text(
+        "open('imported', 'w').write('x')\n"
+        "from gymnasium.envs.classic_control.cartpole import CartPoleEnv as make\n")
+    runs = tmp_path / "runs"
+    flags = ("--allow-code-specs",) if allowed else ()
+    with serving(runs, flags=flags, cwd=tmp_path) as served:
+        seen = asyncio.run(type_into_page(
+            served.base + "ws", served.origin, served.cookie, wait_for=b"Autotune",
+            # click into the spec field (where its placeholder is), wait for the footer its
+            # focus redraws (keys before would go to the env list), type the spec, Enter
+            keys=[("click", b"gym:ID or module:fn"), b"Autotune", *"spec_probe_module:make",
+                  "\r"]))
+    assert (tmp_path / "imported").exists() == allowed, seen[-2000:]
+    recent = runs / ".recent_env_specs.json"
+    assert (recent.exists() and "spec_probe_module:make" in recent.read_text()) == allowed
