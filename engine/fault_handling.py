@@ -144,6 +144,29 @@ class FaultHandling:
                     return None
 
 
+    def _checkpoint_after_worker_death(self, error, epoch_start: tuple) -> Path | None:
+        """An env worker or Ray actor died mid-collection: the weights, optimizer and
+        normalization are those of the last finished epoch, intact. Save them (as of that
+        epoch: the partial collection is dropped; the envs' state cannot be asked of a dead
+        worker, so a resume starts episodes afresh) and say which worker and how to go on.
+        One rank's envs only: under DDP the other ranks learn nothing of it here."""
+        trainer = self.trainer
+        trainer.global_step, trainer.epoch, trainer.uptime = epoch_start
+        who = f"env worker {error.worker}" if hasattr(error, "worker") else "an env worker"
+        path = None
+        if self.world.is_main and trainer.epoch > 0:
+            try:
+                path = ckpt.save_checkpoint(
+                    self.run_dir, trainer.state_dict(episodes_afresh=f"{who} died"))
+                self.last_checkpoint = (trainer.global_step, path)
+            except Exception as e:  # the disk too: say so, the worker's error still ends it
+                self.events.error(f"could not save a checkpoint after {who} died: {e}")
+        saved = (f"checkpoint of epoch {trainer.epoch} (step {trainer.global_step:,}) saved: "
+                 f"{path.name}; resume with `puffer-tui train --resume {self.run_dir}`"
+                 if path else "no checkpoint (no epoch had finished)")
+        self.events.error(f"{who} died: {getattr(error, 'message', error)}; {saved}")
+        return path
+
     def _latest_checkpoint(self) -> Path | None:
         """The newest checkpoint as rank 0 sees it (every rank gets the same answer)."""
         world = self.world

@@ -55,6 +55,7 @@ from puffer_tui.engine.protocol import (
     schema_to_wire,
 )
 from puffer_tui.engine.telemetry import Telemetry
+from puffer_tui.engine.vec.errors import WorkerError
 
 STATUS_INTERVAL = 1.0  # seconds between status.json updates while training
 
@@ -193,11 +194,15 @@ class Engine(FaultHandling):
                 continue  # still stuck (disk still full, nothing to reload): paused again
             if self.trainer.done:
                 break
+            epoch_start = self.trainer.global_step, self.trainer.epoch, self.trainer.uptime
             try:
                 row = self.trainer.run_epoch()
             except NonFiniteError as e:
                 self._pause_for_non_finite(e)
                 continue
+            except WorkerError as e:  # an env worker or Ray actor died: keep the learning
+                self._checkpoint_after_worker_death(e, epoch_start)
+                raise
             if self.telemetry is not None:  # rank 0's
                 self.telemetry.record(row)
             row = self._evaluate(row)

@@ -410,7 +410,9 @@ class Trainer:
 
     # -- checkpoints --------------------------------------------------------------------------
 
-    def state_dict(self) -> dict:
+    def state_dict(self, episodes_afresh: str | None = None) -> dict:
+        """`episodes_afresh`: why the envs' state is not saved (a dead env worker cannot be
+        asked for it); a resume then starts episodes afresh and says why."""
         train = self.config.train
         return {
             "policy": self.policy.state_dict(),
@@ -427,7 +429,8 @@ class Trainer:
             "rng": rng_state.capture(self.device),
             "config": self.config.as_dict(),
             # env state, the step result in flight and per-agent LSTM state: episodes go on
-            **episode_state.save(self.vecenv, self.lstm_state),
+            **(episode_state.save(self.vecenv, self.lstm_state) if episodes_afresh is None
+               else {"vecenv": None, "lstm_state": None, "episodes_afresh": episodes_afresh}),
             "built_config": self._built_config,
             "normalization": self.normalization.state_dict(),
             "recent_scores": [list(pair) for pair in self._scores],

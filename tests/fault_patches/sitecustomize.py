@@ -8,14 +8,18 @@ reaction is tested on a real process without timing anything:
   PUFFER_TEST_DISK_FULL=PATH        while PATH exists, appends to metrics.jsonl write half a
                                     line and fail, and checkpoint fsyncs fail, with ENOSPC;
                                     if PATH holds "eio", only checkpoint fsyncs fail, with EIO
+  PUFFER_TEST_KILL_WORKER=RECV      at the RECV-th recv(), SIGKILL the vec env's last worker
+                                    process (an env machine lost, an OOM kill)
 """
 
 import errno
 import os
+import signal
 
 _NAN_REWARD = os.environ.get("PUFFER_TEST_NAN_REWARD")
 _NAN_LOSS = os.environ.get("PUFFER_TEST_NAN_LOSS")
 _DISK_FULL = os.environ.get("PUFFER_TEST_DISK_FULL")
+_KILL_WORKER = os.environ.get("PUFFER_TEST_KILL_WORKER")
 
 
 def _no_space():
@@ -99,3 +103,24 @@ if _DISK_FULL:
 
     _metrics.os = _FullDisk()
     _atomic_write.os = _FullDisk()  # checkpoints are written through it
+
+
+if _KILL_WORKER:
+    from puffer_tui.engine import trainer as _trainer_k
+
+    _make_k = _trainer_k.make_vecenv
+
+    class _KillsAWorker:
+        def __init__(self, vecenv):
+            self._vecenv, self._calls = vecenv, 0
+
+        def __getattr__(self, name):
+            return getattr(self._vecenv, name)
+
+        def recv(self):
+            self._calls += 1
+            if self._calls == int(_KILL_WORKER):
+                os.kill(list(self._vecenv.worker_pids)[-1], signal.SIGKILL)
+            return self._vecenv.recv()
+
+    _trainer_k.make_vecenv = lambda config: _KillsAWorker(_make_k(config))
