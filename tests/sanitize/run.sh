@@ -27,6 +27,7 @@ for room in app screens engine envs benchmarks; do ln -s "$work/$room" "$work/_p
 ln -s "$work/_pkg" "$work/site/puffer_tui"
 
 libasan="$(gcc -print-file-name=libasan.so)"
+[ -f "$libasan" ] || { echo "sanitizers unavailable: gcc has no libasan.so (Debian: apt-get install gcc)"; exit 1; }
 # Python itself is not instrumented and keeps memory until exit: leaks are not the question.
 ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1" \
 UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
