@@ -48,6 +48,8 @@ class Case:
 CASES = [  # the fix comparisons first: they take 2 x seeds runs each
     Case("kl_blowup", "kl_blowup", "gym:CartPole-v1", "--train.learning-rate 0.15 (30x)",
          {"train.learning_rate": 0.15}, fix=True),
+    Case("kl_blowup 7x", "kl_blowup", "squared", "--train.learning-rate 0.1 (7x)",
+         {"train.learning_rate": 0.1, "train.total_timesteps": 3_000_000}, fix=True),
     Case("critic_blind", "critic_blind", "squared", "--train.vf-coef 0 (no critic)",
          {"train.vf_coef": 0.0, "train.total_timesteps": 3_000_000}, fix=True),
     Case("short_horizon", "short_horizon", "squared", "--train.gamma 0.5 --env.size 21",

@@ -90,7 +90,7 @@ def return_spread(buffer, gamma: float, segments: int = RETURN_SEGMENTS) -> floa
     return float(returns.std()) / scale if scale > 1e-8 else 0.0
 
 
-def batch_signals(buffer, normalized_observations: bool, gamma: float = 0.99) -> dict:
+def batch_signals(buffer, normalized_observations: bool) -> dict:
     """Reward scale, episode ends and (float vector observations, unless normalized) the
     columns' scales of the batch the learner just trained on."""
     masks = buffer.masks.reshape(-1)
@@ -107,7 +107,6 @@ def batch_signals(buffer, normalized_observations: bool, gamma: float = 0.99) ->
         signals["terminals"] = float(terminals.sum())
         signals["truncations"] = float(truncations.sum())
         signals["ends"] = float(((terminals + truncations) > 0).sum())
-    signals["return_spread"] = return_spread(buffer, gamma)
     obs = buffer.observations
     if normalized_observations or not obs.is_floating_point() or obs.dim() != 3 \
             or obs.shape[-1] < 2:
@@ -161,7 +160,9 @@ class Doctor:
         if trainer.config.train.max_grad_norm > 0 and "grad_norm" in update:
             signals.update(grad_norm=update["grad_norm"], grad_clipped=update["grad_clipped"])
         train = trainer.config.train
-        signals.update(batch_signals(trainer.buffer, train.normalize_observations, train.gamma))
+        signals.update(batch_signals(trainer.buffer, train.normalize_observations))
+        if (signals.get("explained_variance") or 0.0) < 0.1:  # only critic_blind reads it
+            signals["return_spread"] = return_spread(trainer.buffer, train.gamma)
         settings = settings_of(trainer)
         self._last_signals = signals
         messages = self.diagnoser.feed(signals, settings)
