@@ -144,9 +144,12 @@ def train(env, seed: int, steps: int, out: Path, threads: int) -> dict:
 
         def _on_rollout_end(self) -> None:
             n = len(self.returns)
-            chunks.append([int(self.model.num_timesteps),
-                           sum(self.returns) / n if n else None, n])
+            step = int(self.model.num_timesteps)
+            chunks.append([step, sum(self.returns) / n if n else None, n])
             self.returns = []
+            if step * 10 // max(steps, 1) > (step - self.model.n_steps * venv.num_envs) * 10 \
+                    // max(steps, 1):  # about every 10%: a long run in the log shows its pace
+                print(f"{step:,} steps, {time.perf_counter() - start:.0f} s", flush=True)
 
     model = PPO(setup["policy"], venv, seed=seed, device="cpu", verbose=0, **setup["ppo"])
     start = time.perf_counter()
