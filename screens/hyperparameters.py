@@ -106,6 +106,25 @@ class HyperparameterScreen(Screen):
                                  classes="readonly")
         yield Footer()
 
+    def on_mount(self) -> None:
+        # Auto focus can find no field yet (they mount after the screen composes, late on a
+        # busy machine): then the first field gets the focus here, at once.
+        if not isinstance(self.focused, Input):
+            self._focus_first_field()
+
+    def _focus_first_field(self) -> bool:
+        fields = self.query("FieldRow Input")
+        if fields:
+            self.set_focus(fields.first())
+        return bool(fields)
+
+    def focus_next(self, selector="*"):
+        # The editor starts on its first field: a Tab pressed before that field had the focus
+        # (the screen just opened) moves from it to the second, as it would a moment later.
+        if not isinstance(self.focused, Input):
+            self._focus_first_field()
+        return super().focus_next(selector)
+
     def _readonly_line(self, spec: FieldSpec, value) -> Text:
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append(f"{spec.key:<{self.key_width}.{self.key_width}}")

@@ -32,17 +32,29 @@ class OrderedInput(Input):
 
     async def _on_key(self, event: events.Key) -> None:
         # Input._on_key runs after this one (the MRO) and inserts printable characters.
+        focused = self.screen.focused
+        if focused is not self and focused is not None:
+            # Queued here behind a key that moved the focus (tab, then digits in one read):
+            # it goes where the focus is now, as it would have had it come a moment later.
+            event.stop()
+            event.prevent_default()
+            focused._forward_event(events.Key(event.key, event.character))
+            return
         if not event.is_printable and await self._run_own_binding(event.key):
             event.stop()  # done: it must not run a second time when it reaches the app
 
     async def _run_own_binding(self, key: str) -> bool:
-        """Run this input's binding for `key` as the app would once the event reached it:
-        the focused widget's bindings come first in the chain (the keymap applied), and
-        priority bindings have already been checked before the key was forwarded here."""
+        """Run the binding for `key` as the app would once the event reached it, here and now:
+        the focused widget's bindings come first in the chain (the keymap applied), then its
+        ancestors' up to the app's (tab and shift+tab move the focus: typed before digits,
+        they must move it before the digits land); priority bindings have already been
+        checked before the key was forwarded here."""
         chain = self.screen._modal_binding_chain
         if not chain or chain[0][0] is not self:
             return False  # not the focused input: the app resolves the key as usual
-        for binding in chain[0][1].key_to_bindings.get(key, ()):
-            if not binding.priority and await self.app.run_action(binding.action, self):
-                return True
+        for namespace, bindings in chain:
+            for binding in bindings.key_to_bindings.get(key, ()):
+                if not binding.priority and await self.app.run_action(binding.action,
+                                                                      namespace):
+                    return True
         return False
