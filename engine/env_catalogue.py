@@ -76,3 +76,11 @@ def _newest_first(env_id: str):
 
     match = re.fullmatch(r"(.*)-v(\d+)", env_id)
     return (match.group(1), -int(match.group(2))) if match else (env_id, 0)
+
+
+def preset_label(name: str) -> str:
+    """Which preset an env's defaults come from (envs/gym_presets/family.py), for the
+    launcher's env line; "" for none. Here, so the screens need not import the env registry."""
+    from puffer_tui.envs.gym_presets.family import preset_label as label
+
+    return label(name)

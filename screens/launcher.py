@@ -35,9 +35,8 @@ from puffer_tui.app.widgets.runs_list import (
     sweep_entry,
 )
 from puffer_tui.engine.config import ConfigError, load_config, schema
-from puffer_tui.engine.env_catalogue import describe_envs, spec_suggestions
+from puffer_tui.engine.env_catalogue import describe_envs, preset_label, spec_suggestions
 from puffer_tui.engine.protocol import LIVE_STATES
-from puffer_tui.envs.gym_presets.family import preset_label
 from puffer_tui.screens.launcher_branch import leave_branch, show_branch_form, start_branch
 
 FORM_DELAY_S = 0.15  # the preset form follows the env cursor once it rests this long
