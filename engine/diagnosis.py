@@ -78,16 +78,13 @@ def _rounded(value: float) -> float:
 
 def score_rose(history: list[dict], ctx: dict, margin: float = 0.5) -> bool | None:
     """Whether the return has risen since the run's first epochs with episodes: the best
-    mean of 3 consecutive scored epochs is above the first 3's by `margin` of their size
-    (at least 0.1). None: too few scored epochs to tell. Uses the whole run's start, kept
-    in ctx["first_scores"] by the doctor (the history is only the recent epochs)."""
-    first = ctx.get("first_scores") or []
-    scores = [s for _, s in _scores(history)]
-    if len(first) < 3 or len(scores) < 3:
+    mean of 3 consecutive scored epochs (ctx["best_score"], kept over the whole run by
+    engine/diagnosis_state.py) is above the first 3's by `margin` of their size (at least
+    0.1). None: too few scored epochs to tell."""
+    first, best = ctx.get("first_scores") or [], ctx.get("best_score")
+    if len(first) < 3 or best is None:
         return None
     early = statistics.fmean(first[:3])
-    best = max(statistics.fmean(scores[i:i + 3]) for i in range(len(scores) - 2))
-    best = max(best, ctx.get("best_score", best))
     return best - early > margin * max(abs(early), 0.1)
 
 
@@ -291,7 +288,7 @@ def episode_ends(history, ctx, active):
     truncs = _last(history, "truncations", 10)
     if truncs is None or ctx.get("terminals_seen", 0) > 0 or int(last.get("epoch", 0)) < 20:
         return None
-    if ctx.get("truncations_seen", 0) >= 1000 and score_rose(history, ctx, margin=0.1) is False:
+    if ctx.get("truncations_seen", 0) >= 1000 and score_rose(history, ctx) is False:
         return Finding(INFO, f"every episode ends at the time limit "
                        f"({int(ctx['truncations_seen']):,} so far, no terminal) and the score "
                        f"does not rise", {"truncations": int(ctx["truncations_seen"]),
