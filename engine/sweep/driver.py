@@ -26,7 +26,7 @@ from puffer_tui.engine.sweep import settings as st
 from puffer_tui.engine.sweep import study as sd
 from puffer_tui.engine.sweep.control import ControlError, request
 from puffer_tui.engine.sweep.server import SweepServer
-from puffer_tui.engine.sweep.snapshot import param_importance, snapshot
+from puffer_tui.engine.sweep.snapshot import importance_wait, param_importance, snapshot
 from puffer_tui.engine.sweep.space import distributions, space_from_json
 from puffer_tui.engine.sweep.steering import Steering
 from puffer_tui.engine.sweep.trial_run import TrialRun
@@ -60,6 +60,7 @@ class Driver:
         self.steering = Steering(self)  # clients' pause/resume/prune/add, applied by the loop
         self._importance: dict = {}
         self._importance_note = ""  # why there are no importances (yet)
+        self._importance_waited = True  # computed as soon as they can be, then throttled
         self._importance_at = 0.0
         self._next_snapshot = self._next_orphans = 0.0
         self._lock_note = ""  # said while the study's database is locked
@@ -353,13 +354,17 @@ class Driver:
         """Optuna's parameter importances, recomputed at most every IMPORTANCE_EVERY seconds
         once enough trials completed ({} before; a failure leaves the last ones)."""
         now = time.monotonic()
-        if now - self._importance_at >= IMPORTANCE_EVERY:
-            self._importance_at = now
-            try:
+        try:
+            # why there are none yet, kept current (cheap); the importances throttled
+            wait = importance_wait(self.study)
+            if wait:
+                self._importance_note, self._importance_waited = wait, True
+            elif self._importance_waited or now - self._importance_at >= IMPORTANCE_EVERY:
+                self._importance_at, self._importance_waited = now, False
                 self._importance, self._importance_note = param_importance(self.study,
                                                                            self._importance)
-            except Exception:  # the database is locked or away: keep the last ones
-                pass
+        except Exception:  # the database is locked or away: keep the last ones
+            pass
         return self._importance
 
 
