@@ -167,8 +167,13 @@ def value_dominates(history, ctx, active):
     floor = (100 if active else 1000) if large else (1000 if active else 10_000)
     if not all(r > factor and v > floor for r, v in zip(ratios, vl)):
         return None
-    suggestion = None
-    if large and not ctx.get("normalize_rewards"):
+    suggestion, hint = None, ""
+    if large and not ctx.get("reward_clamp"):
+        # now: clip the rewards to [-1, 1] as DQN does on Atari (live); better, on restart:
+        # scale them by the return's running std (keeps their ratios)
+        suggestion = {"key": "train.reward_clamp", "from": 0.0, "to": 1.0, "live": True}
+        hint = "or restart with --train.normalize-rewards true (keeps their ratios)"
+    elif large and not ctx.get("normalize_rewards"):
         suggestion = {"key": "train.normalize_rewards", "to": True, "live": False,
                       "restart": "--train.normalize-rewards true"}
     why = (f"rewards up to {rew[0]:.3g} are unscaled" if large else
@@ -176,7 +181,7 @@ def value_dominates(history, ctx, active):
     return Finding(
         WARNING, f"value loss {vl[-1]:.3g} is {min(ratios):.3g}x the policy loss: {why}",
         {"value_loss": vl[-1], "policy_loss": pl[-1], "ratio": min(ratios),
-         "reward_absmax": rew[0] if rew else None}, _epochs(history, 3), suggestion)
+         "reward_absmax": rew[0] if rew else None}, _epochs(history, 3), suggestion, hint)
 
 
 def critic_blind(history, ctx, active):

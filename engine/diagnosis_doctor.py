@@ -45,7 +45,7 @@ def settings_of(trainer) -> dict:
     """The run's current settings the rules compare with (live ones change under them)."""
     train = trainer.config.train
     return {"learning_rate": train.learning_rate, "ent_coef": train.ent_coef,
-            "vf_coef": train.vf_coef,
+            "vf_coef": train.vf_coef, "reward_clamp": train.reward_clamp,
             "gamma": train.gamma, "max_grad_norm": train.max_grad_norm,
             "normalize_rewards": train.normalize_rewards,
             "normalize_observations": train.normalize_observations,
@@ -71,21 +71,27 @@ def row_signals(row: dict, steps: int) -> dict:
 
 def return_spread(buffer, gamma: float, segments: int = RETURN_SEGMENTS) -> float:
     """How much the batch's discounted returns differ: their std over the mean of their
-    absolute values, on at most `segments` segments (bootstrapped with the critic's last
-    value, cut at episode ends). Explained variance means something only when this is not
+    absolute values, on at most `segments` segments. As the advantage kernel aligns them:
+    the reward and the end flag of step t+1 close the return of step t; a terminal adds
+    nothing after it, a truncation the critic's value of its final observation, the
+    segment's end its last value. Explained variance means something only when this is not
     tiny: a solved run's returns are all alike."""
     import numpy as np
 
     take = slice(0, min(segments, buffer.rewards.shape[0]))
-    rewards = buffer.rewards[take].float().cpu().numpy()
-    ends = (buffer.terminals[take] + buffer.truncations[take]).cpu().numpy() > 0
-    ahead = buffer.values[take, -1].float().cpu().numpy()
-    returns = np.empty_like(rewards)
-    for t in range(rewards.shape[1] - 1, -1, -1):
-        # a step flagged as an end starts a new episode: the return before it stops there
-        ahead = rewards[:, t] + gamma * ahead
+
+    def rows(tensor):
+        return tensor[take].float().cpu().numpy()
+
+    rewards, values, finals = rows(buffer.rewards), rows(buffer.values), rows(buffer.final_values)
+    terminal, truncated = rows(buffer.terminals) > 0, rows(buffer.truncations) > 0
+    ahead = values[:, -1]
+    returns = np.empty_like(rewards[:, :-1])
+    for t in range(rewards.shape[1] - 2, -1, -1):
+        after = np.where(terminal[:, t + 1], 0.0, np.where(truncated[:, t + 1],
+                                                             finals[:, t + 1], ahead))
+        ahead = rewards[:, t + 1] + gamma * after
         returns[:, t] = ahead
-        ahead = np.where(ends[:, t], 0.0, ahead)
     scale = float(np.abs(returns).mean())
     return float(returns.std()) / scale if scale > 1e-8 else 0.0
 
