@@ -230,7 +230,8 @@ def _print(out: dict) -> int:
     print()
     for name, entry in out["envs"].items():
         print(f"- {name}: {_provenance(entry)}")
-    failed = [r for e in out["envs"].values() for r in e["runs"] if r.get("error")]
+    failed = [r for e in out["envs"].values() for r in e["runs"]
+              if r.get("error") and not r.get("stopped")]
     for r in failed:
         print(f"\nfailed: {r['side']} seed {r['seed']}: {r['error']}", file=sys.stderr)
     return 1 if failed else 0

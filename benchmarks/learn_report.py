@@ -72,7 +72,9 @@ def summarize(runs: list[dict], budget: int, marks=MARKS, window: int = WINDOW,
               rise: float | None = None) -> dict:
     """One side's runs (a dict each: chunks, eval, wall_s, cpu_s, sps, error) over seeds."""
     good = [r for r in runs if not r.get("error")]
-    out = {"seeds": len(good), "failed": len(runs) - len(good)}
+    # a run stopped by hand (for time) is not a failure of either side; its note says so
+    stopped = sum(1 for r in runs if r.get("error") and r.get("stopped"))
+    out = {"seeds": len(good), "failed": len(runs) - len(good) - stopped, "stopped": stopped}
     for mark in marks:
         at = [return_at(r["chunks"], _mark_step(r["chunks"], budget, mark), window)
               for r in good]
@@ -150,7 +152,8 @@ def markdown(report: dict, marks=MARKS) -> str:
                                  + " |" * (len(heads) - 2))
                 continue
             rets = [cell(s.get(f"return@{m:g}")) for m in marks]
-            failed = f", {s['failed']} failed" if s.get("failed") else ""
+            failed = (f", {s['failed']} failed" if s.get("failed") else "") + (
+                f", {s['stopped']} stopped for time" if s.get("stopped") else "")
             lines.append(f"| {label} | {title} ({s['seeds']} seeds{failed}) | " + " | ".join(
                 [*rets, cell(s.get("eval")), cell(s.get("wall_s"), 0), cell(s.get("cpu_s"), 0),
                  cell(s.get("sps"), 0)]) + " |")

@@ -133,6 +133,9 @@ def test_medians_spreads_and_ours_against_sb3():
     s_ours = rep.summarize(ours, 1000, window=10)
     s_sb3 = rep.summarize(theirs, 1000, window=10)
     assert s_ours["seeds"] == 3 and s_ours["failed"] == 1  # a failed run is counted apart
+    stopped = {"side": "ours", "seed": 4, "chunks": [], "error": "killed", "stopped": "by hand"}
+    again = rep.summarize([*ours, stopped], 1000, window=10)
+    assert (again["failed"], again["stopped"]) == (1, 1)  # stopped for time: not a failure
     assert s_ours["return@0.25"] == {"median": 2, "min": 1, "max": 3, "n": 3}
     assert s_ours["return@1"] == {"median": 6, "min": 3, "max": 9, "n": 3}
     assert s_ours["eval"]["median"] == 20.0 and s_ours["wall_s"]["median"] == 20.0
