@@ -63,6 +63,11 @@ def run_guarded(command: list[str], timeout: float, log: Path, on_kill=None) -> 
     in sessions of their own (our engine)."""
     import resource
 
+    import psutil
+
+    # children this process had already (a multiprocessing forkserver, a resource tracker)
+    # are not the run's orphans: never kill or reap those
+    ours = {child.pid for child in psutil.Process().children()}
     reaper = _set_subreaper(True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.monotonic()
@@ -77,14 +82,14 @@ def run_guarded(command: list[str], timeout: float, log: Path, on_kill=None) -> 
             pid, code, _ = os.wait4(process.pid, os.WNOHANG)
             if pid:
                 status = code
-            _reap_orphans(process.pid)
+            _reap_orphans(process.pid, ours)
             if status is None and not timed_out and time.monotonic() - start > timeout:
                 timed_out = True
                 _stop(process.pid, on_kill)
             if status is None:
                 time.sleep(0.2)
         wall = time.monotonic() - start
-        _finish_orphans(process.pid)
+        _finish_orphans(process.pid, ours)
     except BaseException:
         _stop(process.pid, on_kill)
         process.wait()
@@ -99,26 +104,30 @@ def run_guarded(command: list[str], timeout: float, log: Path, on_kill=None) -> 
             "cpu_counts_orphans": reaper}
 
 
-def _reap_orphans(main_pid: int) -> None:
-    """Reap descendants reparented to us (never the main process: wait4 on it does that)."""
+def _reap_orphans(main_pid: int, keep: set[int]) -> None:
+    """Reap descendants reparented to us (never the main process: wait4 on it does that,
+    nor the children in `keep`, which were ours before the run)."""
     import psutil
 
     for child in psutil.Process().children():
-        if child.pid != main_pid and child.status() == psutil.STATUS_ZOMBIE:
+        if child.pid != main_pid and child.pid not in keep \
+                and child.status() == psutil.STATUS_ZOMBIE:
             try:
                 os.waitpid(child.pid, 0)
             except ChildProcessError:
                 pass
 
 
-def _finish_orphans(main_pid: int, grace: float = 15.0) -> None:
+def _finish_orphans(main_pid: int, keep: set[int], grace: float = 15.0) -> None:
     """After the main process: orphans still alive get `grace` seconds to exit (a forkserver
-    sees its engine gone), then are killed; all are reaped so their CPU counts."""
+    sees its engine gone), then are killed; all are reaped so their CPU counts. Children in
+    `keep` were this process's own before the run (a test process's forkserver)."""
     import psutil
 
     deadline = time.monotonic() + grace
     while True:
-        left = [c for c in psutil.Process().children() if c.pid != main_pid]
+        left = [c for c in psutil.Process().children()
+                if c.pid != main_pid and c.pid not in keep]
         for child in left:
             try:
                 if child.status() == psutil.STATUS_ZOMBIE or time.monotonic() > deadline:

@@ -244,6 +244,20 @@ def test_the_guard_counts_the_cpu_of_orphaned_descendants(tmp_path):
     assert result["cpu_s"] >= float(burnt.read_text()) > 0
 
 
+def test_the_guard_leaves_the_callers_own_children_alone(tmp_path):
+    # a child this process had before the run (a multiprocessing forkserver started by an
+    # earlier test in the same pytest process) is not the run's orphan: it was killed and
+    # reaped, and every later multiprocessing test in the process failed (ChildProcessError)
+    mine = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        result = run_guarded([sys.executable, "-c", "pass"], 60, tmp_path / "c.log")
+        assert result["rc"] == 0
+        assert mine.poll() is None, "the guard killed a child that was not the run's"
+    finally:
+        mine.kill()
+        mine.wait()
+
+
 def test_the_guard_kills_a_run_past_its_time(tmp_path):
     hung = run_guarded([sys.executable, "-c", "import time; time.sleep(600)"], 1.0,
                        tmp_path / "b.log")
