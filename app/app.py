@@ -32,7 +32,7 @@ from puffer_tui.app.run_start import (
 from puffer_tui.app.system_monitor import SystemMonitor
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.diagnosis_line import merge_diagnosis
-from puffer_tui.engine.protocol import DIAGNOSES, FINAL_STATES, MessageType, RunState
+from puffer_tui.engine.shared.protocol import DIAGNOSES, FINAL_STATES, MessageType, RunState
 from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.crash import CrashScreen
 from puffer_tui.screens.dashboard import DashboardScreen
@@ -138,7 +138,7 @@ class PufferApp(App):
     def _connect(self, run_dir: Path, launch: bool = False, resume: bool = False) -> None:
         """Launch the engine first when asked, then connect and say hello (a worker thread)."""
         from puffer_tui.app.engine_launcher import EngineStartError, launch_engine
-        from puffer_tui.engine.run_dir import socket_path
+        from puffer_tui.engine.shared.run_dir import socket_path
 
         if launch:
             wait_for_previous_engine(run_dir)

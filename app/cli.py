@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import sys
+
+from puffer_tui.app.services.run_service import closest_flag
 
 # subcommand -> its help line. Each is the module puffer_tui.app.commands.<name>; all are
 # imported to build the parser, so each keeps its heavy imports inside its functions.
@@ -78,21 +79,6 @@ def split_env_settings(argv: list[str]) -> tuple[list[str], list[str]]:
             rest.append(token)
         i += 1
     return rest, settings
-
-
-def closest_flag(typed: str, flags: list[str]) -> str | None:
-    """The known flag nearest to a misspelled one (dashes and underscores alike), if any is."""
-    def norm(flag: str) -> str:
-        return flag.lstrip("-").replace("_", "-").lower()
-
-    by_norm = {norm(f): f for f in flags}
-    typed = norm(typed.partition("=")[0])
-    # an abbreviation (refused: allow_abbrev is off) names the one flag it begins
-    starting = [f for n, f in by_norm.items() if typed and n.startswith(typed)]
-    if len(starting) == 1:
-        return starting[0]
-    match = difflib.get_close_matches(typed, list(by_norm), n=1, cutoff=0.75)
-    return by_norm[match[0]] if match else None
 
 
 def unknown_argument_message(token: str, flags: list[str]) -> str:

@@ -15,8 +15,8 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from puffer_tui.engine.config import flat_sections
-from puffer_tui.engine.run_dir import CONFIG_FILE, METRICS_FILE, run_state
+from puffer_tui.engine.shared.config import flat_sections
+from puffer_tui.engine.shared.run_dir import CONFIG_FILE, METRICS_FILE, run_state
 
 # The metrics the comparison cycles through: (metrics.jsonl column, label)
 COMPARE_METRICS = (("score", "score"), ("episode_return", "episode return"),
@@ -27,7 +27,7 @@ X_AXES = (("global_step", "step"), ("uptime", "time trained (s)"))  # uptime: no
 # the columns kept from each row (a long run has 100k rows: only these, as float arrays)
 KEPT_COLUMNS = ("epoch", "global_step", "uptime", *(key for key, _ in COMPARE_METRICS))
 
-# events.log lines of a live change (engine/commands.py): "train.X changed from A to B (...)"
+# events.log lines of a live change (engine/runtime/commands.py): "train.X changed from A to B (...)"
 _SET_EVENT = re.compile(r"^(?P<key>[\w.]+) changed from (?P<old>.*?) to (?P<new>.*?)"
                         r"(?: \((?P<applies>.*)\))?$")
 _AT_STEP = re.compile(r"\bat step (\d+)")

@@ -25,8 +25,8 @@ import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from puffer_tui.engine.protocol import MAX_MESSAGE, MessageType, encode_request, split_lines
-from puffer_tui.engine.run_dir import SOCKET_FILE, unix_address
+from puffer_tui.engine.shared.protocol import MAX_MESSAGE, MessageType, encode_request, split_lines
+from puffer_tui.engine.shared.run_dir import SOCKET_FILE, unix_address
 
 DEFAULT_TIMEOUT = 30.0  # seconds for a reply (a checkpoint waits for the end of an epoch)
 PUSH_QUEUE_LIMIT = 10_000  # unread pushes kept for pushes(); older ones are dropped

@@ -18,9 +18,9 @@ import signal
 import sys
 
 from puffer_tui.app.engine_client import EngineClient
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.events import EventLog
-from puffer_tui.engine.protocol import LIVE_STATES
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.events import EventLog
+from puffer_tui.engine.shared.protocol import LIVE_STATES
 
 STOP_PATIENCE = 300.0  # seconds an engine gets to finish its epoch, checkpoint and exit
 REPORT_EVERY = 5.0  # seconds between "still stopping" lines

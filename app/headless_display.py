@@ -22,8 +22,8 @@ from rich.text import Text
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.engine_stop import STOP_PATIENCE, say_anywhere, send_stop, signal_label
 from puffer_tui.app.widgets.format import duration
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.protocol import FINAL_STATES, LIVE_STATES, MessageType, RunState
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.protocol import FINAL_STATES, LIVE_STATES, MessageType, RunState
 
 REFRESH_HZ = 4
 

@@ -43,8 +43,8 @@ from puffer_tui.app.engine_stop import (
     stop_line,
 )
 from puffer_tui.app.headless_display import HeadlessDisplay
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.protocol import FINAL_STATES, RunState
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.protocol import FINAL_STATES, RunState
 
 HELLO_PATIENCE = 600.0  # seconds an alive engine may take to answer its first hello
 START_PATIENCE = 120.0  # seconds for the engine to open its socket

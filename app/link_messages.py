@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from puffer_tui.engine.protocol import FINAL_STATES, MessageType
+from puffer_tui.engine.shared.protocol import FINAL_STATES, MessageType
 
 # Link states the header shows; None means linked and answering.
 CONNECTING = "connecting"

@@ -3,7 +3,7 @@
 
 It draws what the dashboard's env panel draws (app/widgets/env_render.py): `Frame`s decoded
 from the protocol's `frame` messages and the palette decoded from its wire form; the frames
-come from the engine (`eval --render window` plays them from engine/evaluate.py).
+come from the engine (`eval --render window` plays them from engine/evaluation/evaluate.py).
 
 A tile frame becomes an RGBA image through a colour lookup table (one flat colour per tile,
 taken from the palette's rich colour), an RGB frame (Gymnasium's rgb_array) is its pixels;
@@ -28,7 +28,7 @@ from puffer_tui.engine.native.frames import (  # noqa: F401 (tile_rgb, UNKNOWN_T
     UNKNOWN_TILE,
     tile_rgb,
 )
-from puffer_tui.engine.protocol import Frame, FrameKind
+from puffer_tui.engine.shared.protocol import Frame, FrameKind
 
 MAX_CELL = 32
 MAX_WINDOW = (1280, 800)
@@ -60,7 +60,7 @@ def _kind(frame) -> FrameKind:
     """The frame's kind; frames are the Frame objects of the protocol (or of the app's store,
     which decodes tile frames only)."""
     if not all(hasattr(frame, name) for name in ("env", "height", "width", "tiles")):
-        raise ValueError(f"frames must be Frame objects (engine/protocol.py decode_frame), "
+        raise ValueError(f"frames must be Frame objects (engine/shared/protocol.py decode_frame), "
                          f"got {type(frame).__name__}")
     return getattr(frame, "kind", FrameKind.TILES)
 

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from puffer_tui.app.telemetry_store import Event
-from puffer_tui.engine.metrics import grouped
-from puffer_tui.engine.run_dir import EVENTS_FILE, METRICS_FILE
+from puffer_tui.engine.shared.metrics_file import grouped
+from puffer_tui.engine.shared.run_dir import EVENTS_FILE, METRICS_FILE
 
 TAIL_BYTES = 4 * 1024 * 1024  # the last few MiB are plenty for the stores' capacities
 

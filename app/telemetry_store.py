@@ -14,7 +14,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from puffer_tui.engine.protocol import (
+from puffer_tui.engine.shared.protocol import (
     ENV,
     EVAL,  # the epoch row's evaluation: telemetry carries the last row's, tagged with its epoch
     EVAL_KEYS,

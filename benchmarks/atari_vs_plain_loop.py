@@ -44,8 +44,8 @@ PRESET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 
 def atari_config(args):
     """The Atari preset for gym:ALE/Pong-v5 with the benchmark's sizes."""
-    from puffer_tui.engine.config import load_config
-    from puffer_tui.engine.sweep.preset import preset_overrides, read_preset
+    from puffer_tui.engine.shared.config import load_config
+    from puffer_tui.engine.shared.presets import preset_overrides, read_preset
 
     overrides = preset_overrides(read_preset(PRESET), "gym:" + ENV_ID, PRESET)
     # unset: what `puffer-tui train gym:ALE/Pong-v5` picks (the preset, then the defaults)
@@ -63,7 +63,7 @@ def atari_config(args):
 
 class Ours:
     def __init__(self, config):
-        from puffer_tui.engine.trainer import Trainer
+        from puffer_tui.engine.algo.trainer import Trainer
 
         self.trainer = Trainer(config)
 
@@ -84,7 +84,7 @@ class OursCollect:
     """Collection only: our vec env (the trainer's make_vecenv) + inference on every step."""
 
     def __init__(self, config, policy):
-        from puffer_tui.engine.trainer import make_vecenv
+        from puffer_tui.engine.algo.trainer import make_vecenv
 
         self.vecenv, self.policy, self.steps = make_vecenv(config), policy, config.train.horizon
         self.vecenv.async_reset(config.train.seed)
@@ -113,7 +113,7 @@ class PlainLoop:
     def __init__(self, config, kind: str = "sync"):
         import gymnasium
 
-        from puffer_tui.engine.policy import make_policy
+        from puffer_tui.engine.algo.policy import make_policy
         from puffer_tui.envs.atari_preprocessing import atari_env
 
         train, n = config.train, config.vec.num_envs

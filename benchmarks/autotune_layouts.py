@@ -13,7 +13,7 @@ import time
 import warnings
 from dataclasses import dataclass
 
-from puffer_tui.engine.config import Config, ConfigError, load_config
+from puffer_tui.engine.shared.config import Config, ConfigError, load_config
 
 WARMUP_STEPS = 10
 MIN_WINDOW = 0.25  # seconds: the shortest window a rate is counted over
@@ -80,7 +80,7 @@ def layout_config(env_spec: str, overrides: dict, layout: Layout) -> Config:
     if the layout cannot hold these settings (e.g. minibatches larger than its batch)."""
     vec = {f"vec.{k}": v for k, v in layout.vec_settings().items()}
     config = load_config(env_spec, {**overrides, **vec})
-    from puffer_tui.engine.preflight import check_batch, check_env
+    from puffer_tui.engine.startup.preflight import check_batch, check_env
 
     check_batch(config, check_env(config).agents_per_env)
     return config
@@ -89,7 +89,7 @@ def layout_config(env_spec: str, overrides: dict, layout: Layout) -> Config:
 def memory_shortfall(config: Config, bytes_per_env: float, available: int | None) -> str | None:
     """Why `config` would not fit in memory (None if it fits): the engine's own estimate,
     plus what each env object was measured to hold beyond its buffers."""
-    from puffer_tui.engine.memory_estimate import estimate, format_bytes
+    from puffer_tui.engine.startup.memory_estimate import estimate, format_bytes
 
     need = estimate(config).total + bytes_per_env * config.vec.num_envs
     if available is not None and need > available:
@@ -117,7 +117,7 @@ def time_vec(config: Config, seconds: float) -> VecTiming:
     """Agent-steps/s of `config`'s vec env, driven like the trainer drives it (recv, then send
     a batch of fixed random actions), counted for `seconds` after a short warm-up."""
     from puffer_tui.benchmarks.vec_runners import ACTION_BLOCK, fixed_actions
-    from puffer_tui.engine.trainer_setup import make_vecenv
+    from puffer_tui.engine.algo.trainer_setup import make_vecenv
 
     before = _rss()
     start = time.perf_counter()

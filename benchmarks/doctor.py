@@ -82,7 +82,7 @@ CASES = [  # the fix comparisons first: they take 2 x seeds runs each
 
 def final_score(run_dir: Path) -> float | None:
     """The mean score of the run's last 3 epochs that ended episodes."""
-    from puffer_tui.engine.metrics import read_metrics
+    from puffer_tui.engine.runtime.metrics import read_metrics
 
     scores = [r.get("score", r.get("episode_return")) for r in read_metrics(run_dir)
               if (r.get("episodes") or 0) > 0]
@@ -97,8 +97,8 @@ def train(case: Case, seed: int, runs_root: Path, apply_fix: bool,
     from puffer_tui.app.engine_client import EngineClient
     from puffer_tui.app.engine_launcher import launch_engine
     from puffer_tui.app.run_start import prepare_new_run
-    from puffer_tui.engine import run_dir as rd
-    from puffer_tui.engine.diagnosis_doctor import TRACE_ENV
+    from puffer_tui.engine.diagnosis.doctor import TRACE_ENV
+    from puffer_tui.engine.shared import run_dir as rd
 
     run_dir = prepare_new_run(case.env, {**case.overrides, "train.seed": seed}, runs_root)
     os.environ[TRACE_ENV] = str(run_dir / TRACE_FILE)

@@ -115,7 +115,7 @@ def sb3_threads(given: int) -> int:
     SB3's default (one per core) beside other load oversubscribes the cores."""
     if given > 0:
         return given
-    from puffer_tui.engine.cpu_load import busy_cores_of_others
+    from puffer_tui.engine.algo.cpu_load import busy_cores_of_others
     from puffer_tui.engine.vec.sizing import available_cores
 
     return max(1, available_cores() - int(busy_cores_of_others() + 0.5))

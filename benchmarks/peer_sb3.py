@@ -56,8 +56,8 @@ def window_mean(epochs: list[tuple[float, int]], window: int = WINDOW) -> float 
 
 
 def train_ours(config, budget: float) -> PeerResult:
-    from puffer_tui.engine.metrics import flatten
-    from puffer_tui.engine.trainer import Trainer
+    from puffer_tui.engine.algo.trainer import Trainer
+    from puffer_tui.engine.runtime.metrics import flatten
 
     result = PeerResult("puffer-tui")
     epochs: list[tuple[float, int]] = []
@@ -147,7 +147,7 @@ def run_peer(config, budget: float, as_json: bool) -> int:
 
     import torch
 
-    from puffer_tui.engine.trainer_setup import auto_threads
+    from puffer_tui.engine.algo.trainer_setup import auto_threads
 
     require_sb3()
     # SB3 gets the torch threads ours takes: its default (one per core) beside other load

@@ -45,8 +45,8 @@ class SolveResult:
 def train_until_solved(config, metric: str, threshold: float, min_episodes: int = 1,
                        consecutive: int = 2, on_epoch=None) -> SolveResult:
     """Train with `config` until solved or train.total_timesteps is spent."""
-    from puffer_tui.engine.metrics import flatten
-    from puffer_tui.engine.trainer import Trainer
+    from puffer_tui.engine.algo.trainer import Trainer
+    from puffer_tui.engine.runtime.metrics import flatten
 
     result = SolveResult(config.env_name, False, metric, threshold)
     streak: list[dict] = []
@@ -75,7 +75,7 @@ def train_until_solved(config, metric: str, threshold: float, min_episodes: int 
 
 
 def main(argv=None) -> int:
-    from puffer_tui.engine.config import load_config
+    from puffer_tui.engine.shared.config import load_config
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("env")

@@ -9,11 +9,11 @@ from __future__ import annotations
 import json
 import time
 
-from puffer_tui.engine.protocol import TIMING, TIMING_KEYS
+from puffer_tui.engine.shared.protocol import TIMING, TIMING_KEYS
 
 
 def add_arguments(p):
-    from puffer_tui.engine.config import add_arguments as add_config_arguments
+    from puffer_tui.engine.shared.config import add_arguments as add_config_arguments
 
     p.add_argument("env", metavar="ENV", nargs="?",
                    help="environment to train (with --peer sb3: gym:CartPole-v1, the default)")
@@ -31,7 +31,7 @@ def add_arguments(p):
 
 
 def measure(config, seconds: float) -> dict:
-    from puffer_tui.engine.trainer import Trainer
+    from puffer_tui.engine.algo.trainer import Trainer
 
     trainer = Trainer(config)
     try:
@@ -71,7 +71,7 @@ def measure(config, seconds: float) -> dict:
 
 
 def run(args) -> int:
-    from puffer_tui.engine.config import ConfigError, load_config, overrides_from_args
+    from puffer_tui.engine.shared.config import ConfigError, load_config, overrides_from_args
 
     if args.seconds <= 0:
         raise SystemExit("--seconds must be > 0")
@@ -91,7 +91,7 @@ def run(args) -> int:
         if not args.peer:  # a budget large enough that the run never ends while measured
             overrides.setdefault("train.total_timesteps", 10**12)
         config = load_config(args.env, overrides)
-        from puffer_tui.engine.preflight import check_start
+        from puffer_tui.engine.startup.preflight import check_start
 
         check_start(config)  # an env that cannot be built: one line, not a traceback
     except ConfigError as e:

@@ -99,7 +99,7 @@ class GymnasiumPufferEnv(PufferEnv):
         self._reset_done = False
         self._render_error: str | None = None
 
-    # -- frames: what renderers draw (engine/frame_source.py asks only while someone watches) --
+    # -- frames: what renderers draw (engine/runtime/frame_source.py asks only while someone watches) --
 
     @property
     def render_mode(self) -> str | None:

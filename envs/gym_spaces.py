@@ -13,7 +13,7 @@ Observations (`ObservationLayout`):
     * subspaces no flat row can hold (Text, MissionSpace, Graph, Sequence, ...) are dropped,
       with one warning naming them (`ObservationLayout.dropped`);
     * the flat Box of a structured space is a `StructuredBox`: it also names its leaves, so a
-      policy can unflatten views of each leaf on the device (engine/encoders.py);
+      policy can unflatten views of each leaf on the device (engine/algo/encoders.py);
     * the flat dtype is the narrowest one that holds every leaf exactly: without float Boxes,
       the narrowest integer type holding all leaves' value ranges (uint8 for one-hots and
       bits); with them, their common float type, widened to float64 when an integer leaf's

@@ -116,3 +116,16 @@ def load_preset(name: str) -> dict:
         return {}
     with path.open("rb") as f:
         return tomllib.load(f)
+
+
+def preset_label(env_name: str) -> str:
+    """What the run's defaults came from (envs/gym_presets/family.py's path_label), "" when
+    the env has no preset or cannot be looked up (the label is informational only)."""
+    from puffer_tui.envs.gym_presets.family import path_label
+
+    try:
+        source = env_class(env_name)
+        path = source.preset_path() if hasattr(source, "preset_path") else None
+    except Exception:  # noqa: BLE001 - an env that cannot be looked up has no label
+        return ""
+    return path_label(path) if path is not None else ""

@@ -8,7 +8,7 @@ key asked for (pause, resume, the link lost) is drawn at once. With no messages,
 runs. Keys become `EngineRequest` messages that the app sends from a worker; it never waits
 on the engine.
 
-Evaluation during training (engine/periodic_eval.py) shows as an "eval score" line beside the
+Evaluation during training (engine/evaluation/periodic_eval.py) shows as an "eval score" line beside the
 training score in the episodes panel. Once the run has a recording, `v` replays the newest one
 in the env panel at its frame rate (app/widgets/recording_replay.py); any key stops it.
 """
@@ -39,7 +39,13 @@ from puffer_tui.app.widgets.run_header import RunHeader
 from puffer_tui.app.widgets.sps_history import SpsHistory
 from puffer_tui.app.widgets.timing_bars import TimingBars
 from puffer_tui.app.widgets.workers_panel import WorkersPanel
-from puffer_tui.engine.protocol import CLUSTER, FINAL_STATES, WORKERS, RunState, palette_from_wire
+from puffer_tui.engine.shared.protocol import (
+    CLUSTER,
+    FINAL_STATES,
+    WORKERS,
+    RunState,
+    palette_from_wire,
+)
 from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.dashboard_replay import ReplayKeys
 from puffer_tui.screens.diagnosis import DiagnosisScreen

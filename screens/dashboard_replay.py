@@ -42,7 +42,7 @@ class ReplayKeys:
 
     @work(thread=True, exclusive=True, group="replay")
     def _load_replay(self, path: Path) -> None:
-        from puffer_tui.engine.recording import RecordingError
+        from puffer_tui.engine.shared.recordings import RecordingError
 
         try:
             replay = load_replay(path)

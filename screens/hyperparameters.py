@@ -19,8 +19,8 @@ from textual.widgets import Footer, Input, Label, Static
 from puffer_tui.app import link_messages as lm
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.field_input import VALUE_WIDTH, FieldInput, value_text
-from puffer_tui.engine.config import SECTIONS, ConfigError, FieldSpec
-from puffer_tui.engine.protocol import schema_from_wire
+from puffer_tui.engine.shared.config import SECTIONS, ConfigError, FieldSpec
+from puffer_tui.engine.shared.protocol import schema_from_wire
 
 
 def current_values(store: TelemetryStore) -> dict:

@@ -4,7 +4,7 @@ recent run.
 Everything here comes from the config schema and the engine's env catalogue (plain data: no
 native env module is imported here), so a new env or a new field shows up without touching
 this file. The spec field completes plugin names and `gym:ID` for every registered Gymnasium
-id; the specs chosen there are remembered (engine/recent_specs.py) and listed under the envs.
+id; the specs chosen there are remembered (app/services/recent_specs.py) and listed under the envs.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from textual.widgets.option_list import Option
 
 from puffer_tui.app.run_start import RunRefused, check_resume
 from puffer_tui.app.serve_code_specs import code_spec_refusal
+from puffer_tui.app.services.env_catalogue import describe_envs, preset_label, spec_suggestions
 from puffer_tui.app.widgets.ordered_input import OrderedInput
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
 from puffer_tui.app.widgets.runs_list import (
@@ -34,9 +35,8 @@ from puffer_tui.app.widgets.runs_list import (
     runs_as_tree,
     sweep_entry,
 )
-from puffer_tui.engine.config import ConfigError, load_config, schema
-from puffer_tui.engine.env_catalogue import describe_envs, preset_label, spec_suggestions
-from puffer_tui.engine.protocol import LIVE_STATES
+from puffer_tui.engine.shared.config import ConfigError, load_config, schema
+from puffer_tui.engine.shared.protocol import LIVE_STATES
 from puffer_tui.screens.launcher_branch import leave_branch, show_branch_form, start_branch
 
 FORM_DELAY_S = 0.15  # the preset form follows the env cursor once it rests this long
@@ -160,8 +160,8 @@ class LauncherScreen(Screen):
         envs.focus()
 
     def _recent_specs(self) -> list[str]:
-        from puffer_tui.engine.recent_specs import recent
-        from puffer_tui.engine.run_dir import runs_root
+        from puffer_tui.app.services.recent_specs import recent
+        from puffer_tui.engine.shared.run_dir import runs_root
 
         return recent(runs_root(self.runs_root))
 
@@ -188,7 +188,7 @@ class LauncherScreen(Screen):
 
     @work(thread=True, group="launcher")
     def _load_runs(self) -> None:
-        from puffer_tui.engine.run_dir import list_runs, run_info, runs_root
+        from puffer_tui.engine.shared.run_dir import list_runs, run_info, runs_root
 
         infos = [run_info(p) for p in reversed(list_runs(runs_root(self.runs_root)))][:20]
         self.app.call_from_thread(self._fill_runs, infos, recent_sweeps(self.runs_root))
@@ -313,8 +313,8 @@ class LauncherScreen(Screen):
     async def _choose_spec(self, spec: str) -> None:
         """A typed spec: checked off the UI thread (it may import a package), then listed,
         remembered and shown with its preset; a bad one says why where it was typed."""
-        from puffer_tui.engine.recent_specs import remember
-        from puffer_tui.engine.run_dir import runs_root
+        from puffer_tui.app.services.recent_specs import remember
+        from puffer_tui.engine.shared.run_dir import runs_root
 
         if not spec:
             return

@@ -12,7 +12,7 @@ import json
 import subprocess
 import sys
 
-from puffer_tui.engine.config import ConfigError
+from puffer_tui.engine.shared.config import ConfigError
 
 AUTOTUNE_SECONDS = 30  # the launcher's budget: half the command's default, a person waits
 VEC_KEYS = ("backend", "num_envs", "num_workers", "batch_size", "zero_copy", "inline")
@@ -25,7 +25,7 @@ class AutotuneError(Exception):
 def autotune_argv(env_name: str, overrides: dict, seconds: float = AUTOTUNE_SECONDS) -> list[str]:
     """The command for `env_name` with the form's overrides: every [env] and [train] value,
     and vec.num_envs (the total the layouts share); the other [vec] values are what it tunes."""
-    argv = [sys.executable, "-m", "puffer_tui.app.commands.autotune", env_name, "--json",
+    argv = [sys.executable, "-m", "puffer_tui.app.cli", "autotune", env_name, "--json",
             "--seconds", f"{seconds:g}"]
     for key, text in overrides.items():
         section, name = key.split(".", 1)

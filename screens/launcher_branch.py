@@ -1,6 +1,6 @@
 """The launcher's branch form: `b` on a run in the runs list shows the settings its latest
 checkpoint trained with; Branch (the start button, ctrl+s) then starts a new run from that
-checkpoint with what was changed, as `puffer-tui train --from RUN` does (engine/branch.py),
+checkpoint with what was changed, as `puffer-tui train --from RUN` does (engine/startup/branch.py),
 and opens its dashboard. Choosing an env leaves the form for that env's preset.
 
     await show_branch_form(launcher, run_dir)   # the key's action
@@ -17,8 +17,8 @@ from textual.widgets import Button, Static
 
 from puffer_tui.app.run_start import RunRefused, branch_base, prepare_branch
 from puffer_tui.app.widgets.override_form import OverrideForm
-from puffer_tui.engine.config import ConfigError
-from puffer_tui.engine.lineage import branch_step
+from puffer_tui.engine.shared.config import ConfigError
+from puffer_tui.engine.shared.lineage import branch_step
 
 BRANCH_FORM = "branch:"  # the form's name while branching: an env chosen rebuilds the form
 

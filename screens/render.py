@@ -16,7 +16,7 @@ from puffer_tui.app import link_messages as lm
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.env_render import EnvRender
 from puffer_tui.app.widgets.run_header import RunHeader
-from puffer_tui.engine.protocol import RunState, palette_from_wire
+from puffer_tui.engine.shared.protocol import RunState, palette_from_wire
 
 REFRESH_S = 1 / 15  # frames arrive at up to ~15 Hz: draw no more often than that
 

@@ -7,8 +7,8 @@ import json
 import os
 import time
 
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
 
 START = 1_790_000_000  # the first engine start, unix time (whole seconds, as events.log has)
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import time
 
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.protocol import LIVE_STATES
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.protocol import LIVE_STATES
 
 # Small and quick on 2 shared cores: 64 envs, 4096-step epochs, one torch thread.
 TINY = {

@@ -12,8 +12,8 @@ from pathlib import Path
 
 from engine_harness import kill_engine, wait_until
 
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.protocol import LIVE_STATES
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.protocol import LIVE_STATES
 
 CLI = [sys.executable, "-m", "puffer_tui.app.cli"]
 PATCHES = Path(__file__).parent / "engine_patches"

@@ -9,8 +9,8 @@ import sys
 import time
 from pathlib import Path
 
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.sweep import settings as st
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared import sweep_settings as st
 
 # bandit learns in a few epochs; 3 epochs of 4096 steps, a narrow policy, no checkpoints
 TINY = ["--train.total-timesteps", "12288", "--vec.num-envs", "64",

@@ -6,7 +6,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from puffer_tui.engine.advantage import (
+from puffer_tui.engine.algo.advantage import (
     advantage_reference,
     advantage_torch,
     compute_advantage,

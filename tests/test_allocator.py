@@ -1,4 +1,4 @@
-"""The trainer keeps freed tensor memory for the next minibatch (engine/allocator.py): after
+"""The trainer keeps freed tensor memory for the next minibatch (engine/algo/allocator.py): after
 warm-up an update page-faults next to nothing, where glibc's defaults faulted in and zeroed
 each minibatch's tensors anew (9k-39k faults per update of squared on the dev box)."""
 
@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from puffer_tui.engine.allocator import is_glibc
+from puffer_tui.engine.algo.allocator import is_glibc
 
 glibc_only = pytest.mark.skipif(
     not is_glibc(), reason="the thresholds are glibc's (elsewhere the allocator is left as it is)")
@@ -19,8 +19,8 @@ glibc_only = pytest.mark.skipif(
 # learner's updates once the trainer has warmed up.
 FAULTS_PER_UPDATE = textwrap.dedent("""
     import resource
-    from puffer_tui.engine.config import load_config
-    from puffer_tui.engine.trainer import Trainer
+    from puffer_tui.engine.shared.config import load_config
+    from puffer_tui.engine.algo.trainer import Trainer
 
     config = load_config("squared", {"vec.num_envs": 256, "train.horizon": 32,
                                      "train.minibatch_size": 2048,
@@ -56,7 +56,7 @@ def test_updates_after_warm_up_reuse_freed_memory():
 
 @glibc_only
 def test_the_thresholds_apply_once_and_say_so():
-    from puffer_tui.engine import allocator
+    from puffer_tui.engine.algo import allocator
 
     assert allocator.keep_freed_memory() is True
     assert allocator.keep_freed_memory() is True  # idempotent

@@ -14,8 +14,8 @@ from test_app_snapshots import screen_text
 
 from puffer_tui.app.widgets.field_input import FieldInput, FieldValidator
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.screens.hyperparameters import HyperparameterScreen
 from puffer_tui.screens.launcher import LauncherScreen
 
@@ -47,7 +47,7 @@ async def test_editor_columns_line_up_and_fixed_fields_say_how_to_change_them():
 
 
 def test_the_readme_says_when_values_apply_in_the_engines_words():
-    from puffer_tui.engine.trainer import _APPLIES, _APPLIES_DEFAULT
+    from puffer_tui.engine.algo.trainer import _APPLIES, _APPLIES_DEFAULT
 
     readme = " ".join(README.read_text().split())
     assert f"live fields apply {_APPLIES_DEFAULT}" in readme

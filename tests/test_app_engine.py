@@ -18,8 +18,8 @@ from puffer_tui.app.app import PufferApp
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.engine_launcher import launch_engine
 from puffer_tui.app.widgets.cpu_panel import CpuPanel
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.screens.crash import CrashScreen
 from puffer_tui.screens.dashboard import DashboardScreen
 from puffer_tui.screens.hyperparameters import HyperparameterScreen
@@ -208,7 +208,7 @@ CRASH_HOOK = '''
 import os
 from pathlib import Path
 marker = Path(os.environ["PUFFER_TUI_TEST_CRASH_MARKER"])
-from puffer_tui.engine import trainer as _trainer
+from puffer_tui.engine.algo import trainer as _trainer
 _run_epoch = _trainer.Trainer.run_epoch
 def run_epoch(self):
     if self.epoch >= 3 and not marker.exists():

@@ -13,8 +13,8 @@ from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.env_render import EnvRender
 from puffer_tui.app.widgets.episode_stats import EpisodeStats
 from puffer_tui.app.widgets.recording_replay import LatestRecording, load_replay
-from puffer_tui.engine.protocol import FrameKind
-from puffer_tui.engine.recording import periodic_recording_path, record_episodes
+from puffer_tui.engine.evaluation.recording import periodic_recording_path, record_episodes
+from puffer_tui.engine.shared.protocol import FrameKind
 from puffer_tui.screens.dashboard import DashboardScreen
 
 SQUARED = {0: ("·", "grey39"), 1: ("@", "bold bright_cyan"), 2: ("◆", "bold yellow")}

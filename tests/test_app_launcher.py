@@ -9,8 +9,8 @@ from test_app_engine import shut_down, until
 
 from puffer_tui.app.app import PufferApp
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.screens.dashboard import DashboardScreen
 from puffer_tui.screens.launcher import LauncherScreen
 
@@ -101,8 +101,10 @@ async def test_moving_through_every_env_and_starting_a_non_default_one(tmp_path)
                             f"the preset of {name}")
             assert app.return_code is None, "the app crashed while switching envs"
             await pilot.press("up")  # back to one that trains quickly on 64 envs
-            await until(pilot, lambda: app.screen.query_one(OverrideForm).env_name
-                        == ENV_NAMES[-2], "the previous preset")
+            # the form is rebuilt for the new env: absent for a moment, not an error
+            await until(pilot, lambda: len(app.screen.query(OverrideForm)) == 1
+                        and app.screen.query_one(OverrideForm).env_name == ENV_NAMES[-2],
+                        "the previous preset")
             name = ENV_NAMES[-2]
             for key, value in TINY.items():
                 set_field(app, key, value)
@@ -164,7 +166,7 @@ async def test_launcher_refuses_an_impossible_start_or_resume_before_writing_any
 async def test_a_typed_spec_completes_is_remembered_and_starts(tmp_path):
     """The spec field completes Gymnasium ids, refuses a bad spec where it was typed, and a
     good one gets its preset form, a place in the env list (and next time too) and trains."""
-    from puffer_tui.engine.recent_specs import recent
+    from puffer_tui.app.services.recent_specs import recent
 
     app = LauncherApp(tmp_path)
     opened = []
@@ -204,7 +206,7 @@ async def test_a_typed_spec_completes_is_remembered_and_starts(tmp_path):
 
 
 async def test_the_launcher_lists_sweeps_and_enter_opens_the_sweep_view(tmp_path):
-    from puffer_tui.engine.sweep import settings as st
+    from puffer_tui.engine.shared import sweep_settings as st
     from puffer_tui.screens.sweep import SweepScreen
 
     sweep = st.sweep_dir("night", tmp_path)

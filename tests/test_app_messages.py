@@ -14,7 +14,7 @@ from test_app_keys import OfflineApp
 from puffer_tui.app import link_messages as lm
 from puffer_tui.app.engine_client import EngineClient
 from puffer_tui.app.widgets.run_header import RunHeader
-from puffer_tui.engine.protocol import MessageType
+from puffer_tui.engine.shared.protocol import MessageType
 
 
 def test_newer_telemetry_of_the_same_epoch_supersedes_older_but_never_across_epochs():

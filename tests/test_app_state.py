@@ -16,7 +16,7 @@ from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.event_log import EventLog
 from puffer_tui.app.widgets.run_header import RunHeader
 from puffer_tui.app.widgets.sps_history import SpsHistory
-from puffer_tui.engine.events import EventLog as EngineEventLog
+from puffer_tui.engine.shared.events import EventLog as EngineEventLog
 from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.dashboard import DashboardScreen
 

@@ -10,7 +10,7 @@ from app_fakes import HELLO, filled_store, frame, telemetry
 from puffer_tui.app.telemetry_store import TelemetryStore, downsample, downsample_xy
 from puffer_tui.app.widgets.env_render import frame_text
 from puffer_tui.app.widgets.format import bar, duration, human, metric
-from puffer_tui.engine.protocol import LOSS_KEYS, spec_from_wire
+from puffer_tui.engine.shared.protocol import LOSS_KEYS, spec_from_wire
 from puffer_tui.screens.crash import last_error_text
 from puffer_tui.screens.hyperparameters import current_values
 

@@ -64,8 +64,8 @@ def test_options_reach_the_preprocessing_and_gymnasium_make():
 
 
 def test_the_preset_is_a_valid_config_with_the_cnn():
-    from puffer_tui.engine.config import load_config
-    from puffer_tui.engine.sweep.preset import preset_overrides, read_preset
+    from puffer_tui.engine.shared.config import load_config
+    from puffer_tui.engine.shared.presets import preset_overrides, read_preset
 
     config = load_config("cartpole", preset_overrides(read_preset(PRESET), "cartpole", PRESET))
     assert config.train.policy == "cnn" and config.train.reward_clamp == 1.0

@@ -1,4 +1,4 @@
-"""engine/atomic_write.py: whole or nothing, fsynced before the rename, no temps left."""
+"""engine/shared/atomic_write.py: whole or nothing, fsynced before the rename, no temps left."""
 
 import errno
 import os
@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from puffer_tui.engine import atomic_write as aw
+from puffer_tui.engine.shared import atomic_write as aw
 
 
 def test_write_atomic_replaces_the_file_with_mode_0600_and_leaves_no_temp(tmp_path):

@@ -25,7 +25,7 @@ from puffer_tui.benchmarks.autotune_run import (
 
 
 def autotune(*argv, timeout=120):
-    return subprocess.run([sys.executable, "-m", "puffer_tui.app.commands.autotune", *argv],
+    return subprocess.run([sys.executable, "-m", "puffer_tui.app.cli", "autotune", *argv],
                           capture_output=True, text=True, timeout=timeout)
 
 
@@ -155,8 +155,8 @@ def _load_with_train_preset(env, preset, runs):
     """The config `puffer-tui train ENV --preset FILE` writes for its run (no engine started)."""
     from puffer_tui.app.cli import build_parser
     from puffer_tui.app.commands.train import prepare_run
-    from puffer_tui.engine import config as cfg
-    from puffer_tui.engine import run_dir as rd
+    from puffer_tui.engine.shared import config as cfg
+    from puffer_tui.engine.shared import run_dir as rd
 
     args = build_parser().parse_args(["train", env, "--preset", str(preset), "--headless",
                                       "--runs-dir", str(runs)])

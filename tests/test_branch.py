@@ -9,13 +9,13 @@ from engine_harness import make_run
 
 from puffer_tui.app.cli import build_parser, main
 from puffer_tui.app.commands.train import prepare_run
-from puffer_tui.engine import checkpoint as ckpt
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.branch import plan_branch, seed_state
-from puffer_tui.engine.metrics import read_metrics
-from puffer_tui.engine.process import main as engine_main
-from puffer_tui.engine.trainer import Trainer
+from puffer_tui.engine.algo.trainer import Trainer
+from puffer_tui.engine.runtime.metrics import read_metrics
+from puffer_tui.engine.runtime.process import main as engine_main
+from puffer_tui.engine.shared import checkpoint as ckpt
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.startup.branch import plan_branch, seed_state
 
 EPOCH = 64 * 16  # agent steps per epoch of engine_harness.TINY
 

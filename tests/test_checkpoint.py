@@ -5,7 +5,7 @@ import os
 import pytest
 import torch
 
-from puffer_tui.engine import checkpoint as ckpt
+from puffer_tui.engine.shared import checkpoint as ckpt
 
 
 def state(step, epoch=None):
@@ -187,8 +187,8 @@ def test_temp_files_of_killed_writes_are_removed_by_the_next_save(tmp_path):
 
 
 def test_load_policy_refuses_a_damaged_checkpoint_too(tmp_path):
-    from puffer_tui.engine.config import load_config
-    from puffer_tui.engine.policy import load_policy, make_policy
+    from puffer_tui.engine.algo.policy import load_policy, make_policy
+    from puffer_tui.engine.shared.config import load_config
     from puffer_tui.envs import env_class
 
     config = load_config("squared", {"train.hidden_size": 8})

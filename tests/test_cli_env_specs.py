@@ -8,8 +8,8 @@ import textwrap
 import pytest
 
 from puffer_tui.app.cli import main
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.envs import env_class
 from puffer_tui.envs.env_spec import run_label
 

@@ -12,9 +12,9 @@ import time
 import pytest
 
 from puffer_tui.app.cli import main
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine.checkpoint import save_checkpoint
-from puffer_tui.engine.trainer import Trainer
+from puffer_tui.engine.algo.trainer import Trainer
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared.checkpoint import save_checkpoint
 
 CLI = [sys.executable, "-m", "puffer_tui.app.cli"]
 

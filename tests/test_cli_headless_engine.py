@@ -10,8 +10,8 @@ import threading
 import time
 from pathlib import Path
 
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.checkpoint import list_checkpoints
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.checkpoint import list_checkpoints
 
 PATCHES = Path(__file__).parent / "engine_patches"
 TINY = ["--vec.num-envs", "64", "--train.horizon", "16", "--train.minibatch-size", "256",

@@ -4,7 +4,7 @@ import os
 import subprocess
 import sys
 
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import run_dir as rd
 
 
 def cli_at_80_columns(*args, columns=80):

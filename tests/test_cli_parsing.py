@@ -6,7 +6,7 @@ import pytest
 
 from puffer_tui.app import headless_run
 from puffer_tui.app.cli import main
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import run_dir as rd
 
 
 @pytest.fixture

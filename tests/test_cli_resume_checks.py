@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from puffer_tui.app.cli import main
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.checkpoint import list_checkpoints
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.checkpoint import list_checkpoints
 
 TINY = ["--vec.num-envs", "64", "--train.horizon", "16", "--train.minibatch-size", "256",
         "--train.hidden-size", "32", "--train.torch-threads", "1"]

@@ -13,8 +13,8 @@ from engine_harness import kill_engine, make_run, wait_until
 from serve_probe import free_port, http_get, serving
 
 from puffer_tui.app.commands import serve
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.protocol import RunState
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.protocol import RunState
 
 pytest.importorskip("textual_serve", reason="the web extra (textual-serve) is not installed")
 

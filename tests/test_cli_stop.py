@@ -22,8 +22,8 @@ from stop_harness import (
 from puffer_tui.app import headless_run
 from puffer_tui.app.cli import main
 from puffer_tui.app.engine_launcher import launch_engine
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.checkpoint import list_checkpoints
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.checkpoint import list_checkpoints
 
 
 def stop(runs, *argv, env=None):

@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from puffer_tui.app.cli import main
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.checkpoint import list_checkpoints
-from puffer_tui.engine.metrics import read_metrics
+from puffer_tui.engine.runtime.metrics import read_metrics
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.checkpoint import list_checkpoints
 
 CLI = [sys.executable, "-m", "puffer_tui.app.cli"]
 TINY_FLAGS = ["--vec.num-envs", "64", "--train.horizon", "16", "--train.minibatch-size", "256",
@@ -108,7 +108,7 @@ def test_help_lists_every_field_with_default(capsys):
         main(["train", "--help"])
     assert exit_.value.code == 0
     text = capsys.readouterr().out
-    from puffer_tui.engine.config import schema
+    from puffer_tui.engine.shared.config import schema
 
     for spec in schema():
         assert spec.flag in text

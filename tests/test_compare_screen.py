@@ -15,7 +15,7 @@ from test_app_engine import until
 
 from puffer_tui.app.app import PufferApp
 from puffer_tui.app.widgets.compare_plot import ComparePlot
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.screens import compare as compare_screen
 from puffer_tui.screens.compare import CompareScreen
 from puffer_tui.screens.launcher import LauncherScreen

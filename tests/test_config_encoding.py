@@ -2,7 +2,7 @@
 changed (it was a UnicodeDecodeError traceback, exit 1)."""
 
 from puffer_tui.app.cli import main
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import run_dir as rd
 
 LATIN1 = b'env_name = "squared"\n# caf\xe9 (Latin-1, not UTF-8)\n[train]\ntotal_timesteps = 5000\n'
 

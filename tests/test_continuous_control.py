@@ -12,11 +12,11 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from puffer_tui.engine.config import ConfigError, load_config
-from puffer_tui.engine.distributions import LOG_STD_MAX, LOG_STD_MIN, ActionHead
-from puffer_tui.engine.policy import make_policy
-from puffer_tui.engine.trainer import Trainer
-from puffer_tui.envs.gym_presets.family import preset_label
+from puffer_tui.engine.algo.distributions import LOG_STD_MAX, LOG_STD_MIN, ActionHead
+from puffer_tui.engine.algo.policy import make_policy
+from puffer_tui.engine.algo.trainer import Trainer
+from puffer_tui.engine.shared.config import ConfigError, load_config
+from puffer_tui.envs.registry import preset_label
 
 BOX = spaces.Box(-1.0, 1.0, (2,), np.float32)
 
@@ -183,7 +183,7 @@ def test_stop_at_score_finishes_the_run_once_the_recent_mean_reaches_it():
 
 @pytest.mark.parametrize("refresh, calls", [(True, 8), (False, 1)])
 def test_advantages_are_computed_once_a_batch_unless_refreshed(monkeypatch, refresh, calls):
-    from puffer_tui.engine import learner
+    from puffer_tui.engine.algo import learner
 
     seen = []
     real = learner.compute_advantage

@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from puffer_tui.app.engine_client import EngineClient, EngineCommandError
-from puffer_tui.engine.commands import CommandQueue
-from puffer_tui.engine.config import apply, load_config, spec_for
-from puffer_tui.engine.control_server import MAX_MESSAGE, ControlServer
-from puffer_tui.engine.engine_state import EngineState
-from puffer_tui.engine.frame_source import FrameSource
-from puffer_tui.engine.protocol import RunState
+from puffer_tui.engine.runtime.commands import CommandQueue
+from puffer_tui.engine.runtime.control_server import MAX_MESSAGE, ControlServer
+from puffer_tui.engine.runtime.engine_state import EngineState
+from puffer_tui.engine.runtime.frame_source import FrameSource
+from puffer_tui.engine.shared.config import apply, load_config, spec_for
+from puffer_tui.engine.shared.protocol import RunState
 
 
 class StandInTrainer:
@@ -94,7 +94,7 @@ def server(tmp_path):
     srv.trainer, srv.train_thread = trainer, thread
     yield srv
     if not state.stop_requested:
-        commands.put(__import__("puffer_tui.engine.commands", fromlist=["Command"]).Command("stop"))
+        commands.put(__import__("puffer_tui.engine.runtime.commands", fromlist=["Command"]).Command("stop"))
     thread.join(5)
     srv.stop()
 
@@ -314,7 +314,7 @@ def test_deeply_nested_json_gets_a_clean_error(client):
 
 
 def test_clients_beyond_the_cap_are_refused_and_the_others_served(server):
-    from puffer_tui.engine.control_server import MAX_CLIENTS
+    from puffer_tui.engine.runtime.control_server import MAX_CLIENTS
 
     socks = [raw_socket(server) for _ in range(MAX_CLIENTS)]
     try:
@@ -351,7 +351,7 @@ def wait_for_slot(server, timeout=5.0):
 
 
 def test_a_client_that_never_reads_is_dropped_once_its_queue_is_full(server, monkeypatch):
-    from puffer_tui.engine import control_server
+    from puffer_tui.engine.runtime import control_server
 
     monkeypatch.setattr(control_server, "CLIENT_BACKLOG_LIMIT", 256 << 10)
     sock = raw_socket(server)

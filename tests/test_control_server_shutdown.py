@@ -6,10 +6,10 @@ an engine that is going away."""
 import threading
 
 from puffer_tui.app.engine_client import EngineClient, EngineDisconnected
-from puffer_tui.engine.commands import CommandQueue
-from puffer_tui.engine.control_server import ControlServer
-from puffer_tui.engine.engine_state import EngineState
-from puffer_tui.engine.frame_source import FrameSource
+from puffer_tui.engine.runtime.commands import CommandQueue
+from puffer_tui.engine.runtime.control_server import ControlServer
+from puffer_tui.engine.runtime.engine_state import EngineState
+from puffer_tui.engine.runtime.frame_source import FrameSource
 
 HANG = 5.0  # seconds a client may wait for the end of its connection before it counts as hung
 

@@ -4,8 +4,8 @@ import os
 
 import pytest
 
-from puffer_tui.engine import cpu_load, trainer
-from puffer_tui.engine.config import load_config
+from puffer_tui.engine.algo import cpu_load, trainer
+from puffer_tui.engine.shared.config import load_config
 from puffer_tui.engine.vec import sizing
 
 
@@ -39,7 +39,7 @@ def test_auto_threads_counts_the_cores_this_process_may_use(monkeypatch):
 def test_the_learner_takes_the_idle_workers_cores_and_collection_gets_them_back(monkeypatch):
     import torch
 
-    from puffer_tui.engine import trainer_setup
+    from puffer_tui.engine.algo import trainer_setup
 
     monkeypatch.setattr(trainer_setup, "available_cores", lambda: 3)
     monkeypatch.setattr(cpu_load, "busy_cores_of_others", lambda: 0.0)

@@ -1,4 +1,4 @@
-"""Multi-process learners (torchrun + DDP, engine/distributed.py) on one machine, 2 CPU ranks.
+"""Multi-process learners (torchrun + DDP, engine/algo/distributed.py) on one machine, 2 CPU ranks.
 
 The engine is started the way the app and the CLI start it (app/engine_launcher.py: torchrun
 when train.nproc > 1). tests/ddp_patches (a sitecustomize on the ranks' PYTHONPATH) makes
@@ -19,9 +19,9 @@ from engine_harness import first_push, make_run, wait_until
 
 from puffer_tui.app.engine_client import EngineClient
 from puffer_tui.app.engine_launcher import launch_engine
-from puffer_tui.engine import checkpoint as ckpt
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.distributed import World, combine_episode_stats
+from puffer_tui.engine.algo.distributed import World, combine_episode_stats
+from puffer_tui.engine.shared import checkpoint as ckpt
+from puffer_tui.engine.shared import run_dir as rd
 
 PATCHES = Path(__file__).parent / "ddp_patches"
 TWO_RANKS = {"train.nproc": 2, "vec.num_envs": 32}  # 2 x 32 envs x horizon 16 = 1024 a epoch

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from puffer_tui.benchmarks.time_to_solve import SOLVED
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import run_dir as rd
 
 pytestmark = pytest.mark.learning
 

@@ -16,8 +16,8 @@ from engine_harness import first_push, kill_engine, make_run
 from puffer_tui.app.compare_data import read_diagnoses
 from puffer_tui.app.engine_client import EngineClient
 from puffer_tui.app.engine_launcher import launch_engine
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.metrics import grouped, read_metrics
+from puffer_tui.engine.runtime.metrics import grouped, read_metrics
+from puffer_tui.engine.shared import run_dir as rd
 
 TINY = ["--vec.num-envs", "64", "--train.horizon", "16", "--train.minibatch-size", "256",
         "--train.hidden-size", "32", "--train.torch-threads", "1"]

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from puffer_tui.engine.diagnosis import RULES
-from puffer_tui.engine.diagnosis_state import Diagnoser, event_text, suggestion_text
-from puffer_tui.engine.protocol import DIAGNOSIS_RULES
+from puffer_tui.engine.diagnosis.rules import RULES
+from puffer_tui.engine.diagnosis.state import Diagnoser, event_text, suggestion_text
+from puffer_tui.engine.shared.protocol import DIAGNOSIS_RULES
 
 FIXTURES = Path(__file__).parent / "fixtures" / "diagnosis"
 HEALTHY = ("healthy_squared", "healthy_cartpole", "healthy_password", "healthy_gym-CartPole-v1")

@@ -1,4 +1,4 @@
-"""Observation encoders (engine/encoders.py): the CNN for images, one encoder per leaf for
+"""Observation encoders (engine/algo/encoders.py): the CNN for images, one encoder per leaf for
 Dict/Tuple observations, dropped subspaces, the choice by train.policy, checkpoints."""
 
 import dataclasses
@@ -11,15 +11,15 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
-from puffer_tui.engine.config import TrainConfig
-from puffer_tui.engine.encoders import (
+from puffer_tui.engine.algo.encoders import (
     ImageEncoder,
     LeafEncoders,
     ObservationEncoder,
     check_encoder_choice,
     image_layout,
 )
-from puffer_tui.engine.policy import make_policy
+from puffer_tui.engine.algo.policy import make_policy
+from puffer_tui.engine.shared.config import TrainConfig
 from puffer_tui.envs import gym_spaces
 from puffer_tui.envs.gym_spaces import ObservationLayout, StructuredBox
 
@@ -190,10 +190,10 @@ def test_vector_policy_keeps_its_state_dict_names():
 
 
 def _train_save_and_load(spec, overrides, tmp_path):
-    from puffer_tui.engine.checkpoint import save_checkpoint
-    from puffer_tui.engine.config import load_config
-    from puffer_tui.engine.policy import load_policy
-    from puffer_tui.engine.trainer import Trainer
+    from puffer_tui.engine.algo.policy import load_policy
+    from puffer_tui.engine.algo.trainer import Trainer
+    from puffer_tui.engine.shared.checkpoint import save_checkpoint
+    from puffer_tui.engine.shared.config import load_config
 
     base = {"train.torch_threads": 1, "vec.backend": "serial", "vec.num_envs": 2,
             "train.horizon": 4, "train.minibatch_size": 8, "train.hidden_size": 16,

@@ -17,8 +17,8 @@ from engine_harness import first_push, kill_engine, make_run, process_cpu_second
 
 from puffer_tui.app.engine_client import EngineClient, EngineCommandError
 from puffer_tui.app.engine_launcher import EngineStartError, launch_engine
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.checkpoint import list_checkpoints
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.checkpoint import list_checkpoints
 
 
 @pytest.fixture(scope="module")

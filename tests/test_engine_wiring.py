@@ -7,12 +7,12 @@ import os
 
 import numpy as np
 
-from puffer_tui.engine.commands import Command, CommandQueue
-from puffer_tui.engine.config import load_config
-from puffer_tui.engine.engine_state import EngineState
-from puffer_tui.engine.frame_source import FrameSource
-from puffer_tui.engine.protocol import RunState
-from puffer_tui.engine.telemetry import Telemetry
+from puffer_tui.engine.runtime.commands import Command, CommandQueue
+from puffer_tui.engine.runtime.engine_state import EngineState
+from puffer_tui.engine.runtime.frame_source import FrameSource
+from puffer_tui.engine.runtime.telemetry import Telemetry
+from puffer_tui.engine.shared.config import load_config
+from puffer_tui.engine.shared.protocol import RunState
 
 
 def test_state_pause_resume_and_stop_follow_the_rules():

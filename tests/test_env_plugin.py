@@ -10,8 +10,8 @@ from importlib.metadata import EntryPoint
 import pytest
 
 from puffer_tui.app.cli import main
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.envs import env_class, env_names, env_plugins, registry
 
 

@@ -7,8 +7,8 @@ import textwrap
 
 import pytest
 
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine.memory_estimate import estimate
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.startup.memory_estimate import estimate
 from puffer_tui.envs import creator, env_class, env_spec, is_python_env, make
 
 
@@ -172,7 +172,7 @@ def test_gym_spec_layout_matches_the_built_vecenv():
 def test_gym_presets_by_id_then_namespace_then_family():
     import pytest
 
-    from puffer_tui.engine.config import load_config
+    from puffer_tui.engine.shared.config import load_config
 
     pytest.importorskip("minigrid", reason="pip install 'puffer-tui[minigrid]'")
     assert load_config("gym:MiniGrid-Empty-8x8-v0").train.ent_coef == 0.01  # MiniGrid.toml

@@ -9,9 +9,9 @@ import pytest
 from test_render_window import read_png
 
 from puffer_tui.app.render_window import tile_rgb
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine.checkpoint import save_checkpoint
-from puffer_tui.engine.trainer import Trainer
+from puffer_tui.engine.algo.trainer import Trainer
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared.checkpoint import save_checkpoint
 from puffer_tui.envs.squared import Squared
 
 CLI = [sys.executable, "-m", "puffer_tui.app.cli"]

@@ -14,11 +14,11 @@ import pytest
 import torch
 from engine_harness import TINY, kill_engine, make_run, wait_until
 
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.checkpoint import list_checkpoints
-from puffer_tui.engine.config import load_config
-from puffer_tui.engine.metrics import flatten, read_metrics
-from puffer_tui.engine.trainer import Trainer
+from puffer_tui.engine.algo.trainer import Trainer
+from puffer_tui.engine.runtime.metrics import flatten, read_metrics
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.checkpoint import list_checkpoints
+from puffer_tui.engine.shared.config import load_config
 from puffer_tui.engine.vec import make
 from puffer_tui.envs import creator, from_gymnasium
 

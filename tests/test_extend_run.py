@@ -9,10 +9,10 @@ from engine_harness import make_run
 
 from puffer_tui.app.cli import build_parser, main
 from puffer_tui.app.commands.train import prepare_run
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.metrics import read_metrics
-from puffer_tui.engine.process import main as engine_main
+from puffer_tui.engine.runtime.metrics import read_metrics
+from puffer_tui.engine.runtime.process import main as engine_main
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
 
 EPOCH = 64 * 16  # agent steps per epoch of engine_harness.TINY
 
@@ -75,9 +75,9 @@ def test_a_finished_run_trains_on_to_a_raised_budget(tmp_path, capsys):
 
 
 def test_a_budget_raised_live_is_the_one_a_resume_checks(tmp_path, capsys):
-    from puffer_tui.app.commands.train import plan_resume
-    from puffer_tui.engine import checkpoint as ckpt
-    from puffer_tui.engine.trainer import Trainer
+    from puffer_tui.app.services.run_service import plan_resume
+    from puffer_tui.engine.algo.trainer import Trainer
+    from puffer_tui.engine.shared import checkpoint as ckpt
 
     run = make_run(tmp_path, **{"train.total_timesteps": EPOCH})
     with Trainer(cfg.load(run / rd.CONFIG_FILE)) as trainer:

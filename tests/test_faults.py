@@ -18,8 +18,8 @@ import pytest
 from engine_harness import first_push, kill_engine, make_run, wait_until
 
 from puffer_tui.app.engine_client import EngineClient
-from puffer_tui.engine import checkpoint as ckpt
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import checkpoint as ckpt
+from puffer_tui.engine.shared import run_dir as rd
 
 PATCHES = Path(__file__).parent / "fault_patches"
 STEPS_PER_EPOCH = 64 * 16  # engine_harness.TINY: 64 envs, horizon 16
@@ -371,8 +371,8 @@ def test_a_hung_env_is_reported_with_the_workers_stack(tmp_path):
 
 
 def test_the_hung_worker_timeout_is_a_config_field_with_a_short_default():
-    from puffer_tui.engine.config import load_config
-    from puffer_tui.engine.trainer import make_vecenv
+    from puffer_tui.engine.algo.trainer import make_vecenv
+    from puffer_tui.engine.shared.config import load_config
 
     assert load_config("squared").vec.worker_timeout == 15.0
     config = load_config("squared", {"vec.num_envs": 4, "vec.backend": "multiprocessing",

@@ -8,8 +8,8 @@ from engine_harness import make_run
 from test_faults import RECVS_PER_EPOCH, STEPS_PER_EPOCH, cleanup, events, start_engine  # noqa: F401
 
 from puffer_tui.app.cli import main
-from puffer_tui.engine import checkpoint as ckpt
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import checkpoint as ckpt
+from puffer_tui.engine.shared import run_dir as rd
 
 
 def test_a_killed_env_worker_leaves_a_checkpoint_of_the_last_epoch_and_resume_goes_on(

@@ -3,8 +3,8 @@ and word a refusal the same way (engine/native/settings.py `check_allowed`)."""
 
 import pytest
 
-from puffer_tui.engine import config as cfg
 from puffer_tui.engine.native.settings import Setting, check_allowed
+from puffer_tui.engine.shared import config as cfg
 from puffer_tui.envs import ENV_NAMES, env_class
 
 

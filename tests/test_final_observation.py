@@ -8,13 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from puffer_tui.engine.advantage import (
+from puffer_tui.engine.algo.advantage import (
     advantage_reference,
     advantage_torch,
     compute_advantage,
 )
-from puffer_tui.engine.config import load_config
-from puffer_tui.engine.trainer import Trainer
+from puffer_tui.engine.algo.trainer import Trainer
+from puffer_tui.engine.shared.config import load_config
 from puffer_tui.envs import creator, from_gymnasium
 
 # (env, the setting that truncates, extra settings): one agent row per truncation source.

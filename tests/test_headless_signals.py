@@ -22,8 +22,8 @@ from stop_harness import (
     wait_training,
 )
 
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.checkpoint import list_checkpoints
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.checkpoint import list_checkpoints
 
 
 def assert_stopped_with_checkpoint(run, signal_name: str) -> str:

@@ -1,4 +1,4 @@
-"""engine/health.py: the per-epoch NaN/inf checks name their source; a full disk is known
+"""engine/shared/health.py: the per-epoch NaN/inf checks name their source; a full disk is known
 however torch wraps it."""
 
 import errno
@@ -6,7 +6,7 @@ import errno
 import pytest
 import torch
 
-from puffer_tui.engine import health
+from puffer_tui.engine.shared import health
 
 
 def batch(segments=80, horizon=8, obs_dtype=torch.float32):
@@ -81,10 +81,10 @@ def test_disk_full_is_recognised_through_wrappers():
 
 def test_trainer_stops_at_a_nan_loss_and_its_state_cannot_be_checkpointed(tmp_path,
                                                                            monkeypatch):
-    from puffer_tui.engine import checkpoint as ckpt
-    from puffer_tui.engine import learner
-    from puffer_tui.engine.config import load_config
-    from puffer_tui.engine.trainer import Trainer
+    from puffer_tui.engine.algo import learner
+    from puffer_tui.engine.algo.trainer import Trainer
+    from puffer_tui.engine.shared import checkpoint as ckpt
+    from puffer_tui.engine.shared.config import load_config
 
     real = learner.ppo_loss
 

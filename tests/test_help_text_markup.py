@@ -27,7 +27,7 @@ async def test_an_error_with_brackets_shows_them_in_its_notification(tmp_path, m
     from textual.content import Content
 
     import puffer_tui.screens.launcher as launcher
-    from puffer_tui.engine.config import ConfigError
+    from puffer_tui.engine.shared.config import ConfigError
 
     def refuse(*args, **kwargs):
         raise ConfigError('the ray vec backend needs Ray: pip install "puffer-tui[ray]"')

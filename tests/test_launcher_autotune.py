@@ -4,7 +4,7 @@ and the best layout typed into the preset form's [vec] fields."""
 from textual.app import App
 
 from puffer_tui.app.widgets.override_form import OverrideForm
-from puffer_tui.engine.config import load_config, schema
+from puffer_tui.engine.shared.config import load_config, schema
 from puffer_tui.screens.launcher_autotune import (
     AutotuneError,
     autotune_argv,

@@ -9,10 +9,10 @@ from test_app_engine import until
 
 from puffer_tui.app.app import PufferApp
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
-from puffer_tui.engine import checkpoint as ckpt
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.process import main as engine_main
+from puffer_tui.engine.runtime.process import main as engine_main
+from puffer_tui.engine.shared import checkpoint as ckpt
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.screens.launcher import LauncherScreen
 
 EPOCH = 64 * 16  # agent steps per epoch of engine_harness.TINY

@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from puffer_tui.engine.advantage import advantage_torch, compute_advantage
-from puffer_tui.engine.rollout import RolloutBuffer
+from puffer_tui.engine.algo.advantage import advantage_torch, compute_advantage
+from puffer_tui.engine.algo.rollout import RolloutBuffer
 
 
 class _CountOps(TorchDispatchMode):
@@ -135,9 +135,9 @@ def test_device_storage_is_handed_over_without_a_copy():
 def test_the_trainer_collects_the_same_batch_into_device_storage():
     """The trainer's CUDA collection path (the policy's tensors and the observations handed
     to the buffer as tensors) run on CPU: the batch equals the host storage's."""
-    from puffer_tui.engine.config import load_config
-    from puffer_tui.engine.episode_log import EpisodeLog
-    from puffer_tui.engine.trainer import Trainer
+    from puffer_tui.engine.algo.episode_log import EpisodeLog
+    from puffer_tui.engine.algo.trainer import Trainer
+    from puffer_tui.engine.shared.config import load_config
 
     overrides = {"vec.num_envs": 8, "train.horizon": 8, "train.minibatch_size": 16,
                  "train.hidden_size": 16, "train.torch_threads": 1, "train.policy": "lstm"}

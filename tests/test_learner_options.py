@@ -10,11 +10,11 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from puffer_tui.engine import checkpoint as ckpt
-from puffer_tui.engine.config import load_config
-from puffer_tui.engine.optimizers import MuonWithAdam, make_optimizer, muon_parameter_names
-from puffer_tui.engine.protocol import LOSSES
-from puffer_tui.engine.trainer import Trainer
+from puffer_tui.engine.algo.optimizers import MuonWithAdam, make_optimizer, muon_parameter_names
+from puffer_tui.engine.algo.trainer import Trainer
+from puffer_tui.engine.shared import checkpoint as ckpt
+from puffer_tui.engine.shared.config import load_config
+from puffer_tui.engine.shared.protocol import LOSSES
 
 SMALL = {"vec.num_envs": 8, "train.horizon": 8, "train.minibatch_size": 16,
          "train.hidden_size": 16, "train.total_timesteps": 100_000, "train.torch_threads": 1}
@@ -115,7 +115,7 @@ def test_bfloat16_autocasts_the_training_forward_and_trains_finite():
                                              ("fpu avx512f avx512bw", "float32")])
 def test_auto_precision_is_bfloat16_only_on_cpus_that_multiply_it_natively(
         monkeypatch, tmp_path, flags, expected):
-    from puffer_tui.engine import trainer_setup
+    from puffer_tui.engine.algo import trainer_setup
 
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text(f"processor\t: 0\nflags\t\t: {flags}\n")
@@ -135,7 +135,7 @@ def test_auto_precision_on_cuda_asks_the_device_itself_for_native_bfloat16(
     is_bf16_supported() counts emulation, so the device's own capability decides."""
     from types import SimpleNamespace
 
-    from puffer_tui.engine import trainer_setup
+    from puffer_tui.engine.algo import trainer_setup
 
     asked = []
     monkeypatch.setattr(torch.cuda, "get_device_properties",
@@ -146,9 +146,9 @@ def test_auto_precision_on_cuda_asks_the_device_itself_for_native_bfloat16(
 
 
 def test_a_trainer_with_auto_precision_runs_what_it_resolved_and_says_so(monkeypatch):
-    from puffer_tui.engine import trainer_setup
-    from puffer_tui.engine.engine_state import EngineState
-    from puffer_tui.engine.telemetry import Telemetry
+    from puffer_tui.engine.algo import trainer_setup
+    from puffer_tui.engine.runtime.engine_state import EngineState
+    from puffer_tui.engine.runtime.telemetry import Telemetry
 
     for native, precision in ((True, "bfloat16"), (False, "float32")):
         monkeypatch.setattr(trainer_setup, "cpu_has_native_bf16", lambda n=native: n)
@@ -164,7 +164,7 @@ def test_bfloat16_gradients_point_where_float32_ones_do():
     pytest.importorskip("ale_py", reason="ale-py not installed (pip install 'puffer-tui[atari]')")
     from gymnasium import spaces
 
-    from puffer_tui.engine.policy import make_policy
+    from puffer_tui.engine.algo.policy import make_policy
 
     train = load_config("gym:ALE/Pong-v5").train
     torch.manual_seed(0)  # the weights: over seeds 0-5 the worst cosine was 0.986-0.9999
@@ -227,8 +227,8 @@ def test_the_heads_are_one_matrix_product_with_the_heads_own_weights():
 
 
 def test_muon_without_torch_optim_muon_is_a_config_error_naming_the_fix(monkeypatch):
-    from puffer_tui.engine.config import ConfigError
-    from puffer_tui.engine.optimizers import check_available
+    from puffer_tui.engine.algo.optimizers import check_available
+    from puffer_tui.engine.shared.config import ConfigError
 
     train = load_config("squared", {**SMALL, "train.optimizer": "muon"}).train
     monkeypatch.delattr(torch.optim, "Muon")

@@ -1,12 +1,12 @@
 """Learning proof: each sanity env is solved with its preset (envs/NAME/config.toml) within the
 preset's step budget. Marked `learning` (a minute or two on 2 CPU cores; deselect with
 `-m "not learning"`). One torch thread: CI runners are shared, and oversubscribed threads cost
-far more than they bring (see engine/trainer.py auto_threads)."""
+far more than they bring (see engine/algo/trainer.py auto_threads)."""
 
 import pytest
 
 from puffer_tui.benchmarks.time_to_solve import SOLVED, train_until_solved
-from puffer_tui.engine.config import load_config
+from puffer_tui.engine.shared.config import load_config
 
 pytestmark = pytest.mark.learning
 

@@ -5,8 +5,8 @@ actor and critic, clipped Box actions) reaches a mean episode return of -400 wel
 
 import pytest
 
-from puffer_tui.engine.config import load_config
-from puffer_tui.engine.trainer import Trainer
+from puffer_tui.engine.algo.trainer import Trainer
+from puffer_tui.engine.shared.config import load_config
 
 pytestmark = pytest.mark.learning
 

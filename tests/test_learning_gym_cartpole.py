@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.metrics import read_metrics
+from puffer_tui.engine.runtime.metrics import read_metrics
+from puffer_tui.engine.shared import run_dir as rd
 
 pytestmark = pytest.mark.learning
 

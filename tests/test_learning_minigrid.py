@@ -7,7 +7,7 @@ import warnings
 import pytest
 
 from puffer_tui.benchmarks.time_to_solve import train_until_solved
-from puffer_tui.engine.config import load_config
+from puffer_tui.engine.shared.config import load_config
 
 pytestmark = pytest.mark.learning
 pytest.importorskip("minigrid", reason="minigrid not installed (pip install 'puffer-tui[minigrid]')")

@@ -1,4 +1,4 @@
-"""Branched runs listed as a tree: each under the run it started from (engine/lineage.py), in
+"""Branched runs listed as a tree: each under the run it started from (engine/shared/lineage.py), in
 `puffer-tui runs` (with where it branched) and in the launcher's 30-column runs list."""
 
 import json
@@ -7,9 +7,9 @@ from pathlib import Path
 
 from puffer_tui.app.cli import main
 from puffer_tui.app.widgets.runs_list import ENTRY_WIDTH, run_entry, runs_as_tree
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.lineage import describe_parent, tree_order
-from puffer_tui.engine.run_dir import RunInfo
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.lineage import describe_parent, tree_order
+from puffer_tui.engine.shared.run_dir import RunInfo
 
 STEP = "step-000000002048-epoch-00000002.pt"
 

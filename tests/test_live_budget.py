@@ -7,9 +7,9 @@ import io
 import pytest
 import torch
 
-from puffer_tui.engine.config import ConfigError, load_config
-from puffer_tui.engine.schedule import learning_rate, progress
-from puffer_tui.engine.trainer import Trainer
+from puffer_tui.engine.algo.schedule import learning_rate, progress
+from puffer_tui.engine.algo.trainer import Trainer
+from puffer_tui.engine.shared.config import ConfigError, load_config
 
 SMALL = {"vec.num_envs": 8, "train.horizon": 8, "train.minibatch_size": 16,
          "train.hidden_size": 16, "train.torch_threads": 1, "train.learning_rate": 0.01}

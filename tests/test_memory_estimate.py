@@ -1,9 +1,9 @@
-"""engine/memory_estimate.py: sizes that cannot fit are refused with the figures."""
+"""engine/startup/memory_estimate.py: sizes that cannot fit are refused with the figures."""
 
 import pytest
 
-from puffer_tui.engine.config import ConfigError, load_config
-from puffer_tui.engine.memory_estimate import MemoryEstimateError, check_memory, estimate
+from puffer_tui.engine.shared.config import ConfigError, load_config
+from puffer_tui.engine.startup.memory_estimate import MemoryEstimateError, check_memory, estimate
 
 GB = 1 << 30
 

@@ -8,8 +8,8 @@ import types
 
 import pytest
 
-from puffer_tui.engine import metrics
-from puffer_tui.engine.run_dir import METRICS_FILE
+from puffer_tui.engine.runtime import metrics
+from puffer_tui.engine.shared.run_dir import METRICS_FILE
 
 
 def test_rows_are_json_lines_with_non_finite_as_null(tmp_path):

@@ -1,4 +1,4 @@
-"""Observation normalization and reward scaling (engine/normalization.py): the statistics'
+"""Observation normalization and reward scaling (engine/algo/normalization.py): the statistics'
 merge, reward scaling, two DDP ranks agreeing, exact resume, and evaluation applying them."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pytest
 import torch
 import torch.multiprocessing as mp
 
-from puffer_tui.engine import checkpoint as ckpt
-from puffer_tui.engine.config import load_config
-from puffer_tui.engine.evaluate import EvaluationError, load_evaluator
-from puffer_tui.engine.normalization import ReturnScaler, RunningMeanStd, merge, moments
-from puffer_tui.engine.policy import load_policy
-from puffer_tui.engine.trainer import Trainer
+from puffer_tui.engine.algo.normalization import ReturnScaler, RunningMeanStd, merge, moments
+from puffer_tui.engine.algo.policy import load_policy
+from puffer_tui.engine.algo.trainer import Trainer
+from puffer_tui.engine.evaluation.evaluate import EvaluationError, load_evaluator
+from puffer_tui.engine.shared import checkpoint as ckpt
+from puffer_tui.engine.shared.config import load_config
 
 NORMALIZED = {"vec.num_envs": 8, "train.horizon": 8, "train.minibatch_size": 16,
               "train.hidden_size": 16, "train.total_timesteps": 100_000,
@@ -74,7 +74,7 @@ def test_rewards_are_divided_by_the_std_of_the_discounted_return():
 def _rank(rank: int, port: int, out):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
                       WORLD_SIZE="2")
-    from puffer_tui.engine.distributed import World
+    from puffer_tui.engine.algo.distributed import World
 
     world = World(rank, 2)
     world.join("cpu")

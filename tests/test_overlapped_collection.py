@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 import torch
 
-from puffer_tui.engine.config import load_config
-from puffer_tui.engine.episode_log import EpisodeLog
-from puffer_tui.engine.trainer import Trainer
+from puffer_tui.engine.algo.episode_log import EpisodeLog
+from puffer_tui.engine.algo.trainer import Trainer
+from puffer_tui.engine.shared.config import load_config
 
 pytestmark = pytest.mark.filterwarnings("ignore:num_workers=.* is more than")
 

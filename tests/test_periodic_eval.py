@@ -1,4 +1,4 @@
-"""Evaluation during training (engine/periodic_eval.py): eval metrics in the epoch rows, the
+"""Evaluation during training (engine/evaluation/periodic_eval.py): eval metrics in the epoch rows, the
 training untouched by it, checkpoints/best.pt kept, periodic recordings in the run dir."""
 
 from __future__ import annotations
@@ -9,19 +9,19 @@ import pytest
 import torch
 from engine_harness import make_run
 
-from puffer_tui.engine import checkpoint as ckpt
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.config import load
-from puffer_tui.engine.metrics import grouped, read_metrics
-from puffer_tui.engine.periodic_eval import (
+from puffer_tui.engine.evaluation.periodic_eval import (
     BEST_CHECKPOINT,
     BEST_SCORE,
     PeriodicEval,
     criterion,
     read_best,
 )
-from puffer_tui.engine.process import main as engine_main
-from puffer_tui.engine.protocol import EVAL, EVAL_KEYS
+from puffer_tui.engine.runtime.metrics import grouped, read_metrics
+from puffer_tui.engine.runtime.process import main as engine_main
+from puffer_tui.engine.shared import checkpoint as ckpt
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.config import load
+from puffer_tui.engine.shared.protocol import EVAL, EVAL_KEYS
 
 STEPS_PER_EPOCH = 64 * 16  # engine_harness.TINY: 64 envs x horizon 16
 EPOCHS = 3
@@ -93,7 +93,7 @@ def test_the_best_evaluation_keeps_a_loadable_checkpoint(runs, capsys):
     # not mistaken for the latest checkpoint: resume still takes the newest step-*.pt
     assert ckpt.latest_checkpoint(evaluated).name.startswith("step-")
     # a trainer resumes from it
-    from puffer_tui.engine.trainer import Trainer
+    from puffer_tui.engine.algo.trainer import Trainer
 
     with Trainer(load(evaluated / rd.CONFIG_FILE)) as trainer:
         trainer.load_state_dict(state)
@@ -109,7 +109,7 @@ def test_the_best_evaluation_keeps_a_loadable_checkpoint(runs, capsys):
 
 def test_recordings_every_second_evaluation_are_announced(runs):
     pytest.importorskip("imageio", reason='the record extra is not installed: pip install "puffer-tui[record]"')
-    from puffer_tui.engine.recording import periodic_recording_path, read_recording
+    from puffer_tui.engine.evaluation.recording import periodic_recording_path, read_recording
 
     _, evaluated = runs
     made = sorted(p.name for p in (evaluated / "recordings").iterdir())
@@ -122,12 +122,12 @@ def test_recordings_every_second_evaluation_are_announced(runs):
 
 
 def test_without_imageio_one_warning_and_training_goes_on(tmp_path, monkeypatch):
-    from puffer_tui.engine import recording
+    from puffer_tui.engine.evaluation import recording
 
     def missing(suffix):
         raise recording.RecordingError(f"recording needs imageio: {recording.INSTALL_HINT}")
 
-    monkeypatch.setattr(recording, "_encoder", missing)
+    monkeypatch.setattr(recording, "encoder", missing)
     run = _run(tmp_path, **{"eval.interval": 1, "eval.episodes": 1, "eval.num_envs": 1,
                             "eval.record_every": 1})
     log = (run / rd.EVENTS_FILE).read_text()
@@ -139,7 +139,7 @@ def test_without_imageio_one_warning_and_training_goes_on(tmp_path, monkeypatch)
 
 
 def test_a_failing_evaluation_is_reported_once_and_training_goes_on(tmp_path, monkeypatch):
-    from puffer_tui.engine import evaluate
+    from puffer_tui.engine.evaluation import evaluate
 
     def broken(self):
         raise RuntimeError("env exploded")
@@ -154,9 +154,9 @@ def test_a_failing_evaluation_is_reported_once_and_training_goes_on(tmp_path, mo
 
 
 def test_an_interrupted_evaluation_gives_no_numbers_and_restores_the_generators(tmp_path):
-    from puffer_tui.engine.config import load_config
-    from puffer_tui.engine.events import EventLog
-    from puffer_tui.engine.trainer import Trainer
+    from puffer_tui.engine.algo.trainer import Trainer
+    from puffer_tui.engine.shared.config import load_config
+    from puffer_tui.engine.shared.events import EventLog
 
     config = load_config("squared", {"vec.num_envs": 8, "train.horizon": 8,
                                      "train.minibatch_size": 16, "train.hidden_size": 16,
@@ -179,9 +179,9 @@ def test_commands_are_applied_between_evaluation_steps(tmp_path):
     """Every step of an evaluation is preceded by `interrupted()` (the engine's safe point:
     a pause waits there, a stop or eval.interval 0 ends it); the evaluation after a late
     answer of True gives no numbers."""
-    from puffer_tui.engine.config import load_config
-    from puffer_tui.engine.events import EventLog
-    from puffer_tui.engine.trainer import Trainer
+    from puffer_tui.engine.algo.trainer import Trainer
+    from puffer_tui.engine.shared.config import load_config
+    from puffer_tui.engine.shared.events import EventLog
 
     config = load_config("squared", {"vec.num_envs": 8, "train.horizon": 8,
                                      "train.minibatch_size": 16, "train.hidden_size": 16,
@@ -220,9 +220,9 @@ def test_a_resumed_run_compares_with_the_best_it_kept(tmp_path):
 def test_the_evaluator_samples_from_its_own_stream_and_restarts_alike():
     """Sampled actions draw from the Evaluator's own torch stream: the process's generator is
     left where it was, and the same seed plays the same episodes again (restart or new)."""
-    from puffer_tui.engine.config import load_config
-    from puffer_tui.engine.evaluate import Evaluator
-    from puffer_tui.engine.trainer import Trainer
+    from puffer_tui.engine.algo.trainer import Trainer
+    from puffer_tui.engine.evaluation.evaluate import Evaluator
+    from puffer_tui.engine.shared.config import load_config
 
     config = load_config("squared", {"vec.num_envs": 8, "train.horizon": 8,
                                      "train.minibatch_size": 16, "train.hidden_size": 16,
@@ -270,8 +270,8 @@ def test_the_evaluation_envs_take_their_own_settings(tmp_path):
     ("{size = 9}", "changes what the policy sees"),
 ])
 def test_evaluation_settings_that_cannot_work_are_refused_before_the_run(text, message):
-    from puffer_tui.engine.config import ConfigError, load_config
-    from puffer_tui.engine.preflight import check_start
+    from puffer_tui.engine.shared.config import ConfigError, load_config
+    from puffer_tui.engine.startup.preflight import check_start
 
     with pytest.raises(ConfigError, match=message):
         check_start(load_config("squared", {"eval.env_overrides": text}))

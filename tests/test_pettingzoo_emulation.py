@@ -207,8 +207,8 @@ def test_simple_spread_rows_and_episode_stats(simple_spread):
 
 
 def test_simple_spread_trains_through_the_trainer(simple_spread):
-    from puffer_tui.engine.config import load_config
-    from puffer_tui.engine.trainer import Trainer
+    from puffer_tui.engine.algo.trainer import Trainer
+    from puffer_tui.engine.shared.config import load_config
 
     # PettingZoo's parallel_env is a local function: found by name for the workers' pickle
     creator = from_pettingzoo(simple_spread.parallel_env, N=3, max_cycles=25)

@@ -5,8 +5,8 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from puffer_tui.engine.config import TrainConfig
-from puffer_tui.engine.policy import Policy, make_policy
+from puffer_tui.engine.algo.policy import Policy, make_policy
+from puffer_tui.engine.shared.config import TrainConfig
 
 GRID = spaces.Box(0, 2, (9,), np.uint8)
 FLOATS = spaces.Box(-1.0, 1.0, (3,), np.float32)
@@ -162,7 +162,7 @@ def test_one_hot_row_sums_equal_the_matmul(nonzero_rate, dtype):
     # the CPU row-sum paths (sparse grids: the C kernels for uint8 cells, embedding_bag for
     # other integers) and the matmul are one function: same values, same gradients of the
     # table and the bias; dense grids take the matmul. 30 cells: 3 words of 8 and a tail of 6.
-    from puffer_tui.engine.policy import ObservationEncoder
+    from puffer_tui.engine.algo.policy import ObservationEncoder
 
     torch.manual_seed(0)
     space = spaces.Box(0, 3, (6, 5), dtype)
@@ -177,7 +177,7 @@ def test_one_hot_row_sums_equal_the_matmul(nonzero_rate, dtype):
     expected = torch.nn.functional.gelu(one_hot @ encoder.table + encoder.bias)
     got = encoder(obs)
     torch.testing.assert_close(got, expected)
-    from puffer_tui.engine.one_hot_sum import fits
+    from puffer_tui.engine.algo.one_hot_sum import fits
 
     assert fits(flat, encoder.table) == (dtype == np.uint8)  # which sparse path ran
     weights = torch.randn(7, 8)  # a loss whose gradient differs per row and column
@@ -191,7 +191,7 @@ def test_one_hot_row_sums_equal_the_matmul(nonzero_rate, dtype):
 def test_the_one_hot_kernel_names_a_cell_value_outside_the_space():
     # an env that breaks its own observation space gets a clear error, not a write past the
     # table (the kernel checks every non-zero cell it reads)
-    from puffer_tui.engine.policy import ObservationEncoder
+    from puffer_tui.engine.algo.policy import ObservationEncoder
 
     encoder = ObservationEncoder(spaces.Box(0, 2, (12,), np.uint8), 8)
     obs = torch.zeros(3, 12, dtype=torch.uint8)
@@ -204,7 +204,7 @@ def test_the_one_hot_kernel_names_a_cell_value_outside_the_space():
 def test_the_one_hot_kernel_under_bfloat16_autocast_matches_float32():
     # the learner's bfloat16 path runs the encoder under autocast: the kernel's float32 sums
     # and gradients are the same there
-    from puffer_tui.engine.policy import ObservationEncoder
+    from puffer_tui.engine.algo.policy import ObservationEncoder
 
     torch.manual_seed(0)
     encoder = ObservationEncoder(spaces.Box(0, 2, (40,), np.uint8), 16)
@@ -223,7 +223,7 @@ def test_the_one_hot_kernel_leaves_the_parameters_alone(rows):
     # the kernel sums into a fresh output: for one row (the value of one truncated episode's
     # final observation) bias.expand(1, -1).contiguous() is the bias itself, not a copy, and
     # summing into it corrupted the policy (caught by the squared learning test)
-    from puffer_tui.engine.policy import ObservationEncoder
+    from puffer_tui.engine.algo.policy import ObservationEncoder
 
     encoder = ObservationEncoder(spaces.Box(0, 2, (10,), np.uint8), 4)
     with torch.no_grad():
@@ -240,7 +240,7 @@ def test_the_one_hot_kernel_leaves_the_parameters_alone(rows):
 
 
 def test_a_second_derivative_through_the_one_hot_kernel_is_refused_by_name():
-    from puffer_tui.engine.policy import ObservationEncoder
+    from puffer_tui.engine.algo.policy import ObservationEncoder
 
     encoder = ObservationEncoder(spaces.Box(0, 2, (10,), np.uint8), 4)
     obs = torch.zeros(3, 10, dtype=torch.uint8)

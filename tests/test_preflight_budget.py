@@ -18,8 +18,8 @@ def test_an_epoch_larger_than_the_budget_is_refused_with_the_figures(tmp_path, c
 
 
 def test_an_epoch_within_the_budget_passes_the_check():
-    from puffer_tui.engine import config as cfg
-    from puffer_tui.engine.preflight import check_budget
+    from puffer_tui.engine.shared import config as cfg
+    from puffer_tui.engine.startup.preflight import check_budget
 
     config = cfg.load_config("squared", {"vec.num_envs": 64, "train.horizon": 16,
                                          "train.total_timesteps": 1024})

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from puffer_tui.engine.config import ConfigError, load_config
-from puffer_tui.engine.preflight import check_device
+from puffer_tui.engine.shared.config import ConfigError, load_config
+from puffer_tui.engine.startup.preflight import check_device
 
 
 def gpus(monkeypatch, count: int) -> None:

@@ -1,4 +1,4 @@
-"""engine/protocol.py as the one home of the protocol's words: run states, push types, the
+"""engine/shared/protocol.py as the one home of the protocol's words: run states, push types, the
 size limit and line framing, the field schema on the wire. Both sides use these, so the
 tests check the forms that cross the socket (or sit in status.json)."""
 
@@ -13,8 +13,8 @@ import threading
 import pytest
 
 from puffer_tui.app.engine_client import EngineClient
-from puffer_tui.engine.config import schema
-from puffer_tui.engine.protocol import (
+from puffer_tui.engine.shared.config import schema
+from puffer_tui.engine.shared.protocol import (
     FINAL_STATES,
     LIVE_STATES,
     MAX_MESSAGE,
@@ -25,7 +25,7 @@ from puffer_tui.engine.protocol import (
     schema_to_wire,
     split_lines,
 )
-from puffer_tui.engine.run_dir import SOCKET_FILE, unix_address
+from puffer_tui.engine.shared.run_dir import SOCKET_FILE, unix_address
 
 
 def test_run_states_cross_json_as_the_plain_strings():
@@ -95,13 +95,13 @@ def test_the_client_holds_the_engine_to_the_same_size_limit(raw_engine):
 
 
 def test_the_protocol_module_imports_no_torch():
-    code = ("import sys, puffer_tui.engine.protocol; "
+    code = ("import sys, puffer_tui.engine.shared.protocol; "
             "sys.exit('torch' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
 
 
 def test_frame_kinds_and_views_cross_json_as_the_plain_strings():
-    from puffer_tui.engine.protocol import VIEWS, FrameKind
+    from puffer_tui.engine.shared.protocol import VIEWS, FrameKind
 
     assert json.loads(json.dumps({"kind": FrameKind.RGB}))["kind"] == "rgb"
     assert {str(kind) for kind in FrameKind} == {"tiles", "rgb", "text"}
@@ -109,7 +109,7 @@ def test_frame_kinds_and_views_cross_json_as_the_plain_strings():
 
 
 def test_decoding_rgb_and_text_frames_imports_no_torch():
-    code = ("import sys; from puffer_tui.engine.protocol import decode_frame; "
+    code = ("import sys; from puffer_tui.engine.shared.protocol import decode_frame; "
             "rgb = decode_frame({'type': 'frame', 'kind': 'rgb', 'height': 1, 'width': 1, "
             "'rgb': 'AAAA'}); text = decode_frame({'type': 'frame', 'kind': 'text', "
             "'text': 'hi'}); assert rgb.data == bytes(3) and text.data == 'hi'; "

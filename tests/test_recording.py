@@ -1,4 +1,4 @@
-"""Recordings (`eval --record`, engine/recording.py): valid GIF/MP4 files of the frames played,
+"""Recordings (`eval --record`, engine/evaluation/recording.py): valid GIF/MP4 files of the frames played,
 with the expected frame count, size and palette colours; bad paths and text envs refused
 before anything is written; the file appears whole or not at all."""
 
@@ -13,15 +13,15 @@ pytest.importorskip("imageio", reason='recordings need the record extra: pip ins
 pytest.importorskip("imageio_ffmpeg", reason='MP4s need the record extra: pip install "puffer-tui[record]"')
 
 from puffer_tui.app.cli import main  # noqa: E402
-from puffer_tui.engine import config as cfg  # noqa: E402
-from puffer_tui.engine import recording  # noqa: E402
-from puffer_tui.engine.checkpoint import save_checkpoint  # noqa: E402
-from puffer_tui.engine.recording import (  # noqa: E402
+from puffer_tui.engine.algo.trainer import Trainer  # noqa: E402
+from puffer_tui.engine.evaluation import recording  # noqa: E402
+from puffer_tui.engine.evaluation.recording import (  # noqa: E402
     RecordingError,
     read_recording,
     record_episodes,
 )
-from puffer_tui.engine.trainer import Trainer  # noqa: E402
+from puffer_tui.engine.shared import config as cfg  # noqa: E402
+from puffer_tui.engine.shared.checkpoint import save_checkpoint  # noqa: E402
 
 SQUARED = {0: ("·", "grey39"), 1: ("@", "bold bright_cyan"), 2: ("◆", "bold yellow")}
 GREY39, CYAN, YELLOW = (98, 98, 98), (0, 255, 255), (255, 255, 0)  # rich's xterm colours
@@ -276,12 +276,12 @@ def test_periodic_recordings_go_into_the_run_dir(tmp_path):
 
 
 def test_the_engine_can_record_a_policy_into_the_run_dir(squared_run):
-    """The call the engine makes for a periodic recording (engine/recording.py's docstring)."""
+    """The call the engine makes for a periodic recording (engine/evaluation/recording.py's docstring)."""
     import torch
 
-    from puffer_tui.engine.checkpoint import latest_checkpoint
-    from puffer_tui.engine.evaluate import Evaluator
-    from puffer_tui.engine.policy import load_policy
+    from puffer_tui.engine.algo.policy import load_policy
+    from puffer_tui.engine.evaluation.evaluate import Evaluator
+    from puffer_tui.engine.shared.checkpoint import latest_checkpoint
 
     checkpoint = latest_checkpoint(squared_run)
     policy, config = load_policy(checkpoint)

@@ -21,7 +21,7 @@ from puffer_tui.app.widgets.frame_drawing import (
     ramp_text,
     text_lines,
 )
-from puffer_tui.engine.protocol import Frame, FrameKind, encode, frame_message
+from puffer_tui.engine.shared.protocol import Frame, FrameKind, encode, frame_message
 from puffer_tui.envs import from_gymnasium
 
 RED, GREEN, BLUE, WHITE = (255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 255)

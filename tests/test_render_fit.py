@@ -10,7 +10,7 @@ from app_fakes import HELLO
 from test_app_snapshots import FixedDataApp, screen_text
 
 from puffer_tui.app.widgets.env_render import EnvRender, frame_text
-from puffer_tui.engine.protocol import decode_frame
+from puffer_tui.engine.shared.protocol import decode_frame
 from puffer_tui.screens.render import RenderScreen
 
 # Breakout's palette (envs/breakout): blank background, bricks, the paddle, the ball

@@ -1,5 +1,5 @@
 """Frames of any env, engine side: the bounds (engine/native/frames.py), the wire form of rgb and
-text frames (engine/protocol.py), Gymnasium envs' frame() through the serial and multiprocessing
+text frames (engine/shared/protocol.py), Gymnasium envs' frame() through the serial and multiprocessing
 backends, the observation view, and FrameSource capturing only what is wanted."""
 
 import json
@@ -9,10 +9,16 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 
-from puffer_tui.engine import protocol
-from puffer_tui.engine.frame_source import FrameSource, frame_key
 from puffer_tui.engine.native import frames
-from puffer_tui.engine.protocol import FrameKind, RequestError, decode_frame, encode, frame_message
+from puffer_tui.engine.runtime.frame_source import FrameSource, frame_key
+from puffer_tui.engine.shared import protocol
+from puffer_tui.engine.shared.protocol import (
+    FrameKind,
+    RequestError,
+    decode_frame,
+    encode,
+    frame_message,
+)
 from puffer_tui.engine.vec import make
 from puffer_tui.envs import GymnasiumPufferEnv, from_gymnasium
 

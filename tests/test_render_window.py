@@ -25,7 +25,7 @@ from puffer_tui.app.render_window import (
 )
 from puffer_tui.app.telemetry_store import Frame
 from puffer_tui.app.widgets.env_render import frame_from_message
-from puffer_tui.engine.protocol import frame_message, palette_from_wire, palette_to_wire
+from puffer_tui.engine.shared.protocol import frame_message, palette_from_wire, palette_to_wire
 from puffer_tui.envs.cpr import CPR
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,7 +139,7 @@ import sys
 import numpy as np
 from puffer_tui.app.render_window import run_window
 from puffer_tui.app.widgets.env_render import frame_from_message
-from puffer_tui.engine.protocol import frame_message, palette_from_wire, palette_to_wire
+from puffer_tui.engine.shared.protocol import frame_message, palette_from_wire, palette_to_wire
 from puffer_tui.envs import make
 
 env = make("cpr", num_envs=1, seed=3, width=24, height=18, num_agents=6)
@@ -189,7 +189,7 @@ import json, sys
 import numpy as np
 from puffer_tui.app.render_window import run_window
 from puffer_tui.app.widgets.env_render import frame_from_message
-from puffer_tui.engine.protocol import encode, frame_message
+from puffer_tui.engine.shared.protocol import encode, frame_message
 from puffer_tui.envs import from_gymnasium
 
 env = from_gymnasium(sys.argv[3])(num_envs=1, seed=0)

@@ -11,13 +11,13 @@ import pytest
 import torch
 from engine_harness import TINY, kill_engine, wait_until
 
-from puffer_tui.engine import checkpoint as ckpt
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.config import load_config
-from puffer_tui.engine.learner import learning_rate
-from puffer_tui.engine.metrics import flatten, read_metrics
-from puffer_tui.engine.schedule import Anchor
-from puffer_tui.engine.trainer import Trainer
+from puffer_tui.engine.algo.learner import learning_rate
+from puffer_tui.engine.algo.schedule import Anchor
+from puffer_tui.engine.algo.trainer import Trainer
+from puffer_tui.engine.runtime.metrics import flatten, read_metrics
+from puffer_tui.engine.shared import checkpoint as ckpt
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.config import load_config
 
 STEPS_PER_EPOCH = 64 * 16  # num_envs * horizon in TINY
 CLI = [sys.executable, "-m", "puffer_tui.app.cli"]
@@ -170,7 +170,7 @@ def test_ctrl_c_then_resume_continues_the_run(tmp_path):
 
 
 def test_resume_drops_metric_rows_written_after_the_checkpoint(tmp_path):
-    from puffer_tui.engine.metrics import MetricsWriter, truncate_after
+    from puffer_tui.engine.runtime.metrics import MetricsWriter, truncate_after
 
     writer = MetricsWriter(tmp_path, tensorboard=False)
     for epoch in range(1, 6):
@@ -186,7 +186,7 @@ def test_corrupt_latest_checkpoint_fails_resume_unless_fallback_is_asked(tmp_pat
     from engine_harness import make_run
 
     from puffer_tui.app.engine_launcher import launch_engine
-    from puffer_tui.engine.config import load
+    from puffer_tui.engine.shared.config import load
 
     run = make_run(tmp_path, **{"train.total_timesteps": 3 * STEPS_PER_EPOCH})
     trainer = Trainer(load(run / rd.CONFIG_FILE))
@@ -199,7 +199,7 @@ def test_corrupt_latest_checkpoint_fails_resume_unless_fallback_is_asked(tmp_pat
     older, newest = ckpt.list_checkpoints(run)
     newest.write_bytes(newest.read_bytes()[:1000])  # as if the disk filled up mid-write
 
-    from puffer_tui.engine.process import main as engine_main
+    from puffer_tui.engine.runtime.process import main as engine_main
 
     assert engine_main([str(run), "--resume"]) == 1  # in-process: the same code, faster
     log = (run / rd.EVENTS_FILE).read_text()

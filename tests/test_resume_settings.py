@@ -8,14 +8,14 @@ import math
 import pytest
 import torch
 
-from puffer_tui.engine import checkpoint as ckpt
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.config import load_config
-from puffer_tui.engine.metrics import read_metrics
-from puffer_tui.engine.sampling import annealed_beta
-from puffer_tui.engine.schedule import START, learning_rate, progress
-from puffer_tui.engine.trainer import Trainer
+from puffer_tui.engine.algo.sampling import annealed_beta
+from puffer_tui.engine.algo.schedule import START, learning_rate, progress
+from puffer_tui.engine.algo.trainer import Trainer
+from puffer_tui.engine.runtime.metrics import read_metrics
+from puffer_tui.engine.shared import checkpoint as ckpt
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.config import load_config
 
 SMALL = {"vec.num_envs": 8, "train.horizon": 8, "train.minibatch_size": 16,
          "train.hidden_size": 16, "train.total_timesteps": 10_000, "train.torch_threads": 1}
@@ -72,7 +72,7 @@ def test_resume_without_new_values_restores_the_checkpoints_live_values():
 def test_engine_resume_trains_with_the_values_written_to_config_toml(tmp_path):
     from engine_harness import make_run
 
-    from puffer_tui.engine.process import main as engine_main
+    from puffer_tui.engine.runtime.process import main as engine_main
 
     steps = 64 * 16
     run = make_run(tmp_path, **{"train.total_timesteps": 2 * steps, "train.anneal_lr": False,

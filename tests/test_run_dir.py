@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import run_dir as rd
 
 
 def make_run(root, env="squared", now=None):
@@ -129,8 +129,8 @@ def test_an_older_run_dir_is_made_private_and_its_files_unreadable_to_others(tmp
 def test_engine_files_are_created_owner_only(tmp_path):
     import stat
 
-    from puffer_tui.engine.events import EventLog
-    from puffer_tui.engine.metrics import MetricsWriter
+    from puffer_tui.engine.runtime.metrics import MetricsWriter
+    from puffer_tui.engine.shared.events import EventLog
 
     old = os.umask(0o022)
     try:

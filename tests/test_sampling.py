@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from puffer_tui.engine.sampling import annealed_beta, sample_segments, segment_priorities
+from puffer_tui.engine.algo.sampling import annealed_beta, sample_segments, segment_priorities
 
 SKEWED = torch.tensor([0.40, 0.25, 0.15, 0.10, 0.06, 0.04])
 

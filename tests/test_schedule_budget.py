@@ -1,4 +1,4 @@
-"""engine/schedule.py's budget_moved: a new total_timesteps (live, or on a resume) moves the
+"""engine/algo/schedule.py's budget_moved: a new total_timesteps (live, or on a resume) moves the
 end of the lr schedule without a jump; a finished run that is extended learns on (rate > 0)."""
 
 import math
@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from puffer_tui.engine.schedule import (
+from puffer_tui.engine.algo.schedule import (
     START,
     Anchor,
     budget_moved,

@@ -21,10 +21,10 @@ from sweep_harness import (
     wait_until,
 )
 
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.sweep import settings as st
-from puffer_tui.engine.sweep.control import request
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared import sweep_settings as st
+from puffer_tui.engine.shared.sweep_control import request
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ import pytest
 from optuna.trial import TrialState
 
 from puffer_tui.app.cli import main
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.sweep import settings as st
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared import sweep_settings as st
 from puffer_tui.engine.sweep.driver import Driver
 from puffer_tui.engine.sweep.space import build_space, space_to_json
 from puffer_tui.engine.sweep.study import fail_orphans, open_study

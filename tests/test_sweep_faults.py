@@ -23,8 +23,8 @@ from sweep_harness import (
     wait_until,
 )
 
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.sweep import settings as st
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared import sweep_settings as st
 
 # bandit trials long enough to be caught running (about 10-20 s each on 2 busy cores)
 LONGER = ["--train.total-timesteps", "400000", "--vec.num-envs", "64",

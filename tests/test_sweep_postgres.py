@@ -23,7 +23,7 @@ from sweep_harness import (
     wait_until,
 )
 
-from puffer_tui.engine.sweep import settings as st
+from puffer_tui.engine.shared import sweep_settings as st
 from puffer_tui.engine.sweep.study import open_storage
 
 

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from puffer_tui.app.cli import main
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.sweep.space import (
     SpaceError,
     build_space,

@@ -14,7 +14,7 @@ from sweep_harness import TINY, cli_background, load_study, wait_until
 from puffer_tui.app.app import PufferApp
 from puffer_tui.app.widgets.sweep_plot import best_so_far
 from puffer_tui.app.widgets.trial_table import TrialTable
-from puffer_tui.engine.sweep import settings as st
+from puffer_tui.engine.shared import sweep_settings as st
 from puffer_tui.engine.sweep.steering import Steering
 from puffer_tui.screens.dashboard import DashboardScreen
 from puffer_tui.screens.sweep import SweepScreen
@@ -123,7 +123,7 @@ def live_sweep(tmp_path):
         yield sweep_dir
     finally:
         if watcher.poll() is None:
-            from puffer_tui.engine.sweep.control import ControlError, request
+            from puffer_tui.engine.shared.sweep_control import ControlError, request
 
             try:
                 request(sweep_dir / st.SOCKET_FILE, "stop", timeout=5)

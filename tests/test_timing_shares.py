@@ -11,7 +11,7 @@ import pytest
 import torch
 from test_trainer import small_trainer
 
-from puffer_tui.engine import timing as timing_module
+from puffer_tui.engine.algo import timing as timing_module
 
 PAUSE_S = 1000.0  # on a fake clock: no test waits for it
 

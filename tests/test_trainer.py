@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from puffer_tui.engine.config import ConfigError, load_config
-from puffer_tui.engine.policy import load_policy
-from puffer_tui.engine.ppo_loss import ppo_loss
-from puffer_tui.engine.rollout import RolloutBuffer
-from puffer_tui.engine.trainer import Trainer
+from puffer_tui.engine.algo.policy import load_policy
+from puffer_tui.engine.algo.ppo_loss import ppo_loss
+from puffer_tui.engine.algo.rollout import RolloutBuffer
+from puffer_tui.engine.algo.trainer import Trainer
+from puffer_tui.engine.shared.config import ConfigError, load_config
 
 SMALL = {"vec.num_envs": 8, "train.horizon": 8, "train.minibatch_size": 16,
          "train.hidden_size": 16, "train.total_timesteps": 10_000, "train.torch_threads": 1}
@@ -321,7 +321,7 @@ def test_box_actions_train_end_to_end_through_a_gymnasium_env():
 
 
 def test_device_auto_picks_cuda_only_when_present(monkeypatch):
-    from puffer_tui.engine import trainer as trainer_module
+    from puffer_tui.engine.algo import trainer as trainer_module
 
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert trainer_module.resolve_device("auto").type == "cpu"
@@ -332,7 +332,7 @@ def test_device_auto_picks_cuda_only_when_present(monkeypatch):
 
 
 def test_reward_clamp_limits_the_rewards_the_advantages_see(monkeypatch):
-    from puffer_tui.engine import learner
+    from puffer_tui.engine.algo import learner
 
     seen = []
     original = learner.compute_advantage
@@ -374,7 +374,7 @@ def test_global_step_counts_the_agents_that_stepped():
 
 
 def test_priorities_see_only_the_steps_of_live_agents(monkeypatch):
-    from puffer_tui.engine import learner
+    from puffer_tui.engine.algo import learner
 
     calls = []
     original = learner.segment_priorities

@@ -357,7 +357,7 @@ def test_an_env_that_cannot_be_built_in_its_actor_is_a_worker_error(cluster):
 @pytest.mark.learning
 def test_squared_is_solved_on_the_ray_backend(cluster):
     from puffer_tui.benchmarks.time_to_solve import SOLVED, train_until_solved
-    from puffer_tui.engine.config import load_config
+    from puffer_tui.engine.shared.config import load_config
 
     config = load_config("squared", {
         "train.torch_threads": 1, "vec.backend": "ray", "vec.num_workers": 2,
@@ -415,7 +415,7 @@ def test_an_unreachable_address_is_refused_at_once():
 
 
 def test_a_new_config_with_the_ray_backend_needs_ray_installed(monkeypatch):
-    from puffer_tui.engine.config import ConfigError, from_dict, load_config
+    from puffer_tui.engine.shared.config import ConfigError, from_dict, load_config
 
     saved = load_config("squared", {"vec.backend": "serial"}).as_dict()
     saved["vec"]["backend"] = "ray"

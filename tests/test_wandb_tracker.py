@@ -8,9 +8,10 @@ import numpy as np
 import pytest
 from wandb_offline_reader import offline_run_file, read_finished_run
 
-from puffer_tui.engine import metrics
-from puffer_tui.engine import wandb_tracker as wt
-from puffer_tui.engine.config import ConfigError, load_config
+from puffer_tui.engine.runtime import metrics
+from puffer_tui.engine.runtime import wandb_tracker as wt
+from puffer_tui.engine.shared.config import ConfigError, load_config
+from puffer_tui.engine.startup import wandb_check
 
 
 @pytest.fixture
@@ -153,10 +154,10 @@ def test_wandb_off_makes_no_wandb_files(tmp_path):
 
 def test_missing_wandb_is_a_clear_error_before_anything_is_written(tmp_path, monkeypatch):
     config = load_config("squared", {"train.wandb": True})
-    monkeypatch.setattr(wt, "wandb_available", lambda: False)
+    monkeypatch.setattr(wandb_check, "wandb_available", lambda: False)
     with pytest.raises(ConfigError, match=r'pip install "puffer-tui\[wandb\]"'):
-        wt.check_wandb(config)
-    wt.check_wandb(load_config("squared", {}))  # off: nothing asked of the package
+        wandb_check.check_wandb(config)
+    wandb_check.check_wandb(load_config("squared", {}))  # off: nothing asked of the package
     monkeypatch.setitem(sys.modules, "wandb", None)  # `import wandb` fails
     with pytest.raises(ConfigError, match=r"train.wandb is on .*puffer-tui\[wandb\]"):
         metrics.MetricsWriter(tmp_path, tensorboard=False, config=config)
@@ -167,15 +168,15 @@ def test_no_login_online_is_refused_before_the_run_and_offline_needs_none(offlin
     import wandb
 
     config = load_config("squared", {"train.wandb": True})
-    wt.check_wandb(config)  # offline (the fixture): no account needed
+    wandb_check.check_wandb(config)  # offline (the fixture): no account needed
     wandb.teardown()  # W&B reads its mode and credentials once per process
     monkeypatch.delenv("WANDB_MODE")
     monkeypatch.setenv("NETRC", str(offline.parent / "no-netrc"))
     with pytest.raises(ConfigError, match="no Weights & Biases login here.*WANDB_MODE=offline"):
-        wt.check_wandb(config)
+        wandb_check.check_wandb(config)
     wandb.teardown()
     monkeypatch.setenv("WANDB_API_KEY", "k" * 40)
-    wt.check_wandb(config)
+    wandb_check.check_wandb(config)
 
 
 def test_recording_series_groups_periodic_recordings():

@@ -1,13 +1,13 @@
-"""Telemetry's "workers" and "cluster" (engine/telemetry.py): per-rank SPS from the epoch row,
+"""Telemetry's "workers" and "cluster" (engine/runtime/telemetry.py): per-rank SPS from the epoch row,
 per-actor SPS and node from the vec env (engine/vec/worker_rates.py, RayVec.worker_stats), and
 the Ray cluster's CPUs (engine/vec/ray_session.cluster_usage), without a Ray cluster."""
 
 from types import SimpleNamespace
 
-from puffer_tui.engine.config import load_config
-from puffer_tui.engine.engine_state import EngineState
-from puffer_tui.engine.protocol import CLUSTER, WORKERS
-from puffer_tui.engine.telemetry import Telemetry
+from puffer_tui.engine.runtime.engine_state import EngineState
+from puffer_tui.engine.runtime.telemetry import Telemetry
+from puffer_tui.engine.shared.config import load_config
+from puffer_tui.engine.shared.protocol import CLUSTER, WORKERS
 from puffer_tui.engine.vec import ray_session
 from puffer_tui.engine.vec.worker_rates import WorkerRates
 

@@ -22,9 +22,9 @@ def add_parser(sub, name, help_text):
 
 def choose_run(run_name: str | None, runs_dir: str | None):
     """The run to attach to; RunDirError naming why there is none."""
-    from puffer_tui.app.commands.train import resume_advice
-    from puffer_tui.engine import run_dir as rd
-    from puffer_tui.engine.protocol import LIVE_STATES
+    from puffer_tui.app.services.run_service import resume_advice
+    from puffer_tui.engine.shared import run_dir as rd
+    from puffer_tui.engine.shared.protocol import LIVE_STATES
 
     root = rd.runs_root(runs_dir)
     if run_name:
@@ -47,8 +47,8 @@ def choose_run(run_name: str | None, runs_dir: str | None):
 
 def find_sweep(name: str | None, runs_dir: str | None):
     """The sweep directory `name` names, or None when it names no sweep."""
-    from puffer_tui.engine.sweep.settings import SweepError
-    from puffer_tui.engine.sweep.settings import find_sweep as find
+    from puffer_tui.engine.shared.sweep_settings import SweepError
+    from puffer_tui.engine.shared.sweep_settings import find_sweep as find
 
     if not name:
         return None
@@ -59,7 +59,7 @@ def find_sweep(name: str | None, runs_dir: str | None):
 
 
 def run(args) -> int:
-    from puffer_tui.engine.run_dir import RunDirError
+    from puffer_tui.engine.shared.run_dir import RunDirError
 
     sweep = find_sweep(args.run_name, args.runs_dir)
     if sweep is not None:

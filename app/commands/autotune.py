@@ -14,7 +14,7 @@ from pathlib import Path
 
 
 def add_parser(sub, name, help_text):
-    from puffer_tui.engine.config import add_arguments
+    from puffer_tui.engine.shared.config import add_arguments
 
     p = sub.add_parser(name, help=help_text, description=help_text)
     p.add_argument("env", metavar="ENV",
@@ -49,8 +49,8 @@ def _totals(text: str | None, default: int) -> list[int]:
 
 
 def run(args) -> int:
-    from puffer_tui.engine.config import ConfigError, load_config, overrides_from_args
-    from puffer_tui.engine.preflight import check_start
+    from puffer_tui.engine.shared.config import ConfigError, load_config, overrides_from_args
+    from puffer_tui.engine.startup.preflight import check_start
 
     if not args.seconds > 0:
         return _fail(f"--seconds {args.seconds}: must be > 0")
@@ -80,7 +80,7 @@ def run(args) -> int:
         print_report(outcome, _console(sys.stderr))
         return _fail("no layout could be measured (see the notes above)")
     if save is not None:
-        from puffer_tui.engine.atomic_write import write_atomic
+        from puffer_tui.engine.shared.atomic_write import write_atomic
 
         measured_with = config.as_dict()  # the flags' values, typed
         settings = {key: measured_with[key.split(".")[0]][key.split(".", 1)[1]]
@@ -127,21 +127,3 @@ def _with_progress(work):
             bar.update(task, description=text or None, advance=advance, total=total)
 
         return work(progress)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m puffer_tui.app.commands.autotune ENV ...`: the command on its own (the
-    launcher runs it so, as a subprocess, whatever the `puffer-tui` command table lists)."""
-    from puffer_tui.app.cli import Parser, split_env_settings
-
-    parser = Parser(prog="puffer-tui")  # no abbreviations, like `puffer-tui autotune`
-    add_parser(parser.add_subparsers(dest="command", required=True), "autotune", __doc__.split(
-        "\n")[0].split(": ", 1)[1])
-    rest, env_settings = split_env_settings(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(["autotune", *rest])
-    args.extra = env_settings
-    return args.run(args)
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

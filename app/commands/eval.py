@@ -64,8 +64,8 @@ def _fail(message: str) -> int:
 
 def run(args) -> int:
     # The one app module that calls into the evaluator (see the import contract in
-    # pyproject.toml): the policy plays in engine/evaluate.py; this file parses, renders, prints.
-    from puffer_tui.engine.evaluate import EvaluationError, load_evaluator
+    # pyproject.toml): the policy plays in engine/evaluation/evaluate.py; this file parses, renders, prints.
+    from puffer_tui.engine.evaluation.evaluate import EvaluationError, load_evaluator
 
     # Watched or recorded, every frame is played: a few episodes, not a score's hundred.
     episodes = args.episodes if args.episodes is not None else (
@@ -91,8 +91,8 @@ def run(args) -> int:
     num_envs = args.num_envs or (1 if args.render or args.record else 64)
     recording = None
     if args.record:  # the path is checked before anything plays
-        from puffer_tui.engine.evaluate import resolve_target
-        from puffer_tui.engine.recording import (
+        from puffer_tui.engine.evaluation.evaluate import resolve_target
+        from puffer_tui.engine.evaluation.recording import (
             RecordingError,
             check_recording_options,
             recording_path,
@@ -120,7 +120,7 @@ def run(args) -> int:
     interrupted = False
     try:
         if recording is not None:
-            from puffer_tui.engine.recording import RecordingError
+            from puffer_tui.engine.shared.recordings import RecordingError
 
             try:
                 made = record(evaluator, recording, args.fps, args.scale)
@@ -193,8 +193,8 @@ def unrecordable(evaluator) -> str | None:
 
 def record(evaluator, path: Path, fps: float, scale: int | None):
     """Play the episodes, encoding env 0's every frame into `path` as it goes."""
-    from puffer_tui.engine.protocol import palette_from_wire
-    from puffer_tui.engine.recording import record_episodes
+    from puffer_tui.engine.evaluation.recording import record_episodes
+    from puffer_tui.engine.shared.protocol import palette_from_wire
 
     print(f"recording {evaluator.target} episodes to {path} (Ctrl-C stops and keeps the "
           "frames so far)", file=sys.stderr, flush=True)
@@ -205,7 +205,7 @@ def record(evaluator, path: Path, fps: float, scale: int | None):
 def play(evaluator, render: str | None = None, fps: float = 10.0, console=None) -> None:
     """Play until the target episodes end, animating env 0 in the terminal with --render
     ascii (on `console`)."""
-    from puffer_tui.engine.protocol import palette_from_wire
+    from puffer_tui.engine.shared.protocol import palette_from_wire
 
     shown = _Renderer(palette_from_wire(evaluator.palette), fps, evaluator.target, console) \
         if render == "ascii" else None
@@ -224,7 +224,7 @@ def play_in_window(evaluator, fps: float, screenshot: Path | None,
     the screenshot."""
     from puffer_tui.app.render_window import run_window
     from puffer_tui.app.widgets.env_render import frame_from_message
-    from puffer_tui.engine.protocol import palette_from_wire
+    from puffer_tui.engine.shared.protocol import palette_from_wire
 
     if not evaluator.has_frames:
         raise ValueError(f"{evaluator.env_name} has no frame to render")
@@ -267,7 +267,7 @@ class _Renderer:
 
         from puffer_tui.app.widgets.env_render import frame_from_message, frame_kind, frame_text
         from puffer_tui.app.widgets.frame_drawing import FrameImage, text_lines
-        from puffer_tui.engine.protocol import FrameKind
+        from puffer_tui.engine.shared.protocol import FrameKind
 
         frame = None if message is None else frame_from_message(message)
         if frame is None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from puffer_tui.app.widgets.format import duration
+from puffer_tui.app.widgets.format import duration, human
 
 
 def add_parser(sub, name, help_text):
@@ -22,24 +22,16 @@ def _age(path) -> str:
     return duration(time.time() - path.stat().st_mtime, coarse=True) + " ago"
 
 
-def short_count(n: int) -> str:
-    """8192 -> 8.19k, 20_000_000 -> 20M: steps that fit an 80-column table."""
-    for unit, size in (("G", 10**9), ("M", 10**6), ("k", 10**3)):
-        if n >= size:
-            return f"{n / size:.3g}{unit}"
-    return str(n)
-
-
 def _saved(path) -> tuple[str, ...]:
     """The last checkpoint as (its step, its age), or its name alone if it is not a step-...pt
     (or went away meanwhile); ("-",) without one."""
-    from puffer_tui.engine.checkpoint import parse_name
+    from puffer_tui.engine.shared.checkpoint import parse_name
 
     if path is None:
         return ("-",)
     try:
         step, epoch = parse_name(path.name)
-        return short_count(step), _age(path)
+        return human(step), _age(path)
     except (ValueError, OSError):  # a foreign name, or deleted meanwhile
         return (path.name,)
 
@@ -92,7 +84,7 @@ def run_cell(info, depth: int):
     """The run's name, under its parent's (indented), and where a branch came from."""
     from rich.text import Text
 
-    from puffer_tui.engine.lineage import describe_parent
+    from puffer_tui.engine.shared.lineage import describe_parent
 
     text = Text("  " * (depth - 1) + "└─" if depth else "", style="dim")
     text.append(info.name, style="")
@@ -102,7 +94,7 @@ def run_cell(info, depth: int):
 
 
 def run(args) -> int:
-    from puffer_tui.engine.run_dir import list_runs, run_info, runs_root
+    from puffer_tui.engine.shared.run_dir import list_runs, run_info, runs_root
 
     root = runs_root(args.runs_dir)
     if args.compare:
@@ -131,7 +123,7 @@ def run(args) -> int:
     from rich.text import Text
 
     from puffer_tui.app.widgets.runs_list import runs_as_tree
-    from puffer_tui.engine.protocol import RunState
+    from puffer_tui.engine.shared.protocol import RunState
 
     styles = {RunState.RUNNING: "green", RunState.PAUSED: "yellow", RunState.FINISHED: "cyan",
               RunState.ERROR: "red"}
@@ -139,9 +131,9 @@ def run(args) -> int:
                   soft_wrap=True)
     rows = []
     for i, depth in runs_as_tree(infos):  # a branched run under the run it came from
-        steps = "-" if i.global_step is None else short_count(i.global_step)
+        steps = "-" if i.global_step is None else human(i.global_step)
         if i.total_timesteps:
-            steps += f"/{short_count(i.total_timesteps)}"
+            steps += f"/{human(i.total_timesteps)}"
         saved = _saved(i.last_checkpoint)
         rows.append({"run": run_cell(i, depth), "env": Text(i.env),
                      "status": Text(i.state, style=styles.get(i.state, "white")),

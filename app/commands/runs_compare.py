@@ -24,7 +24,7 @@ def figure_text(key: str, value) -> str:
 
 def _load(names: list[str], root: Path):
     from puffer_tui.app.compare_data import load_run
-    from puffer_tui.engine.run_dir import find_run
+    from puffer_tui.engine.shared.run_dir import find_run
 
     if len(names) < 2:
         raise ValueError("--compare needs two runs or more (names, paths or latest)")
@@ -93,7 +93,7 @@ def compare(names: list[str], root: Path, as_json: bool = False) -> int:
                                         f"{e.old} -> {e.new}"))
     from puffer_tui.app.compare_data import diagnosis_text
 
-    for run in runs:  # what engine/diagnosis.py's rules said about each run
+    for run in runs:  # what engine/diagnosis/rules.py's rules said about each run
         diagnoses = [diagnosis_text(span) for span in run.diagnoses] or ["none"]
         for text in diagnoses:
             console.print(Text.assemble((run.name, "bold"), f": diagnosis {text}"))

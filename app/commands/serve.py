@@ -136,7 +136,7 @@ def is_loopback(host: str) -> bool:
 
 
 def run(args) -> int:
-    from puffer_tui.engine.run_dir import RUNS_ENV_VAR, RunDirError
+    from puffer_tui.engine.shared.run_dir import RUNS_ENV_VAR, RunDirError
 
     prog = "puffer-tui serve"
     try:

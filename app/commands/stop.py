@@ -48,7 +48,7 @@ def _say(text: str) -> None:
 
 def running_runs(root) -> list:
     from puffer_tui.app.engine_launcher import engine_running
-    from puffer_tui.engine import run_dir as rd
+    from puffer_tui.engine.shared import run_dir as rd
 
     return [path.resolve() for path in rd.list_runs(root) if engine_running(path)]
 
@@ -64,7 +64,7 @@ def choose_runs(args) -> list:
     """The runs to stop; RunDirError naming why a RUN cannot be."""
     from puffer_tui.app.commands.attach import find_sweep
     from puffer_tui.app.engine_launcher import engine_running
-    from puffer_tui.engine import run_dir as rd
+    from puffer_tui.engine.shared import run_dir as rd
 
     root = rd.runs_root(args.runs_dir)
     if args.all:
@@ -83,7 +83,7 @@ def choose_runs(args) -> list:
 
 
 def run(args) -> int:
-    from puffer_tui.engine import run_dir as rd
+    from puffer_tui.engine.shared import run_dir as rd
 
     if args.all and args.run_name:
         return _fail("give a RUN or --all, not both")
@@ -106,7 +106,7 @@ def stop_runs(runs: list, timeout: float) -> int:
     """Send each run's engine a stop, then wait for them all; one line per run."""
     from puffer_tui.app.engine_client import EngineClientError
     from puffer_tui.app.engine_stop import send_stop
-    from puffer_tui.engine import run_dir as rd
+    from puffer_tui.engine.shared import run_dir as rd
 
     code, clients = 0, {}
     for path in runs:
@@ -143,7 +143,7 @@ def _gone(path) -> bool:
 
 def _wait(clients: dict, timeout: float) -> int:
     from puffer_tui.app.engine_stop import stop_line
-    from puffer_tui.engine import run_dir as rd
+    from puffer_tui.engine.shared import run_dir as rd
 
     code, pending = 0, list(clients)
     start = time.monotonic()

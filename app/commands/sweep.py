@@ -20,8 +20,8 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
 def add_parser(sub, name, help_text):
-    from puffer_tui.engine.config import add_arguments
-    from puffer_tui.engine.sweep.settings import DIRECTIONS, OBJECTIVES, PRUNERS
+    from puffer_tui.engine.shared.config import add_arguments
+    from puffer_tui.engine.shared.sweep_settings import DIRECTIONS, OBJECTIVES, PRUNERS
 
     p = sub.add_parser(name, help=help_text, description=__doc__.split("\n\n")[0],
                        epilog="--sweep.FIELD low,high[,log] (or a,b,c for a choice field, or off) "
@@ -62,7 +62,7 @@ def argparse_suppress():
 
 def extra_flags() -> list[str]:
     from puffer_tui.app.commands.train import env_flags
-    from puffer_tui.engine.config import schema
+    from puffer_tui.engine.shared.config import schema
 
     return env_flags() + [SWEEP_FLAG + s.key.replace("_", "-") for s in schema()]
 
@@ -74,7 +74,7 @@ def _fail(message: str) -> int:
 
 def split_extra(extra: list[str]) -> tuple[list[str], dict[str, str]]:
     """(the --env.* tokens, {"train.learning_rate": "1e-4,1e-2,log"} from --sweep.* tokens)."""
-    from puffer_tui.engine.config import ConfigError
+    from puffer_tui.engine.shared.config import ConfigError
 
     env, ranges = [], {}
     i = 0
@@ -96,9 +96,9 @@ def split_extra(extra: list[str]) -> tuple[list[str], dict[str, str]]:
 
 
 def run(args) -> int:
-    from puffer_tui.engine.config import ConfigError
-    from puffer_tui.engine.run_dir import RunDirError
-    from puffer_tui.engine.sweep.settings import SweepError
+    from puffer_tui.engine.shared.config import ConfigError
+    from puffer_tui.engine.shared.run_dir import RunDirError
+    from puffer_tui.engine.shared.sweep_settings import SweepError
 
     try:
         if args.env == "best":
@@ -117,10 +117,10 @@ def run(args) -> int:
 
 def new_sweep(args):
     """(sweep dir, settings, True): everything checked before the directory is created."""
-    from puffer_tui.app.commands.train import check_flags
-    from puffer_tui.engine import config as cfg
-    from puffer_tui.engine.sweep import settings as st
-    from puffer_tui.engine.sweep.preset import preset_overrides, read_preset
+    from puffer_tui.app.services.run_service import check_flags
+    from puffer_tui.engine.shared import config as cfg
+    from puffer_tui.engine.shared import sweep_settings as st
+    from puffer_tui.engine.shared.presets import preset_overrides, read_preset
     from puffer_tui.engine.sweep.space import build_space, space_to_json
     from puffer_tui.envs import load_preset
     from puffer_tui.envs.env_spec import run_label
@@ -142,7 +142,7 @@ def new_sweep(args):
     preset = read_preset(args.preset) if args.preset else {}
     fixed = {**preset_overrides(preset, args.env, args.preset), **overrides}
     base = cfg.load_config(args.env, fixed)
-    from puffer_tui.engine.preflight import check_start
+    from puffer_tui.engine.startup.preflight import check_start
 
     check_start(base)
     try:
@@ -185,7 +185,7 @@ def st_flatten(section):
 
 
 def check_counts(args, resuming: bool = False) -> None:
-    from puffer_tui.engine.config import ConfigError
+    from puffer_tui.engine.shared.config import ConfigError
 
     if args.trials is None and not resuming:
         raise ConfigError("--trials N is required (how many trials the study should hold)")
@@ -196,9 +196,9 @@ def check_counts(args, resuming: bool = False) -> None:
 
 
 def resume_sweep(args):
-    from puffer_tui.engine.config import ConfigError
-    from puffer_tui.engine.run_dir import socket_answers
-    from puffer_tui.engine.sweep import settings as st
+    from puffer_tui.engine.shared import sweep_settings as st
+    from puffer_tui.engine.shared.config import ConfigError
+    from puffer_tui.engine.shared.run_dir import socket_answers
 
     if args.env:
         raise ConfigError(f"--resume continues a sweep as it was set up; drop {args.env!r}")
@@ -219,9 +219,9 @@ def resume_sweep(args):
 
 
 def print_best(args) -> int:
-    from puffer_tui.engine import config as cfg
-    from puffer_tui.engine.sweep import settings as st
-    from puffer_tui.engine.sweep.preset import preset_toml
+    from puffer_tui.engine.shared import config as cfg
+    from puffer_tui.engine.shared import sweep_settings as st
+    from puffer_tui.engine.shared.presets import preset_toml
     from puffer_tui.engine.sweep.study import open_study
 
     if not args.name:

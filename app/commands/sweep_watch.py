@@ -16,7 +16,7 @@ START_TIMEOUT = 120.0
 
 
 def launch_driver(sweep_dir: Path) -> subprocess.Popen:
-    from puffer_tui.engine.sweep import settings as st
+    from puffer_tui.engine.shared import sweep_settings as st
 
     with (sweep_dir / st.DRIVER_OUT_FILE).open("ab") as out:
         return subprocess.Popen(
@@ -31,7 +31,7 @@ def launch_and_view(sweep_dir: Path, settings, runs_root=None) -> int:
     with `puffer-tui attach NAME`)."""
     from puffer_tui.app.app import run_app
     from puffer_tui.app.engine_launcher import tail
-    from puffer_tui.engine.sweep import settings as st
+    from puffer_tui.engine.shared import sweep_settings as st
 
     process = launch_driver(sweep_dir)
     deadline = time.monotonic() + START_TIMEOUT
@@ -50,8 +50,8 @@ def launch_and_watch(sweep_dir: Path, settings, watch: bool = True) -> int:
     from rich.console import Console
 
     from puffer_tui.app.engine_launcher import tail
-    from puffer_tui.engine.sweep import settings as st
-    from puffer_tui.engine.sweep.control import ControlError, request
+    from puffer_tui.engine.shared import sweep_settings as st
+    from puffer_tui.engine.shared.sweep_control import ControlError, request
 
     console = Console()
     process = launch_driver(sweep_dir)
@@ -201,6 +201,6 @@ def _read_status(path: Path) -> dict:
 
 
 def _answers(path: Path) -> bool:
-    from puffer_tui.engine.run_dir import socket_answers
+    from puffer_tui.engine.shared.run_dir import socket_answers
 
     return path.exists() and socket_answers(path)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-RESUME_CHANGEABLE = ("train.total_timesteps", "train.nproc")  # besides the live fields
+from puffer_tui.app.services.run_service import check_flags, new_run, plan_resume
 
 
 class _HelpWithEnvSettings(argparse.Action):
@@ -35,7 +35,7 @@ ENV_SETTINGS_TITLE = "env settings"
 
 
 def env_settings_help() -> str:
-    from puffer_tui.engine.config import env_specs
+    from puffer_tui.engine.shared.config import env_specs
     from puffer_tui.envs import env_names
 
     lines = ["--env.NAME V, for the chosen ENV (its preset may change the defaults); for a",
@@ -57,7 +57,7 @@ def env_settings_help() -> str:
 
 def env_flags(env_name: str | None = None) -> list[str]:
     """`--env.*` flags of one env, or of every env (for spelling suggestions)."""
-    from puffer_tui.engine.config import env_specs
+    from puffer_tui.engine.shared.config import env_specs
     from puffer_tui.envs import env_names
 
     names = env_names()
@@ -71,7 +71,7 @@ def env_flags(env_name: str | None = None) -> list[str]:
 
 
 def add_parser(sub, name, help_text):
-    from puffer_tui.engine.config import add_arguments
+    from puffer_tui.engine.shared.config import add_arguments
 
     p = sub.add_parser(name, help=help_text, description=help_text, add_help=False,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -112,155 +112,17 @@ def _fail(message: str) -> int:
     return 2
 
 
-def check_flags(overrides: dict, env_name: str) -> None:
-    """Each override alone against its field, so the error names the flag as it was typed."""
-    from puffer_tui.app.cli import closest_flag
-    from puffer_tui.engine import config as cfg
-
-    for key, value in overrides.items():
-        try:
-            spec = cfg.spec_for(key, env_name)
-        except cfg.ConfigError as e:
-            flags = [s.flag for s in cfg.schema(env_name)]
-            typed = "--" + key.replace("_", "-")
-            suggestion = closest_flag(typed, flags)
-            hint = f"; did you mean {suggestion}?" if suggestion else ""
-            raise cfg.ConfigError(f"{e}{hint}") from None
-        try:
-            spec.coerce(value)
-        except cfg.ConfigError as e:
-            raise cfg.ConfigError(f"{spec.flag} {value}: {e}") from None
-
-
-def plan_resume(resume, overrides: dict, root, env: str | None = None,
-                fallback_checkpoint: bool = False):
-    """(run_dir, config to write or None): every reason to refuse the resume of `resume` (a
-    run dir or name) is found here, before anything is written or started. The app's launcher
-    asks the same questions."""
-    from pathlib import Path
-
-    from puffer_tui.app.engine_launcher import engine_running
-    from puffer_tui.engine import checkpoint as ckpt
-    from puffer_tui.engine import config as cfg
-    from puffer_tui.engine import run_dir as rd
-    from puffer_tui.engine.preflight import check_device
-    from puffer_tui.engine.resume_check import check_fits_checkpoint
-
-    run_dir = rd.find_run(resume, root)
-    config = cfg.load(Path(run_dir) / rd.CONFIG_FILE)
-    if env and env != config.env_name:
-        raise cfg.ConfigError(f"{run_dir.name} trains {config.env_name}, not {env}")
-    changed = None
-    if overrides:
-        check_flags(overrides, config.env_name)
-        for key in overrides:
-            spec = cfg.spec_for(key, config.env_name)
-            if not spec.live and spec.key not in RESUME_CHANGEABLE:
-                raise cfg.ConfigError(
-                    f"{spec.key} cannot change when resuming (the checkpoint depends on it); "
-                    f"only live fields and {', '.join(RESUME_CHANGEABLE)} can")
-        changed = config = cfg.apply(config, overrides)
-    if engine_running(run_dir):
-        pid = rd.read_status(run_dir).get("pid", "?")
-        raise rd.RunDirError(f"{run_dir.name} is still training (engine pid {pid}); watch it "
-                             f"with `puffer-tui attach {run_dir}`")
-    latest = ckpt.latest_checkpoint(run_dir)
-    if latest is None:
-        raise ckpt.CheckpointError(
-            f"{run_dir.name} has no checkpoint to resume from (none in "
-            f"{ckpt.checkpoint_dir(run_dir)}: it ended before its first one); start a new run "
-            f"with `puffer-tui train {config.env_name}`")
-    check_device(config)
-    # a damaged checkpoint is named here, not in an engine traceback after config.toml changed
-    # (unless the run is over anyway: then how to extend it is the news)
-    try:
-        _, state = ckpt.load_latest(run_dir, fallback=fallback_checkpoint,
-                                    on_skip=lambda path, e: None)
-    except ckpt.CheckpointError:
-        state = None
-    step = int(state["global_step"]) if state else _checkpoint_step(latest)
-    total = resumed_total(config, state)
-    given = any(cfg.spec_for(key, config.env_name).key == "train.total_timesteps"
-                for key in overrides)
-    if step is not None and step >= total:
-        if given:
-            raise cfg.ConfigError(
-                f"--train.total-timesteps {total} is not above the {step:,} steps "
-                f"{run_dir.name} has trained; ask for more: `{extend_command(run_dir, step)}`")
-        raise cfg.ConfigError(
-            f"{run_dir.name} already trained {step:,} of its {total:,} steps; to train on, "
-            f"raise the budget: `{extend_command(run_dir, step)}`")
-    if state is None:
-        ckpt.load_latest(run_dir, fallback=fallback_checkpoint, on_skip=lambda path, e: None)
-    elif isinstance(state.get("config"), dict):  # config.toml must still describe the weights
-        check_fits_checkpoint(run_dir, config, state["config"],
-                              {cfg.spec_for(key, config.env_name).key for key in overrides})
-    return run_dir, changed
-
-
-def resumed_total(config, state: dict | None) -> int:
-    """The budget a resume trains to, as the trainer picks it (Trainer.load_state_dict): the
-    one in config.toml when it was given for this resume (it differs from the one the
-    checkpoint's engine was built with), else the checkpoint's, changed live or not."""
-    ours = config.train.total_timesteps
-    if not state:
-        return ours
-    built = (state.get("built_config") or {}).get("train", {}).get("total_timesteps", ours)
-    live = (state.get("config") or {}).get("train", {}).get("total_timesteps", ours)
-    return ours if built != ours else int(live)
-
-
-def _checkpoint_step(path) -> int | None:
-    from puffer_tui.engine.checkpoint import parse_name
-
-    try:
-        return parse_name(path.name)[0]
-    except ValueError:
-        return None
-
-
-def extend_command(run_dir, step: int) -> str:
-    """The command that trains a finished run on to twice the steps it has."""
-    return f"puffer-tui train --resume {run_dir} --train.total-timesteps {2 * max(step, 1)}"
-
-
-def resume_advice(run_dir) -> str:
-    """What to type to continue a run that is not training: resume, extend, or start anew."""
-    from puffer_tui.engine import checkpoint as ckpt
-    from puffer_tui.engine import run_dir as rd
-    from puffer_tui.engine.config import ConfigError, load
-
-    latest = ckpt.latest_checkpoint(run_dir)
-    if latest is None:
-        env = rd.run_info(run_dir).env
-        return f"it has no checkpoint to resume from; start a new run with `puffer-tui train {env}`"
-    step = _checkpoint_step(latest)
-    try:
-        config = load(run_dir / rd.CONFIG_FILE)
-        total = config.train.total_timesteps
-    except (ConfigError, OSError):
-        config, total = None, rd.run_info(run_dir).total_timesteps
-    if step is not None and total and step >= total and config is not None:
-        try:  # its budget may have been raised live: the checkpoint knows
-            total = resumed_total(config, ckpt.load_checkpoint(latest))
-        except ckpt.CheckpointError:
-            pass
-    if step is not None and total and step >= total:
-        return f"it trained all its {total:,} steps; train it on with `{extend_command(run_dir, step)}`"
-    return f"resume it with `puffer-tui train --resume {run_dir}`"
-
-
 def prepare_run(args):
     """(run_dir, resuming) with config.toml written; raises ConfigError / RunDirError /
     CheckpointError before writing anything."""
-    from puffer_tui.engine import config as cfg
-    from puffer_tui.engine import run_dir as rd
+    from puffer_tui.engine.shared import config as cfg
+    from puffer_tui.engine.shared import run_dir as rd
 
     overrides = cfg.overrides_from_args(args, getattr(args, "extra", []) or [])
     root = rd.runs_root(args.runs_dir)
     preset = {}
     if getattr(args, "preset", None):
-        from puffer_tui.engine.sweep.preset import read_preset
+        from puffer_tui.engine.shared.presets import read_preset
 
         if args.resume or args.branch_from:
             raise cfg.ConfigError("--preset is for a new run; a resumed or branched run starts "
@@ -277,26 +139,13 @@ def prepare_run(args):
         return run_dir, True
     if not args.env:
         raise cfg.ConfigError("name the ENV to train (see `puffer-tui envs`), or --resume RUN_DIR")
-    check_flags(overrides, args.env)  # an env spec that cannot be resolved fails here
-    if preset:
-        from puffer_tui.engine.sweep.preset import preset_overrides
-
-        overrides = {**preset_overrides(preset, args.env, args.preset), **overrides}
-    config = cfg.load_config(args.env, overrides)
-    from puffer_tui.engine.preflight import check_start
-
-    check_start(config)
-    from puffer_tui.envs.env_spec import run_label
-
-    run_dir = rd.create_run_dir(run_label(config.env_name), root)
-    cfg.save(config, run_dir / rd.CONFIG_FILE)
-    return run_dir, False
+    return new_run(args.env, overrides, root, preset, args.preset), False
 
 
 def _prepare_branch(args, overrides: dict, root):
-    """The branch's run dir, written once every check of engine/branch.py passed."""
-    from puffer_tui.engine import branch
-    from puffer_tui.engine.config import ConfigError
+    """The branch's run dir, written once every check of engine/startup/branch.py passed."""
+    from puffer_tui.engine.shared.config import ConfigError
+    from puffer_tui.engine.startup import branch
 
     if args.resume:
         raise ConfigError("--from starts a new run from a checkpoint, --resume continues a "
@@ -316,9 +165,9 @@ def _prepare_branch(args, overrides: dict, root):
 
 
 def run(args) -> int:
-    from puffer_tui.engine.checkpoint import CheckpointError
-    from puffer_tui.engine.config import ConfigError
-    from puffer_tui.engine.run_dir import RunDirError
+    from puffer_tui.engine.shared.checkpoint import CheckpointError
+    from puffer_tui.engine.shared.config import ConfigError
+    from puffer_tui.engine.shared.run_dir import RunDirError
 
     run_app = None
     if args.detach and not args.headless:

@@ -14,7 +14,7 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from puffer_tui.app import link_messages as lm
-from puffer_tui.engine.protocol import DIAGNOSES, FIRED
+from puffer_tui.engine.shared.protocol import DIAGNOSES, FIRED
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 SEVERITY_STYLES = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}

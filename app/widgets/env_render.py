@@ -3,7 +3,7 @@ images in half blocks (app/widgets/frame_drawing.py), text frames with their col
 
 Every renderer (this panel, `eval --render ascii`, the raylib window) draws the same inputs:
 a `Frame` decoded from the protocol's `frame` message and a palette decoded from its wire form
-(engine/protocol.py), so none of them touches an env.
+(engine/shared/protocol.py), so none of them touches an env.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from puffer_tui.app.widgets.frame_drawing import (
     image_pixels,
     text_lines,
 )
-from puffer_tui.engine.protocol import Frame, FrameKind, decode_frame
+from puffer_tui.engine.shared.protocol import Frame, FrameKind, decode_frame
 
 LOWER_HALF = "\u2584"  # fg = the bottom tile's colour, over an empty top tile
 

@@ -12,7 +12,7 @@ from textual.validation import ValidationResult, Validator
 from textual.widgets import Input, Label, Static
 
 from puffer_tui.app.widgets.ordered_input import OrderedInput
-from puffer_tui.engine.config import ConfigError, FieldSpec
+from puffer_tui.engine.shared.config import ConfigError, FieldSpec
 
 VALUE_WIDTH = 12  # the value column, editable or not
 

@@ -15,7 +15,7 @@ from textual_plotext import PlotextPlot
 
 from puffer_tui.app.telemetry_store import downsample_xy
 from puffer_tui.app.widgets.format import metric, spark
-from puffer_tui.engine.protocol import LOSS_KEYS
+from puffer_tui.engine.shared.protocol import LOSS_KEYS
 
 LABELS = {
     "policy_loss": "policy",

@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Input, Label, Static
 
 from puffer_tui.app.widgets.field_input import FieldInput
-from puffer_tui.engine.config import ConfigError, FieldSpec
+from puffer_tui.engine.shared.config import ConfigError, FieldSpec
 
 
 class OverrideRow(FieldInput):

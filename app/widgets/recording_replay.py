@@ -6,7 +6,7 @@
     replay = load_replay(path)        # frames as RGB Frames, shrunk for the panel; its fps
     replay.frame_at(seconds)          # the frame to show that long after the start (None: over)
 
-Files are decoded by engine/recording.py (imageio), in a worker thread of the dashboard.
+Files are decoded by engine/evaluation/recording.py (imageio), in a worker thread of the dashboard.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from puffer_tui.engine.protocol import Frame, FrameKind
+from puffer_tui.engine.shared.protocol import Frame, FrameKind
 
 MAX_WIDTH = 160  # pixels kept per frame: the panel draws two pixel rows a cell, ~26 cells wide
 MAX_FRAMES = 3000  # a replay holds at most this many frames (minutes at GIF rates)
@@ -39,8 +39,8 @@ class Replay:
 
 def load_replay(path: str | os.PathLike) -> Replay:
     """Every frame of the recording as an RGB Frame at most MAX_WIDTH pixels wide;
-    RecordingError (engine/recording.py) when it cannot be read."""
-    from puffer_tui.engine.recording import RecordingError, iter_recording, recording_fps
+    RecordingError (engine/evaluation/recording.py) when it cannot be read."""
+    from puffer_tui.engine.shared.recordings import RecordingError, iter_recording, recording_fps
 
     path = Path(path)
     frames = []
@@ -65,7 +65,7 @@ class LatestRecording:
 
     def check(self, run_dir: str | os.PathLike | None) -> bool:
         """Look at `run_dir`'s recordings; True when `path` changed."""
-        from puffer_tui.engine.recording import latest_recording, recordings_dir
+        from puffer_tui.engine.shared.recordings import latest_recording, recordings_dir
 
         if run_dir is None:
             seen = None

@@ -7,7 +7,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from puffer_tui.app.widgets.format import bar, duration, human
-from puffer_tui.engine.protocol import RunState
+from puffer_tui.engine.shared.protocol import RunState
 
 STATE_STYLES = {
     RunState.RUNNING: "bold green",

@@ -1,5 +1,5 @@
 """The launcher's runs list: the newest sweeps, then the runs as a lineage tree (a branched run
-indented under the run it started from, engine/lineage.py), with the runs marked for
+indented under the run it started from, engine/shared/lineage.py), with the runs marked for
 comparison."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import OptionList
 
-from puffer_tui.engine.lineage import branch_step, tree_order
-from puffer_tui.engine.protocol import LIVE_STATES
+from puffer_tui.engine.shared.lineage import branch_step, tree_order
+from puffer_tui.engine.shared.protocol import LIVE_STATES
 
 SWEEP_OPTION = "sweep:"  # a sweep's entry in the runs list: this, then its directory
 MAX_SWEEPS = 5
@@ -20,8 +20,8 @@ def recent_sweeps(runs_root) -> list[dict]:
     `live` when the driver answers on its socket."""
     import json
 
-    from puffer_tui.engine.run_dir import socket_answers
-    from puffer_tui.engine.sweep import settings as st
+    from puffer_tui.engine.shared import sweep_settings as st
+    from puffer_tui.engine.shared.run_dir import socket_answers
 
     root = st.sweeps_root(runs_root)
     found = [d for d in root.iterdir() if (d / st.SETTINGS_FILE).is_file()] if root.is_dir() else []
@@ -79,7 +79,7 @@ def run_entry(info, marked: bool, depth: int = 0, width: int = ENTRY_WIDTH) -> T
     """Two lines of at most `width` columns (the list wraps longer ones): the name (under its
     parent: indented after a branch mark, its start cut rather than its distinct end), then
     its state and steps; a branch's from where it started: "finished, 2.05k→8.19k"."""
-    from puffer_tui.app.commands.runs import short_count
+    from puffer_tui.app.widgets.format import human
 
     text = Text()
     pad = "  " * (min(depth, MAX_INDENT) - 1) if depth else ""
@@ -92,7 +92,7 @@ def run_entry(info, marked: bool, depth: int = 0, width: int = ENTRY_WIDTH) -> T
     text.append(name, "bold" if info.state in LIVE_STATES else "")
     start = branch_step(info.parent)
     if start is not None:
-        steps = f", {short_count(start)}→{short_count(info.global_step or start)}"
+        steps = f", {human(start)}→{human(info.global_step or start)}"
     else:
         steps = f", {info.global_step:,} steps" if info.global_step else ""
     state = f"{pad}  {info.state}{steps}"

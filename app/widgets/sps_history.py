@@ -12,7 +12,7 @@ from textual.widgets import Sparkline, Static
 
 from puffer_tui.app.telemetry_store import downsample
 from puffer_tui.app.widgets.format import human
-from puffer_tui.engine.protocol import RunState
+from puffer_tui.engine.shared.protocol import RunState
 
 
 def chart_points(samples: list[float], width: int) -> list[float]:

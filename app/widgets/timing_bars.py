@@ -7,7 +7,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from puffer_tui.app.widgets.format import bar
-from puffer_tui.engine.protocol import TIMING_KEYS
+from puffer_tui.engine.shared.protocol import TIMING_KEYS
 
 COLOURS = {"env": "green", "forward": "cyan", "copy": "magenta", "learn": "yellow", "misc": "grey50"}
 

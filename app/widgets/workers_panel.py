@@ -1,6 +1,6 @@
 """Where the work runs: one row per learner rank (torchrun) and per Ray actor, with its node
 and steps per second, and a last line with the Ray cluster's CPUs. Fed from telemetry's
-"workers" and "cluster" (engine/telemetry.py, docs/many-machines.md).
+"workers" and "cluster" (engine/runtime/telemetry.py, docs/many-machines.md).
 
     panel.worker_rows = snapshot.get("workers") or []
     panel.cluster = snapshot.get("cluster")

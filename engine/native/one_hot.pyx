@@ -1,4 +1,4 @@
-# The one-hot grid encoder's layer as row sums (engine/encoders.py), forward and backward, for
+# The one-hot grid encoder's layer as row sums (engine/algo/encoders.py), forward and backward, for
 # CPU uint8 cells and float32 tables; the GIL is released.
 #
 # The kernel and its layout: engine/native/one_hot.h.

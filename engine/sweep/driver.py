@@ -17,14 +17,14 @@ import time
 import traceback
 from pathlib import Path
 
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.protocol import RunState
-from puffer_tui.engine.run_dir import socket_answers
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared import sweep_settings as st
+from puffer_tui.engine.shared.protocol import RunState
+from puffer_tui.engine.shared.run_dir import socket_answers
+from puffer_tui.engine.shared.sweep_control import ControlError, request
 from puffer_tui.engine.sweep import objective as obj
-from puffer_tui.engine.sweep import settings as st
 from puffer_tui.engine.sweep import study as sd
-from puffer_tui.engine.sweep.control import ControlError, request
 from puffer_tui.engine.sweep.server import SweepServer
 from puffer_tui.engine.sweep.snapshot import importance_wait, param_importance, snapshot
 from puffer_tui.engine.sweep.space import distributions, space_from_json

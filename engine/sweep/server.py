@@ -1,4 +1,4 @@
-"""The sweep driver's control socket: the engine's JSON-lines protocol (engine/protocol.py),
+"""The sweep driver's control socket: the engine's JSON-lines protocol (engine/shared/protocol.py),
 commands `hello`, `status` (the trial table), `stop` (end the sweep; running trials are
 stopped and recorded as failed, so `--resume` runs them again), and the steering commands of
 engine/sweep/steering.py: `pause`/`resume` (launching new trials), `prune {"trial": N}` and
@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from puffer_tui.engine.protocol import (
+from puffer_tui.engine.shared.protocol import (
     COMMANDS,
     MAX_MESSAGE,
     PROTOCOL_VERSION,
@@ -28,7 +28,7 @@ from puffer_tui.engine.protocol import (
     oversized_reply,
     parse_request,
 )
-from puffer_tui.engine.run_dir import unix_address
+from puffer_tui.engine.shared.run_dir import unix_address
 from puffer_tui.engine.sweep.steering import STEERING_COMMANDS
 
 

@@ -1,6 +1,6 @@
 """Search spaces: which config fields a sweep varies, and over what.
 
-The defaults come from the schema itself (`search=` in engine/config.py, next to each field's
+The defaults come from the schema itself (`search=` in engine/shared/config.py, next to each field's
 bounds), so a field and its distribution cannot drift apart. A preset's `[sweep]` section and
 then `--sweep.FIELD low,high[,log]` override them; `off` removes a field; a field fixed with
 `--train.X V` is not searched. Choice and boolean fields take a list of values instead.
@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from puffer_tui.engine import config as cfg
+from puffer_tui.engine.shared import config as cfg
 
 # total_timesteps is searched by default only when the objective pays for wall-clock time:
 # with a score-only objective the search would simply learn that more steps score higher.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import queue
 import threading
 
-from puffer_tui.engine.sweep import settings as st
+from puffer_tui.engine.shared import sweep_settings as st
 
 STEERING_COMMANDS = ("pause", "resume", "prune", "add")
 ANSWER_WITHIN_S = 5.0

@@ -13,7 +13,7 @@ import os
 import socket
 from pathlib import Path
 
-from puffer_tui.engine.sweep.settings import SweepError, SweepSettings
+from puffer_tui.engine.shared.sweep_settings import SweepError, SweepSettings
 
 HEARTBEAT_INTERVAL = 5  # seconds between a running trial's heartbeats in the storage
 GRACE_PERIOD = 60  # a RUNNING trial silent this long has lost its driver (other hosts)
@@ -173,7 +173,7 @@ def adoptable_orphans(study) -> list:
     since): a new driver follows them to the end and keeps their results."""
     from optuna.trial import TrialState
 
-    from puffer_tui.engine import run_dir as rd
+    from puffer_tui.engine.shared import run_dir as rd
 
     adoptable = []
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):

@@ -16,10 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
-from puffer_tui.engine.protocol import LIVE_STATES, RunState
-from puffer_tui.engine.sweep.control import ControlError, request
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.protocol import LIVE_STATES, RunState
+from puffer_tui.engine.shared.sweep_control import ControlError, request
 
 STOP_GRACE = 30.0  # seconds a stopped engine gets before SIGKILL
 

@@ -45,7 +45,7 @@ def family_of(source, settings: dict | None = None) -> str | None:
         return None
     if isinstance(layout.action_space, spaces.Box):
         return "continuous-control"
-    from puffer_tui.engine.encoders import has_image
+    from puffer_tui.envs.image_spaces import has_image
 
     if isinstance(layout.action_space, (spaces.Discrete, spaces.MultiDiscrete)) and \
             not has_image(layout.observation_space):
@@ -86,18 +86,9 @@ def read_preset_file(path: Path) -> dict:
     return data
 
 
-def preset_label(env_name: str) -> str:
-    """What the run's defaults came from, for the run header, the start event and the
-    launcher: "MuJoCo locomotion preset (mujoco.toml)", "preset ALE.toml", "" for none."""
-    from puffer_tui.envs import env_class
-
-    try:
-        source = env_class(env_name)
-        path = source.preset_path() if hasattr(source, "preset_path") else None
-    except Exception:  # informational only: an env that cannot be looked up has no label
-        return ""
-    if path is None:
-        return ""
+def path_label(path) -> str:
+    """What a preset file is called in the run header, the start event and the launcher:
+    "MuJoCo locomotion preset (mujoco.toml)", "preset ALE.toml"."""
     family = Path(path).stem
     if family in LABELS:
         return f"{LABELS[family]} preset ({Path(path).name})"

@@ -15,8 +15,8 @@ _CRASH_RANK = os.environ.get("PUFFER_TEST_CRASH_RANK")
 _RANK = os.environ.get("RANK", "0")
 
 if _TRACE:
-    from puffer_tui.engine import commands as _commands
-    from puffer_tui.engine import trainer as _trainer
+    from puffer_tui.engine.algo import trainer as _trainer
+    from puffer_tui.engine.runtime import commands as _commands
 
     def _write(record):
         with open(os.path.join(_TRACE, f"rank-{_RANK}.jsonl"), "a") as f:
@@ -45,7 +45,7 @@ if _TRACE:
     _trainer.Trainer.run_epoch = _traced_epoch
 
 if _CRASH_RANK == _RANK:
-    from puffer_tui.engine import trainer as _trainer2
+    from puffer_tui.engine.algo import trainer as _trainer2
 
     _crash_epoch = int(os.environ.get("PUFFER_TEST_CRASH_EPOCH", "2"))
     _run_epoch2 = _trainer2.Trainer.run_epoch

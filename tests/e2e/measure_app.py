@@ -36,8 +36,8 @@ import psutil
 
 from puffer_tui.app.engine_client import EngineClient
 from puffer_tui.app.engine_launcher import launch_engine
-from puffer_tui.engine import config as cfg
-from puffer_tui.engine import run_dir as rd
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
 
 SOCKET = f"puffer-measure-{__import__('os').getpid()}"
 

@@ -17,7 +17,7 @@ _GATE = os.environ.get("PUFFER_TEST_CHECKPOINT_GATE")
 _EXIT_DELAY = os.environ.get("PUFFER_TEST_EXIT_DELAY")
 
 if _DELAY:
-    from puffer_tui.engine import process as _process
+    from puffer_tui.engine.runtime import process as _process
 
     _hello = _process.Engine.hello
 
@@ -30,7 +30,7 @@ if _DELAY:
     _process.Engine.hello = _slow_hello
 
 if _EXIT_DELAY:
-    from puffer_tui.engine import process as _process
+    from puffer_tui.engine.runtime import process as _process
 
     _shutdown = _process.Engine._shutdown
 
@@ -43,7 +43,7 @@ if _EXIT_DELAY:
     _process.Engine._shutdown = _slow_exit
 
 if _GATE:
-    from puffer_tui.engine import checkpoint as _checkpoint
+    from puffer_tui.engine.shared import checkpoint as _checkpoint
 
     _save = _checkpoint.save_checkpoint
 

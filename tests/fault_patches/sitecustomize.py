@@ -27,7 +27,7 @@ def _no_space():
 
 
 if _NAN_REWARD:
-    from puffer_tui.engine import trainer as _trainer
+    from puffer_tui.engine.algo import trainer as _trainer
 
     _at, _row = (int(x) for x in _NAN_REWARD.split(":"))
     _make = _trainer.make_vecenv
@@ -51,7 +51,7 @@ if _NAN_REWARD:
     _trainer.make_vecenv = lambda config: _NanRewards(_make(config))
 
 if _NAN_LOSS:
-    from puffer_tui.engine import learner as _learner
+    from puffer_tui.engine.algo import learner as _learner
 
     _loss, _calls = _learner.ppo_loss, [0]
 
@@ -67,9 +67,9 @@ if _NAN_LOSS:
     _learner.ppo_loss = _nan_once
 
 if _DISK_FULL:
-    from puffer_tui.engine import atomic_write as _atomic_write
-    from puffer_tui.engine import checkpoint as _checkpoint
-    from puffer_tui.engine import metrics as _metrics
+    from puffer_tui.engine.runtime import metrics as _metrics
+    from puffer_tui.engine.shared import atomic_write as _atomic_write
+    from puffer_tui.engine.shared import checkpoint as _checkpoint
 
     def _eio():
         try:
@@ -106,7 +106,7 @@ if _DISK_FULL:
 
 
 if _KILL_WORKER:
-    from puffer_tui.engine import trainer as _trainer_k
+    from puffer_tui.engine.algo import trainer as _trainer_k
 
     _make_k = _trainer_k.make_vecenv
 

@@ -1,0 +1,21 @@
+"""The algorithm: PPO over a vectorized env, with no process, socket or file of its own.
+
+Reading order, as a loop reads:
+  trainer.py        one epoch: collect a batch from the vec env, then one update (start here)
+  trainer_setup.py  the device, torch threads and vec env a trainer is built from
+  rollout.py        the [segments, horizon] buffer the collection fills
+  normalization.py  running observation statistics and return-based reward scaling
+  policy.py         encoder -> MLP/LSTM core -> action head + value head
+    encoders.py, distributions.py, one_hot_sum.py
+  learner.py        Learner.update: the PPO update on one page (CleanRL's loop)
+    advantage.py    GAE with V-trace clipping (the native kernel or torch)
+    sampling.py     prioritized minibatches of whole segments
+    ppo_loss.py     clipped surrogate, clipped value loss, entropy bonus
+  optimizers.py, schedule.py  Adam or Muon; the learning-rate and coefficient schedules
+  distributed.py    several learners under torchrun (DDP)
+  cpu_load.py, timing.py, episode_log.py, episode_state.py, rng_state.py, allocator.py: the
+                    time shares, env logs, resumable episode and RNG state, memory reuse
+
+Imports only puffer_tui.engine.shared, .native, .vec and the env registry; never the engine
+process (puffer_tui.engine.runtime), the app or Textual.
+"""

@@ -1,0 +1,152 @@
+"""One PPO update over a collected batch, minibatch by minibatch (PufferLib 3.0's loop).
+
+Before each minibatch the advantages of the whole batch are recomputed (cheap: the C kernel)
+with the latest importance ratios and values, so V-trace corrects for how far the policy has
+moved since collection; segments are drawn by priority, their advantages normalised and
+importance-weighted, and the PPO loss is minimised with Adam (or Muon, engine/algo/optimizers.py)
+and gradient-norm clipping.
+
+`precision` "bfloat16" runs the policy's forward (and so its backward) under torch.autocast:
+matrix products in bfloat16, the heads' outputs cast back to float32 before the loss, whose
+arithmetic, like the advantages and the optimizer's state, stays float32.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable
+
+import torch
+
+from puffer_tui.engine.algo.advantage import compute_advantage
+from puffer_tui.engine.algo.ppo_loss import normalize_advantages, ppo_loss
+from puffer_tui.engine.algo.sampling import annealed_beta, sample_segments, segment_priorities
+from puffer_tui.engine.algo.schedule import START, Anchor, learning_rate, progress
+from puffer_tui.engine.shared.protocol import LOSS_KEYS
+
+__all__ = ["Learner", "explained_variance", "learning_rate"]
+
+# averaged over minibatches (explained variance is computed once, over the whole batch)
+STAT_NAMES = tuple(k for k in LOSS_KEYS if k != "explained_variance")
+
+
+def explained_variance(values: torch.Tensor, returns: torch.Tensor, valid: torch.Tensor) -> float:
+    count = valid.sum().clamp(min=1.0)
+    mean = (returns * valid).sum() / count
+    var_returns = (((returns - mean) * valid) ** 2).sum() / count
+    residual = returns - values
+    res_mean = (residual * valid).sum() / count
+    var_residual = (((residual - res_mean) * valid) ** 2).sum() / count
+    if var_returns.item() <= 1e-12:
+        return 0.0  # constant returns: nothing to explain (and NaN is not JSON)
+    return float(1.0 - var_residual / var_returns)
+
+
+class Learner:
+    def __init__(self, policy, optimizer, train_forward: Callable | None = None,
+                 precision: str = "float32"):
+        if precision not in ("float32", "bfloat16"):
+            raise ValueError(f"precision must be float32 or bfloat16, got {precision!r}")
+        self.policy = policy
+        self.optimizer = optimizer
+        # the (possibly compiled) function replaying sequences: (obs, state, starts) -> heads
+        self.train_forward = train_forward or policy.forward_sequence
+        self.precision = precision
+
+    def autocast(self, device: torch.device):
+        """The precision's context for the policy's forward passes (the trainer's collection
+        uses it too, so that the log-probs a minibatch compares were computed alike)."""
+        if self.precision == "float32":
+            return contextlib.nullcontext()
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+
+    def set_learning_rate(self, lr: float) -> None:
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+
+    def update(self, data: dict, get_train: Callable, global_step: int,
+               safe_point: Callable[[], None], schedule: Anchor = START) -> dict:
+        """Train on `data` (RolloutBuffer.tensors on the device). `get_train()` returns the
+        current train config: live changes made at a safe point apply to the next minibatch.
+        `schedule` anchors the learning-rate and beta schedules (engine/algo/schedule.py)."""
+        train = get_train()
+        segments, horizon = data["values"].shape
+        device = data["values"].device
+        rewards = data["rewards"]
+        terminals, truncations = data["terminals"], data["truncations"]
+        starts = (terminals + truncations) > 0
+        values = data["values"].clone()  # refreshed with each minibatch's new values
+        ratio = torch.ones_like(values)
+        # The last step of a segment has no successor in the batch, hence no advantage.
+        valid = data["masks"].clone()
+        valid[:, -1] = 0.0
+        advantages = torch.empty_like(values)
+        recurrent = "state_h" in data
+
+        mb_segments = max(1, min(segments, train.minibatch_size // horizon))
+        minibatches = train.update_epochs * max(1, segments // mb_segments)
+        sums = {name: torch.zeros((), device=device) for name in STAT_NAMES}
+        ev = 0.0
+        # pre-clip gradient norms, for engine/diagnosis/rules.py (summed on the device: no sync)
+        grad_norm, grad_clipped = torch.zeros((), device=device), torch.zeros((), device=device)
+        for i in range(minibatches):
+            if i:
+                safe_point()
+                train = get_train()
+            self.set_learning_rate(learning_rate(train, global_step, schedule))
+            clamp = train.reward_clamp
+            used_rewards = rewards.clamp(-clamp, clamp) if clamp > 0 else rewards
+            if i == 0 or train.refresh_advantages:  # off: GAE of the collected values only
+                compute_advantage(values if train.refresh_advantages else data["values"],
+                                  used_rewards, terminals, truncations, ratio, train.gamma,
+                                  train.gae_lambda, train.vtrace_rho_clip, train.vtrace_c_clip,
+                                  out=advantages, final_values=data.get("final_values"))
+            if i == 0:
+                ev = explained_variance(values, advantages + values, valid)
+            probs = segment_priorities(advantages, train.prio_alpha, valid)
+            beta = annealed_beta(train.prio_beta0, progress(train, global_step, schedule))
+            idx, weights = sample_segments(probs, mb_segments, beta)
+
+            mb_obs = data["observations"][idx]
+            state = (data["state_h"][idx], data["state_c"][idx]) if recurrent else None
+            with self.autocast(device):
+                params, new_value = self.train_forward(mb_obs, state, starts[idx])
+            params, new_value = params.float(), new_value.float()  # no-ops in float32
+            flat_actions = data["actions"][idx].reshape(mb_segments * horizon, -1)
+            new_logprob, entropy = self.policy.actor.evaluate(params, flat_actions)
+
+            mb_valid = valid[idx]
+            mb_adv = advantages[idx]
+            # the value targets and the value clip's reference: the values the advantages
+            # were computed with (refreshed ones, or the collected ones)
+            mb_values = values[idx] if train.refresh_advantages else data["values"][idx]
+            returns = mb_adv + mb_values
+            norm_adv = normalize_advantages(mb_adv, mb_valid) * weights
+            loss, stats, new_ratio = ppo_loss(
+                new_logprob, data["logprobs"][idx].reshape(-1), entropy, new_value,
+                mb_values.reshape(-1), norm_adv.reshape(-1), returns.reshape(-1),
+                mb_valid.reshape(-1), train.clip_coef, train.vf_clip_coef, train.vf_coef,
+                train.ent_coef)
+
+            self.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if train.max_grad_norm > 0:
+                norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(),
+                                                      train.max_grad_norm)
+                grad_norm += norm.detach()
+                grad_clipped += (norm.detach() > train.max_grad_norm).float()
+            self.optimizer.step()
+
+            ratio[idx] = new_ratio.detach().view(mb_segments, horizon)
+            values[idx] = new_value.detach().view(mb_segments, horizon)
+            for name in STAT_NAMES:
+                sums[name] += stats[name]
+
+        row = {name: float(sums[name].item() / minibatches) for name in STAT_NAMES}
+        row["explained_variance"] = ev
+        row["learning_rate"] = float(self.optimizer.param_groups[0]["lr"])
+        row["minibatches"] = minibatches
+        row["grad_norm"] = float(grad_norm.item() / minibatches)  # 0 when clipping is off
+        row["grad_clipped"] = float(grad_clipped.item() / minibatches)  # share clipped
+        self.last_update = row  # what engine/diagnosis/doctor.py reads after each epoch
+        return row

@@ -1,0 +1,527 @@
+"""The PPO trainer: collect a batch from the vec env, then one PPO update; repeat.
+
+    trainer = Trainer(load_config("squared"))
+    while not trainer.done:
+        row = trainer.run_epoch()          # epoch, SPS...; losses, timing, env groups
+
+The engine process passes `safe_point` (applies queued commands: pause, set, stop...) to run
+between env steps and between minibatches; time blocked there is not training time.
+
+Data flow of one step: recv() -> policy forward (inference mode) -> store in the
+[segments, horizon] buffer (engine/algo/rollout.py) -> send(). Then engine/algo/learner.py runs PPO.
+
+- Truncation is not termination. With same-step autoreset the observation that ended a
+  truncated episode would be gone, so envs keep it in the vec env's `final_observations`;
+  the trainer evaluates it (one batched forward over the truncated rows, from each agent's
+  LSTM state before its reset) and the advantage kernel bootstraps the truncated step with
+  that value and cuts the GAE trace there (a terminal bootstraps 0); see
+  engine/native/advantage.h.
+- Rows whose mask is false (dead or waiting agents) are stored with weight 0 and add nothing
+  to any loss term or to the advantage normalisation.
+- The LSTM state is per agent row, zeroed where an episode starts; the state at the start of
+  each segment is stored so training replays the sequences from the state they had.
+- A checkpoint (state_dict) holds the policy, optimizer state, counters, schedule, RNG streams,
+  config, the envs' state with the step result in flight, and the per-agent LSTM state
+  (engine/algo/episode_state.py), and the running statistics of observation normalization and
+  reward scaling (engine/algo/normalization.py): a serial CPU run of native envs resumes bit for bit.
+  What cannot be exact (Gymnasium envs, pools, CUDA) is listed in docs/exact-resume.md.
+- Normalization (train.normalize_observations / normalize_rewards) happens here, in the engine
+  process, on every env's rows as they arrive: the buffer stores what the policy saw. Each
+  rank updates its statistics with its own rows as it steps; at the end of each collection the
+  ranks merge theirs (engine/algo/normalization.py: sync), so an epoch ends with the same
+  statistics on every rank. The policy's frozen copy (policy.obs_norm, applied by act() in
+  evaluation and recordings) is refreshed then too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import os  # noqa: F401 - tests patch trainer.os (auto_threads lives in trainer_setup)
+import random
+import time
+import warnings
+
+import numpy as np
+import torch
+
+from puffer_tui.engine.algo import episode_state, rng_state
+from puffer_tui.engine.algo.allocator import keep_freed_memory
+from puffer_tui.engine.algo.distributed import World, check_together, reduce_epoch
+from puffer_tui.engine.algo.episode_log import EpisodeLog
+from puffer_tui.engine.algo.learner import Learner
+from puffer_tui.engine.algo.normalization import Normalization
+from puffer_tui.engine.algo.optimizers import make_optimizer
+from puffer_tui.engine.algo.policy import make_policy
+from puffer_tui.engine.algo.rollout import RolloutBuffer
+from puffer_tui.engine.algo.schedule import START, budget_moved, learning_rate, resumed_anchor
+from puffer_tui.engine.algo.timing import Timing
+from puffer_tui.engine.algo.trainer_setup import (
+    auto_threads,
+    make_vecenv,
+    resolve_device,
+    resolve_precision,
+)
+from puffer_tui.engine.shared import health
+from puffer_tui.engine.shared.config import (
+    STOP_WINDOW,
+    Config,
+    ConfigError,
+    apply,
+    from_dict,
+    live_specs,
+    spec_for,
+)
+from puffer_tui.engine.shared.protocol import ENV, LOSS_KEYS, LOSSES, WORKERS
+
+__all__ = ["Trainer", "auto_threads", "make_vecenv", "resolve_device"]
+
+# When a live field's new value takes effect.
+_APPLIES = {"update_epochs": "from the next update",
+            "total_timesteps": "now: the run's end and its lr schedule move together"}
+_APPLIES_DEFAULT = "from the next minibatch"
+_PROGRESS_INTERVAL = 0.25  # seconds between progress snapshots while collecting
+
+
+class Trainer:
+    def __init__(self, config: Config, vecenv=None, safe_point=None, world: World | None = None):
+        self.config = config
+        # learner ranks (engine/algo/distributed.py): one process unless started by torchrun
+        self.world = world or World()
+        # The config as built (the run's config.toml): a resume tells the user's new values
+        # for live fields from the checkpoint's by comparing with this (load_state_dict).
+        self._built_config = copy.deepcopy(config.as_dict())
+        self.schedule = START  # anchor of the lr / beta schedules (engine/algo/schedule.py)
+        train = config.train
+        self.device = resolve_device(train.device)
+        # (collection, learning): the env workers' cores are the learner's while they wait
+        self._threads = (train.torch_threads or auto_threads(config),
+                         train.torch_threads or auto_threads(config, phase="learn"))
+        torch.set_num_threads(self._threads[0])
+        keep_freed_memory()  # no page faults for each minibatch's tensors (engine/algo/allocator.py)
+        self._seed = self.world.seed(train.seed)  # differs per rank
+        _seed_all(self._seed)
+
+        if vecenv is None:  # make_vecenv(config) is what tests/fault_patches wraps
+            vecenv = make_vecenv(config) if self._seed == train.seed else \
+                make_vecenv(config, self._seed)
+        self.vecenv = vecenv
+        try:
+            self._build(config)
+        except BaseException:
+            self.vecenv.close()
+            raise
+        self.safe_point = safe_point
+        self.global_step = 0
+        self.epoch = 0
+        self.uptime = 0.0
+        self.progress = {"global_step": 0, "epoch": 0, "sps": 0.0, "uptime": 0.0, "metrics": {}}
+        self._scores: list[tuple[float, float]] = []  # (mean score, episodes) of recent epochs
+        self.finish_reason = ""  # why the run ended before its budget (train.stop_at_score)
+        self._closed = False
+        self.vecenv.async_reset(self._seed)
+
+    def _build(self, config: Config) -> None:
+        from puffer_tui.envs import env_class
+        from puffer_tui.envs.registry import preset_label
+
+        train, vecenv = config.train, self.vecenv
+        obs_space = vecenv.single_observation_space
+        act_space = vecenv.single_action_space
+        self.num_agents = vecenv.num_agents
+        self.num_envs = getattr(vecenv, "num_envs", config.vec.num_envs)
+        batch = train.batch_size or self.num_agents * train.horizon
+        if batch % train.horizon:
+            raise ConfigError(f"train.batch_size ({batch}) must be a multiple of train.horizon "
+                              f"({train.horizon})")
+        if batch < self.num_agents * train.horizon:
+            raise ConfigError(
+                f"train.batch_size ({batch}) is smaller than num_agents * horizon "
+                f"({self.num_agents} * {train.horizon}); every agent needs a segment "
+                f"(0 picks exactly that)")
+        if train.minibatch_size > batch:
+            raise ConfigError(f"train.minibatch_size ({train.minibatch_size}) exceeds the batch "
+                              f"({batch} = num_agents * horizon unless train.batch_size is set)")
+        self.batch_size = batch
+
+        self.policy = make_policy(obs_space, act_space, train).to(self.device)
+        self.optimizer = make_optimizer(self.policy, train, self.device)
+        step_fn, sequence_fn = self.policy.step, self.policy.forward_sequence
+        if train.compile:
+            step_fn = torch.compile(step_fn)
+            sequence_fn = torch.compile(sequence_fn)
+        sequence_fn = self.world.wrap(self.policy, sequence_fn)  # DDP averages the gradients
+        self._step_fn = step_fn
+        self.precision = resolve_precision(train.precision, self.device)  # "auto" decided
+        self.learner = Learner(self.policy, self.optimizer, sequence_fn, self.precision)
+
+        # running statistics (engine/algo/normalization.py); None where not asked for
+        self.normalization = Normalization(self.policy.obs_norm, self.num_agents, train)
+        self.obs_rms = self.normalization.observations  # each None where not asked for
+        self.reward_scaler = self.normalization.rewards
+        obs_dtype = np.float32 if self.obs_rms is not None else obs_space.dtype
+
+        cuda = self.device.type == "cuda"
+        self.buffer = RolloutBuffer(
+            batch // train.horizon, train.horizon, self.num_agents, obs_space.shape,
+            obs_dtype, self.policy.actor.action_shape, self.policy.actor.action_dtype,
+            state_size=self.policy.hidden_size if self.policy.recurrent else 0,
+            device=self.device if cuda else None)  # on the GPU: no per-step copy back
+        # Per-agent recurrent state, on the device; zeroed where an episode starts.
+        self.lstm_state = self.policy.initial_state(self.num_agents, self.device)
+        # Observations reach the GPU through a pinned staging buffer and a non-blocking copy.
+        self._staging = (torch.empty((self.num_agents, *obs_space.shape),
+                                     dtype=self.buffer.observations.dtype, pin_memory=True)
+                         if cuda else None)
+        self.timing = Timing(self.device)
+
+        cls = env_class(config.env_name)
+        self.preset = preset_label(config.env_name)  # where the defaults came from
+        self.palette = dict(cls.palette)
+        self.frame_shape = cls.layout(cls.resolve(dict(config.env))).frame_shape
+
+    # -- properties of the API ----------------------------------------------------------------
+
+    @property
+    def torch_threads(self) -> tuple[int, int]:
+        """(collection, learning): the torch threads of each phase (train.torch_threads, or
+        what auto_threads chose)."""
+        return self._threads
+
+    @property
+    def done(self) -> bool:
+        return self.global_step >= self.config.train.total_timesteps or self._score_reached()
+
+    def _score_reached(self) -> bool:
+        """train.stop_at_score: the mean episode score of the last STOP_WINDOW epochs that
+        ended episodes (weighted by their episodes) has reached the target."""
+        target = self.config.train.stop_at_score
+        if not target or not self._scores:
+            return False
+        episodes = sum(n for _, n in self._scores)
+        mean = sum(score * n for score, n in self._scores) / episodes
+        if mean < target:
+            return False
+        self.finish_reason = (f"mean episode score {mean:.4g} over the last "
+                              f"{len(self._scores)} epochs reached train.stop_at_score {target:g}")
+        return True
+
+    def _note_score(self, env: dict) -> None:
+        score = env.get("score", env.get("episode_return"))
+        episodes = float(env.get("episodes", 0) or 0)
+        if isinstance(score, (int, float)) and episodes > 0:
+            self._scores = [*self._scores, (float(score), episodes)][-STOP_WINDOW:]
+
+    @property
+    def worker_pids(self) -> list[int]:
+        return list(getattr(self.vecenv, "worker_pids", []))
+
+    def frame(self, env_index: int, view: str = "env"):
+        """Env `env_index`'s frame (tiles, an RGB image or text; engine/native/frames.py), or
+        with view "obs" its observation drawn as an image."""
+        if not 0 <= env_index < self.num_envs:
+            raise IndexError(f"env index {env_index} is out of range [0, {self.num_envs})")
+        return self.vecenv.frame(env_index) if view == "env" else self.vecenv.frame(env_index, view)
+
+    # -- one epoch ----------------------------------------------------------------------------
+
+    def run_epoch(self) -> dict:
+        """Collect one batch and run one PPO update; returns the epoch's metrics row."""
+        if self._closed:
+            raise RuntimeError("run_epoch() on a closed trainer")
+        self.timing.reset()
+        self._blocked = 0.0
+        self._epoch_start = time.perf_counter()
+        self._epoch_start_step = self.global_step
+        self._uptime_start = self.uptime
+        log = EpisodeLog()
+        self._collect(log)
+        self.normalization.sync(self.world)
+        local_steps = self.global_step - self._epoch_start_step
+        with self.timing.section("copy"):
+            data = self.buffer.tensors(self.device)
+        # NaN from the env: learn nothing from it (every rank stops when one finds it)
+        check_together(self.world, health.check_batch, data, self.num_agents)
+        steps = self.world.sum(local_steps)
+        self.global_step = self._epoch_start_step + steps  # the steps of all ranks
+        with self.timing.section("learn"), self._learning_threads():
+            stats = self.learner.update(data, lambda: self.config.train, self.global_step,
+                                        self._safe_point, self.schedule)
+        check_together(self.world, health.check_update, stats, self.policy)
+        elapsed = time.perf_counter() - self._epoch_start - self._blocked
+        self.epoch += 1
+        self.uptime = self._uptime_start + elapsed
+        losses, env, workers = reduce_epoch(self.world, local_steps, elapsed,
+                                            {k: stats[k] for k in LOSS_KEYS}, log.summary())
+        self._note_score(env)  # every rank: the combined episodes
+        row = {"epoch": self.epoch, "global_step": self.global_step,
+               "sps": steps / max(elapsed, 1e-9), "uptime": self.uptime,
+               "learning_rate": stats["learning_rate"],
+               LOSSES: losses,
+               **self.timing.metrics(elapsed),
+               ENV: env}  # grouped: an env stat cannot overwrite a trainer number
+        if workers:
+            row[WORKERS] = workers
+        self.progress = {"global_step": self.global_step, "epoch": self.epoch,
+                         "sps": row["sps"], "uptime": self.uptime, "metrics": row}
+        return row
+
+    @contextlib.contextmanager
+    def _learning_threads(self):
+        collect, learn = self._threads
+        if learn != collect:
+            torch.set_num_threads(learn)
+        try:
+            yield
+        finally:
+            if learn != collect:
+                torch.set_num_threads(collect)
+
+    def _safe_point(self, between_steps: bool = False) -> None:
+        if self.safe_point is None:
+            return
+        if self.progress["global_step"] != self.global_step:
+            # the engine may pause here: let telemetry show the step it paused at
+            self.progress = {**self.progress, "global_step": self.global_step}
+        start = time.perf_counter()
+        try:
+            if self.world.enabled:
+                # ranks step their envs a different number of times: only the minibatch and
+                # epoch boundaries are common to all (engine/runtime/commands.py)
+                self.safe_point(between_steps=between_steps)
+            else:
+                self.safe_point()
+        finally:
+            blocked = time.perf_counter() - start
+            self._blocked += blocked
+            self.timing.exclude(blocked)  # paused time is in no timing share
+
+    def _collect(self, log: EpisodeLog) -> None:
+        buffer, timing, vecenv, policy = self.buffer, self.timing, self.vecenv, self.policy
+        buffer.start_batch()
+        cuda = self._staging is not None
+        last_report = time.perf_counter()
+        while not buffer.ready:
+            self._safe_point(between_steps=True)
+            with timing.section("env"):
+                obs, rewards, terminals, truncations, infos, env_ids, masks = vecenv.recv()
+            log.add(infos)
+            train = self.config.train
+            obs = self.normalization.observe(obs, masks, train.observation_clip)
+            rewards = self.normalization.scale(env_ids, rewards, terminals | truncations, masks,
+                                               train.gamma)
+            with timing.section("copy"):
+                starts_np = terminals | truncations
+                every_row = len(env_ids) == self.num_agents and _is_identity(env_ids)
+                if cuda:
+                    staging = self._staging[: len(env_ids)]
+                    staging.copy_(torch.from_numpy(obs))
+                    obs_t = staging.to(self.device, non_blocking=True)
+                    starts = torch.from_numpy(starts_np).to(self.device, non_blocking=True)
+                else:
+                    obs_t, starts = torch.from_numpy(obs), torch.from_numpy(starts_np)
+                rows = None if every_row else torch.as_tensor(env_ids, device=self.device)
+            with timing.section("forward"), torch.inference_mode(), \
+                    self.learner.autocast(self.device):
+                state = self.lstm_state
+                if state is not None and rows is not None:
+                    state = (state[0][rows], state[1][rows])
+                final_values = self._final_values(env_ids, terminals, truncations, state)
+                if state is not None:
+                    state = policy.reset_state(state, starts)
+                params, values, new_state = self._step_fn(obs_t, state, None)
+                params, values = params.float(), values.float()  # no-ops in float32
+                if new_state is not None:
+                    new_state = (new_state[0].float(), new_state[1].float())
+                actions, logprobs = policy.actor.sample(params)
+                env_actions = policy.actor.to_env(actions)
+            with timing.section("copy"):
+                if new_state is not None:
+                    if rows is None:
+                        self.lstm_state = new_state
+                    else:
+                        self.lstm_state[0][rows] = new_state[0]
+                        self.lstm_state[1][rows] = new_state[1]
+                # a device buffer takes the policy's outputs where they are
+                on_device = buffer.device is not None
+                host = (lambda t: t.cpu()) if cuda and not on_device else (  # noqa: E731
+                    lambda t: t)
+                buffer.store(env_ids, obs_t if on_device else obs, rewards, terminals,
+                             truncations, masks, host(actions), host(logprobs), host(values),
+                             None if state is None else (host(state[0]), host(state[1])),
+                             final_values)
+                env_actions = env_actions.cpu().numpy()
+            # Count now: recv() may return the backend's live buffers, which send() overwrites
+            # with the next step's masks.
+            stepped = int(np.count_nonzero(masks))
+            with timing.section("env"):
+                vecenv.send(env_actions)
+            self.global_step += stepped
+            now = time.perf_counter()
+            if now - last_report > _PROGRESS_INTERVAL:
+                last_report = now
+                self._report_progress(now)
+
+    def _final_values(self, env_ids, terminals, truncations, state) -> np.ndarray | None:
+        """V(final observation) of the rows whose episode was truncated on this step (0 in the
+        others), from each agent's recurrent state before its reset; None when none was.
+        Called inside inference mode; one batched forward over the truncated rows only."""
+        truncated = np.flatnonzero(np.asarray(truncations) & ~np.asarray(terminals))
+        if len(truncated) == 0:
+            return None
+        final = self.vecenv.final_observations[np.asarray(env_ids)[truncated]]
+        final = self.normalization.final(final, self.config.train.observation_clip)
+        obs = torch.from_numpy(final).to(self.device)
+        if state is not None:
+            pick = torch.as_tensor(truncated, device=self.device)
+            state = (state[0][pick], state[1][pick])
+        _, values, _ = self._step_fn(obs, state, None)
+        out = np.zeros(len(env_ids), np.float32)
+        out[truncated] = values.float().cpu().numpy().reshape(-1)
+        return out
+
+    def _report_progress(self, now: float) -> None:
+        elapsed = now - self._epoch_start - self._blocked
+        # ranks step alike: this rank's count times the ranks until the epoch's sum
+        steps = (self.global_step - self._epoch_start_step) * self.world.size
+        self.progress = {**self.progress, "global_step": self._epoch_start_step + steps,
+                         "sps": steps / max(elapsed, 1e-9),
+                         "uptime": self._uptime_start + elapsed}
+
+    # -- hyperparameters ----------------------------------------------------------------------
+
+    def set_hyperparameter(self, key: str, value) -> tuple[object, str]:
+        """Change a live field (e.g. "train.learning_rate"); returns (value, when it applies)."""
+        spec = spec_for(key, self.config.env_name)
+        if not spec.live:
+            raise ConfigError(f"{spec.key} cannot change while training; it applies on restart "
+                              "(set it in the run's config or on the command line)")
+        checked = apply(self.config, {spec.key: value})  # validates the whole config
+        new_value = getattr(getattr(checked, spec.section), spec.name)
+        if spec.key == "train.total_timesteps":  # the end moves: the schedules move with it
+            if new_value <= self.global_step:
+                raise ConfigError(f"train.total_timesteps {new_value:,} is not above the "
+                                  f"{self.global_step:,} steps done; to end the run now, stop it")
+            self.schedule = budget_moved(self.schedule, self.config.train.total_timesteps,
+                                         new_value, self.global_step)
+        setattr(getattr(self.config, spec.section), spec.name, new_value)
+        if spec.section == "eval":  # engine/evaluation/periodic_eval.py reads them as one starts
+            return new_value, "from the next evaluation"
+        return new_value, _APPLIES.get(spec.name, _APPLIES_DEFAULT)
+
+    # -- checkpoints --------------------------------------------------------------------------
+
+    def state_dict(self, episodes_afresh: str | None = None) -> dict:
+        """`episodes_afresh`: why the envs' state is not saved (a dead env worker cannot be
+        asked for it); a resume then starts episodes afresh and says why."""
+        train = self.config.train
+        return {
+            "policy": self.policy.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "lr_schedule": {"kind": "cosine" if train.anneal_lr else "constant",
+                            "base_learning_rate": train.learning_rate,
+                            "total_timesteps": train.total_timesteps,
+                            "learning_rate": learning_rate(train, self.global_step,
+                                                           self.schedule),
+                            **self.schedule.as_dict()},
+            "global_step": self.global_step,
+            "epoch": self.epoch,
+            "uptime": self.uptime,
+            "rng": rng_state.capture(self.device),
+            "config": self.config.as_dict(),
+            # env state, the step result in flight and per-agent LSTM state: episodes go on
+            **(episode_state.save(self.vecenv, self.lstm_state) if episodes_afresh is None
+               else {"vecenv": None, "lstm_state": None, "episodes_afresh": episodes_afresh}),
+            "built_config": self._built_config,
+            "normalization": self.normalization.state_dict(),
+            "recent_scores": [list(pair) for pair in self._scores],
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Resume exactly: weights, optimizer moments, counters, schedule, RNG streams and the
+        live hyperparameters the run had (the rest of the config must match this trainer's).
+
+        A live field keeps the value this trainer was built with when that differs from the
+        value the checkpoint's run was built with: the user changed it for this resume (e.g.
+        `train --resume RUN --train.learning-rate 0.001`). Otherwise the checkpoint's value is
+        restored, so that changes made live while the run trained survive the restart."""
+        missing = {"policy", "optimizer", "global_step", "epoch", "config"} - set(state)
+        if missing:
+            raise ValueError(f"not a trainer state: missing {', '.join(sorted(missing))}")
+        saved = from_dict(state["config"])
+        self._check_compatible(saved)
+        self.normalization.load_state_dict(state.get("normalization"), self.world.is_main)
+        self.policy.load_state_dict(state["policy"])
+        # Adam adopts the given tensors and updates them in place: keep the caller's intact.
+        # None: a branch that changed train.optimizer starts with a fresh one (engine/startup/branch.py)
+        if state["optimizer"] is not None:
+            self.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
+        self._restore_live_fields(saved, state.get("built_config"))
+        self.global_step = int(state["global_step"])
+        self.schedule = resumed_anchor(state.get("lr_schedule"), self.config.train,
+                                       self.global_step)
+        self.epoch = int(state["epoch"])
+        self.uptime = float(state.get("uptime", 0.0))
+        self._scores = [(float(s), float(n)) for s, n in state.get("recent_scores", [])]
+        if not self.world.is_main:
+            # the checkpoint holds rank 0's envs and RNG streams (engine/algo/distributed.py): this
+            # rank's episodes go on from its own reset, its streams reseeded from the step
+            _seed_all(self._seed + self.global_step)
+            self.inexact_resume = None
+        else:
+            rng_state.restore(state.get("rng", {}), self.device)
+            # Episodes continue where they were (or, when that cannot be, start afresh).
+            self.lstm_state, self.inexact_resume = episode_state.restore(
+                self.vecenv, self.lstm_state, state, self.device)
+        if self.inexact_resume:
+            warnings.warn(f"resume is not exact: {self.inexact_resume}; episodes start afresh",
+                          stacklevel=2)
+        self.progress = {"global_step": self.global_step, "epoch": self.epoch, "sps": 0.0,
+                         "uptime": self.uptime, "metrics": {}}
+
+    def _restore_live_fields(self, saved: Config, saved_built: dict | None) -> None:
+        ours = self._built_config["train"]
+        # Checkpoints written before built_config was saved cannot tell: theirs wins.
+        theirs = (saved_built or {}).get("train", ours)
+        for name in (spec.name for spec in live_specs() if spec.section == "train"):
+            if name in theirs and ours[name] != theirs[name]:
+                continue  # given for this resume: the new value wins
+            setattr(self.config.train, name, getattr(saved.train, name))
+
+    def _check_compatible(self, saved: Config) -> None:
+        if saved.env_name != self.config.env_name:
+            raise ValueError(f"checkpoint is for env {saved.env_name!r}, this trainer runs "
+                             f"{self.config.env_name!r}")
+        for name in ("policy", "hidden_size", "optimizer", "separate_critic",
+                     "normalize_observations"):
+            ours, theirs = getattr(self.config.train, name), getattr(saved.train, name)
+            if ours != theirs:
+                raise ValueError(f"checkpoint has train.{name} = {theirs!r}, this trainer "
+                                 f"{ours!r}; build the trainer from the checkpoint's config")
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self.vecenv.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def _seed_all(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def _is_identity(env_ids) -> bool:
+    """True when env_ids is 0..n-1 in order (the synchronous case): no gather/scatter needed."""
+    if isinstance(env_ids, slice):
+        return env_ids.start in (None, 0) and env_ids.step in (None, 1)
+    n = len(env_ids)
+    return n == 0 or (int(env_ids[0]) == 0 and int(env_ids[-1]) == n - 1 and
+                      (n < 3 or bool(np.all(np.diff(env_ids) == 1))))
+

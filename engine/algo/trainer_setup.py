@@ -1,0 +1,85 @@
+"""What the trainer is built from: its device, its torch threads and its vec env (the
+config's `vec` section). engine/algo/trainer.py re-exports these names."""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from puffer_tui.engine.algo import cpu_load
+from puffer_tui.engine.shared.config import Config, ConfigError
+from puffer_tui.engine.vec.sizing import available_cores
+
+
+def resolve_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("train.device = cuda, but torch sees no CUDA device (use auto or cpu)")
+    return torch.device(name)
+
+
+def resolve_precision(name: str, device: torch.device) -> str:
+    """train.precision as the learner runs it: "auto" is bfloat16 where the device multiplies
+    bfloat16 natively (a CUDA GPU from Ampere on; a CPU with AVX512-BF16 or AMX-BF16, where
+    oneDNN's bf16 products run 2-2.7x faster than float32 on the dev box), else float32 (an
+    emulated bfloat16 is slower than float32)."""
+    if name != "auto":
+        return name
+    if device.type == "cuda":  # natively from Ampere (compute capability 8) on
+        return "bfloat16" if torch.cuda.get_device_properties(device).major >= 8 else "float32"
+    if device.type == "cpu" and cpu_has_native_bf16():
+        return "bfloat16"
+    return "float32"
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU has bfloat16 dot-product instructions (Linux /proc/cpuinfo flags;
+    elsewhere: no, float32 is the safe choice)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+                    return bool(flags & {"avx512_bf16", "amx_bf16"})
+    except OSError:
+        pass
+    return False
+
+
+def auto_threads(config: Config, phase: str = "collect") -> int:
+    """Torch threads for `train.torch_threads = 0`: the cores this process may use, less the
+    cores env workers take, less the cores other processes keep busy right now (measured:
+    engine/algo/cpu_load.py). Oversubscribing is far worse than idling a core: each parallel
+    op then waits for a descheduled thread (measured on a busy 2-core box: 2 threads train
+    3-5x slower than 1). For the "learn" phase the workers' cores count as free: they wait
+    for the next actions while the learner updates (a CNN update on 2 threads instead of 1:
+    1.6x faster on the dev box)."""
+    # learner ranks on this machine (torchrun) share its cores; then the cores are already
+    # shared out, and the sibling ranks starting alongside must not be counted again as load
+    ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
+    cores = max(1, available_cores() // ranks)
+    workers = config.vec.num_workers if config.vec.backend in ("multiprocessing", "ray") else 0
+    busy = int(cpu_load.busy_cores_of_others() + 0.5) if ranks == 1 else 0  # mostly busy: taken
+    if phase == "learn":
+        return max(1, cores - busy)
+    free = cores - workers - busy
+    return max(1, min(cores - workers, free))
+
+
+def make_vecenv(config: Config, seed: int | None = None):
+    from puffer_tui.engine import vec
+    from puffer_tui.envs import creator
+
+    v = config.vec
+    seed = config.train.seed if seed is None else seed
+    kwargs = {"num_envs": v.num_envs, "backend": v.backend, "seed": seed}
+    if v.backend != "serial":
+        kwargs.update(num_workers=v.num_workers, batch_size=v.batch_size or v.num_envs,
+                      zero_copy=v.zero_copy, timeout=v.worker_timeout)
+    if v.backend == "multiprocessing" and v.inline:
+        kwargs.update(inline=True)
+    if v.backend == "ray":
+        kwargs.update(address=v.ray_address, num_cpus=v.ray_num_cpus)
+    return vec.make(creator(config.env_name, **config.env), **kwargs)

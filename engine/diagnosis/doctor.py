@@ -1,0 +1,210 @@
+"""The engine's diagnosis after each epoch (rank 0): measure the signals the rules read from
+the trainer's epoch row and its last batch, run the rules (engine/diagnosis/state.py), and
+say what fired or cleared: a `diagnosis` push to every client, an event (events.log,
+engine.out, `--headless`), and a `diagnoses` field in the metrics row.
+
+    doctor = Doctor(trainer, events, publish=server.publish_event)
+    row = doctor.examine(row)          # after run_epoch (and the evaluation)
+
+The extra measurements are cheap by design: the batch's rewards, masks and episode ends
+are [segments, horizon] tensors, the observations are summed over a strided sample of at
+most SAMPLE_ROWS rows, and the gradient norms come from the clip the learner does anyway
+(`Learner.last_update`). benchmarks/doctor.py measures the whole cost against training time.
+
+`PUFFER_TUI_DIAGNOSIS_TRACE=FILE` appends each epoch's signals and settings to FILE (one
+JSON line each): how the rules' tests get epochs recorded from real runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+
+from puffer_tui.engine.diagnosis.state import Diagnoser, event_text, row_entry
+from puffer_tui.engine.shared.protocol import DIAGNOSES, ENV, LOSSES, TIMING, TIMING_PCT, json_safe
+
+SAMPLE_ROWS = 4096  # observation rows measured per epoch at most
+RETURN_SEGMENTS = 256  # segments whose returns are computed per epoch at most
+TRACE_ENV = "PUFFER_TUI_DIAGNOSIS_TRACE"
+
+
+def entropy_max(action_space) -> float | None:
+    """The largest entropy of the policy's action distribution (discrete spaces only)."""
+    n = getattr(action_space, "n", None)
+    if n is not None:
+        return math.log(int(n)) if int(n) > 1 else None
+    nvec = getattr(action_space, "nvec", None)
+    if nvec is not None:
+        return float(sum(math.log(int(k)) for k in list(nvec.reshape(-1)) if int(k) > 1)) or None
+    return None
+
+
+def settings_of(trainer) -> dict:
+    """The run's current settings the rules compare with (live ones change under them)."""
+    train = trainer.config.train
+    return {"learning_rate": train.learning_rate, "ent_coef": train.ent_coef,
+            "vf_coef": train.vf_coef, "reward_clamp": train.reward_clamp,
+            "gamma": train.gamma, "max_grad_norm": train.max_grad_norm,
+            "normalize_rewards": train.normalize_rewards,
+            "normalize_observations": train.normalize_observations,
+            "num_workers": trainer.config.vec.num_workers, "num_agents": trainer.num_agents,
+            "entropy_max": entropy_max(trainer.vecenv.single_action_space)}
+
+
+def row_signals(row: dict, steps: int) -> dict:
+    """The rules' numbers found in the epoch row (`steps`: agent steps of the epoch)."""
+    losses, env = row.get(LOSSES) or {}, row.get(ENV) or {}
+    signals = {k: row.get(k) for k in ("epoch", "global_step", "sps")}
+    signals.update({k: losses.get(k) for k in ("policy_loss", "value_loss", "entropy",
+                                               "approx_kl", "clipfrac", "explained_variance")})
+    signals["score"] = env.get("score", env.get("episode_return"))
+    signals["episodes"] = env.get("episodes", 0)
+    signals["episode_length"] = env.get("episode_length")
+    signals["timing_pct_env"] = (row.get(TIMING_PCT) or {}).get("env")
+    env_seconds = (row.get(TIMING) or {}).get("env")
+    if env_seconds is not None and steps > 0:
+        signals["env_seconds_per_step"] = env_seconds / steps
+    return signals
+
+
+def return_spread(buffer, gamma: float, segments: int = RETURN_SEGMENTS) -> float:
+    """How much the batch's discounted returns differ: their std over the mean of their
+    absolute values, on at most `segments` segments. As the advantage kernel aligns them:
+    the reward and the end flag of step t+1 close the return of step t; a terminal adds
+    nothing after it, a truncation the critic's value of its final observation, the
+    segment's end its last value. Explained variance means something only when this is not
+    tiny: a solved run's returns are all alike."""
+    import numpy as np
+
+    take = slice(0, min(segments, buffer.rewards.shape[0]))
+
+    def rows(tensor):
+        return tensor[take].float().cpu().numpy()
+
+    rewards, values, finals = rows(buffer.rewards), rows(buffer.values), rows(buffer.final_values)
+    terminal, truncated = rows(buffer.terminals) > 0, rows(buffer.truncations) > 0
+    ahead = values[:, -1]
+    returns = np.empty_like(rewards[:, :-1])
+    for t in range(rewards.shape[1] - 2, -1, -1):
+        after = np.where(terminal[:, t + 1], 0.0, np.where(truncated[:, t + 1],
+                                                             finals[:, t + 1], ahead))
+        ahead = rewards[:, t + 1] + gamma * after
+        returns[:, t] = ahead
+    scale = float(np.abs(returns).mean())
+    return float(returns.std()) / scale if scale > 1e-8 else 0.0
+
+
+def batch_signals(buffer, normalized_observations: bool) -> dict:
+    """Reward scale, episode ends and (float vector observations, unless normalized) the
+    columns' scales of the batch the learner just trained on."""
+    masks = buffer.masks.reshape(-1)
+    rewards, terminals = buffer.rewards.reshape(-1), buffer.terminals.reshape(-1)
+    truncations = buffer.truncations.reshape(-1)
+    if not bool(masks.all()):  # rows of dead or waiting agents: left out (rare: one copy)
+        keep = masks > 0
+        rewards, terminals, truncations = rewards[keep], terminals[keep], truncations[keep]
+    signals = {"ends": 0.0, "terminals": 0.0, "truncations": 0.0}
+    if rewards.numel():
+        std, _ = torch_std_mean(rewards)
+        signals["reward_absmax"] = float(rewards.abs().max())
+        signals["reward_std"] = std
+        signals["terminals"] = float(terminals.sum())
+        signals["truncations"] = float(truncations.sum())
+        signals["ends"] = float(((terminals + truncations) > 0).sum())
+    obs = buffer.observations
+    if normalized_observations or not obs.is_floating_point() or obs.dim() != 3 \
+            or obs.shape[-1] < 2:
+        return signals
+    flat = obs.reshape(-1, obs.shape[-1])
+    flat = flat[::max(1, flat.shape[0] // SAMPLE_ROWS)]
+    scales = flat.abs().amax(0).float()
+    used = scales[scales > 1e-6]
+    if used.numel() >= 2:
+        median = float(used.median())
+        worst = int(scales.argmax())
+        signals.update(obs_ratio=float(scales[worst]) / median, obs_worst=worst,
+                       obs_worst_scale=float(scales[worst]), obs_median_scale=median)
+    return signals
+
+
+def torch_std_mean(values) -> tuple[float, float]:
+    """(std, mean) of a float tensor in one pass (0 std for a single value)."""
+    if values.numel() < 2:
+        return 0.0, float(values.mean())
+    var, mean = (float(v) for v in _var_mean(values))
+    return var ** 0.5, mean
+
+
+def _var_mean(values):
+    import torch  # the engine has it loaded already; this module stays importable without
+
+    return torch.var_mean(values)
+
+
+class Doctor:
+    def __init__(self, trainer, events, publish=None):
+        self.trainer = trainer
+        self.events = events
+        self.publish = publish or (lambda message: None)
+        self.diagnoser = Diagnoser()
+        self.seconds = 0.0  # time spent diagnosing, for benchmarks/doctor.py
+        self._last_step = trainer.global_step
+        self._last_signals: dict = {}
+        trace = os.environ.get(TRACE_ENV)
+        self._trace = open(trace, "a", encoding="utf-8") if trace else None  # noqa: SIM115
+
+    def examine(self, row: dict) -> dict:
+        """The row, with a `diagnoses` field when a rule fired or cleared this epoch."""
+        start = time.thread_time()  # this thread's CPU: what diagnosing costs, not waits
+        trainer = self.trainer
+        steps = int(row.get("global_step", 0)) - self._last_step
+        self._last_step = int(row.get("global_step", 0))
+        signals = row_signals(row, steps)
+        update = getattr(trainer.learner, "last_update", None) or {}
+        if trainer.config.train.max_grad_norm > 0 and "grad_norm" in update:
+            signals.update(grad_norm=update["grad_norm"], grad_clipped=update["grad_clipped"])
+        train = trainer.config.train
+        signals.update(batch_signals(trainer.buffer, train.normalize_observations))
+        if (signals.get("explained_variance") or 0.0) < 0.1:  # only critic_blind reads it
+            signals["return_spread"] = return_spread(trainer.buffer, train.gamma)
+        settings = settings_of(trainer)
+        self._last_signals = signals
+        messages = self.diagnoser.feed(signals, settings)
+        self.seconds += time.thread_time() - start
+        if self._trace is not None:  # seconds: this far; uptime: the training time so far
+            self._trace.write(json.dumps(json_safe({
+                "signals": signals, "settings": settings, "seconds": self.seconds,
+                "uptime": row.get("uptime")})) + "\n")
+            self._trace.flush()
+        self._say(messages)
+        return {**row, DIAGNOSES: [row_entry(m) for m in messages]} if messages else row
+
+    def active(self) -> list[dict]:
+        """The diagnoses in force (telemetry's `diagnoses`, for clients that attach later)."""
+        return list(self.diagnoser.active.values())
+
+    def command(self, command, boundary) -> dict:
+        """The `diagnosis` command (engine/runtime/commands.py calls it like its own handlers):
+        `{"silence": RULE}` silences a rule for this run; without args, what is active."""
+        rule = command.args.get("silence")
+        if rule is not None:
+            cleared = self.diagnoser.silence(rule, self._last_signals)
+            self.events.info(f"diagnosis {rule} silenced for this run")
+            if cleared is not None:
+                self.publish(json_safe(cleared))
+        return {"active": [m["rule"] for m in self.active()],
+                "silenced": sorted(self.diagnoser.silenced)}
+
+    def close(self) -> None:
+        if self._trace is not None:
+            self._trace.close()
+            self._trace = None
+
+    def _say(self, messages: list[dict]) -> None:
+        for message in messages:
+            level = "info" if message["status"] == "cleared" or \
+                message.get("severity") == "info" else "warning"
+            self.events.emit(level, event_text(message))
+            self.publish(json_safe(message))

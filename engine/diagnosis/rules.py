@@ -1,0 +1,365 @@
+"""Diagnosis rules: what is going wrong with a run, read off its epochs' numbers.
+
+Each rule is a small function `rule(history, ctx, active) -> Finding | None` over the run's
+recent epochs (`history`, oldest first; each a flat dict of signals, see SIGNALS) and the
+run's current settings (`ctx`: learning_rate, ent_coef, gamma, max_grad_norm,
+normalize_rewards, normalize_observations, entropy_max, num_workers). It returns a Finding
+while its condition holds, None otherwise; `active` says whether it has fired already, so
+a rule may keep holding on a looser threshold than the one that fired it (no flicker).
+engine/diagnosis/doctor.py runs them after each epoch, fires and clears them and makes the
+protocol's `diagnosis` messages. No torch and no Textual here: the rules are plain
+arithmetic on numbers, tested on rows recorded from real runs (tests/fixtures/diagnosis/).
+
+The usual ranges the thresholds are set against (PPO on these envs, measured): approx_kl
+0.001-0.05, clipfrac 0.05-0.3, entropy above a few percent of its maximum until the return
+has risen, explained variance above 0.3 once warmed up.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from puffer_tui.engine.shared.protocol import DIAGNOSIS_RULES
+
+# the numbers of one epoch the rules read (absent or None: not measured this epoch)
+SIGNALS = ("epoch", "global_step", "sps", "policy_loss", "value_loss", "entropy",
+           "approx_kl", "clipfrac", "explained_variance", "score", "episodes",
+           "episode_length", "timing_pct_env", "env_seconds_per_step", "grad_norm",
+           "grad_clipped", "obs_ratio", "obs_worst", "obs_worst_scale", "obs_median_scale",
+           "reward_absmax", "reward_std", "return_spread", "ends", "terminals",
+           "truncations")
+
+WARNING, ERROR, INFO = "warning", "error", "info"
+
+
+@dataclass
+class Finding:
+    severity: str
+    text: str  # one line
+    evidence: dict  # the numbers that made the rule fire, by name
+    epochs: list[int]  # the epochs it saw them in
+    # {"key", "from", "to", "live": True} (a live `set`), or {"key", "to", "live": False,
+    # "restart": "--section.name V"} for a field that applies on restart; None: no one change
+    suggestion: dict | None = None
+    hint: str = ""  # what to look at when no single change fixes it
+    extra: dict = field(default_factory=dict)
+
+
+def _num(row: dict, key: str) -> float | None:
+    value = row.get(key)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return float(value)
+
+
+def _last(history: list[dict], key: str, n: int) -> list[float] | None:
+    """The last n epochs' values of `key`; None unless all n have one."""
+    if len(history) < n:
+        return None
+    values = [_num(row, key) for row in history[-n:]]
+    return None if any(v is None for v in values) else values
+
+
+def _epochs(history: list[dict], n: int) -> list[int]:
+    return [int(row.get("epoch", 0)) for row in history[-n:]]
+
+
+def _scores(history: list[dict]) -> list[tuple[int, float]]:
+    return [(int(r.get("epoch", 0)), _num(r, "score")) for r in history
+            if _num(r, "score") is not None and (_num(r, "episodes") or 0) > 0]
+
+
+def _rounded(value: float) -> float:
+    return float(f"{value:.2g}")
+
+
+def score_rose(history: list[dict], ctx: dict, margin: float = 0.5) -> bool | None:
+    """Whether the return has risen since the run's first epochs with episodes: the best
+    mean of 3 consecutive scored epochs (ctx["best_score"], kept over the whole run by
+    engine/diagnosis/state.py) is above the first 3's by `margin` of their size (at least
+    0.1). None: too few scored epochs to tell."""
+    first, best = ctx.get("first_scores") or [], ctx.get("best_score")
+    if len(first) < 3 or best is None:
+        return None
+    early = statistics.fmean(first[:3])
+    return best - early > margin * max(abs(early), 0.1)
+
+
+# -- the rules ----------------------------------------------------------------------------
+
+def kl_blowup(history, ctx, active):
+    """The policy moves far more per update than PPO's clip allows: approx_kl above 1 in one
+    epoch, or above 0.2 (clipfrac above 0.5) for 3 epochs; usually a learning rate too high.
+    Held until 3 epochs are back under 0.1 / 0.4 with the policy not collapsed (a collapsed
+    policy has a KL of 0 because nothing moves any more, not because the rate is right)."""
+    kl, clip = _last(history, "approx_kl", 1), _last(history, "clipfrac", 1)
+    if kl is None or clip is None:
+        return None
+    kl3, clip3 = _last(history, "approx_kl", 3), _last(history, "clipfrac", 3)
+    sustained = kl3 is not None and clip3 is not None and all(
+        k > 0.2 or c > 0.5 for k, c in zip(kl3, clip3))
+    if active:
+        entropy = _last(history, "entropy", 1)
+        collapsed = ctx.get("entropy_max") and entropy and \
+            entropy[0] < 0.02 * ctx["entropy_max"]
+        calm = kl3 is not None and clip3 is not None and all(
+            k < 0.1 and c < 0.4 for k, c in zip(kl3, clip3))
+        if calm and not collapsed:
+            return None
+    elif not (kl[0] > 1.0 or sustained):
+        return None
+    # the evidence of the last 10 epochs (an earlier blow-up already had its diagnosis)
+    seen = [(int(r.get("epoch", 0)), _num(r, "approx_kl"), _num(r, "clipfrac"))
+            for r in history[-10:]
+            if (_num(r, "approx_kl") or 0) > 0.2 or (_num(r, "clipfrac") or 0) > 0.5]
+    worst = max(seen, key=lambda t: t[1] or 0) if seen else \
+        (int(history[-1].get("epoch", 0)), kl[0], clip[0])
+    lr = ctx["learning_rate"]
+    return Finding(
+        ERROR, f"updates overshoot: approx_kl {worst[1]:.3g} (usual 0.01-0.05), clipfrac "
+        f"{worst[2]:.2f} (usual 0.1-0.3): learning rate {lr:g} too high?",
+        {"approx_kl": worst[1], "clipfrac": worst[2], "learning_rate": lr},
+        [e for e, _, _ in seen][-8:] or _epochs(history, 1),
+        {"key": "train.learning_rate", "from": lr, "to": _rounded(lr / 10), "live": True})
+
+
+def policy_collapse(history, ctx, active):
+    """The action distribution became (nearly) deterministic before the return rose: entropy
+    under 2% of its maximum for 2 epochs (held until above 5%) with no rise in the score.
+    Discrete actions only (a Gaussian's entropy has no maximum to compare with)."""
+    top = ctx.get("entropy_max")
+    entropy = _last(history, "entropy", 2)
+    if not top or entropy is None or score_rose(history, ctx) is not False:
+        return None
+    limit = (0.05 if active else 0.02) * top
+    if not all(e < limit for e in entropy):
+        return None
+    ent = ctx["ent_coef"]
+    to = _rounded(max(0.01, ent * 10))
+    scores = _scores(history)
+    return Finding(
+        ERROR, f"policy collapsed: entropy {entropy[-1]:.3g} of at most {top:.3g} while the "
+        f"score stayed at {scores[-1][1]:.3g}: it stopped exploring before it learned",
+        {"entropy": entropy[-1], "entropy_max": top, "score": scores[-1][1],
+         "first_score": statistics.fmean(ctx["first_scores"][:3]), "ent_coef": ent},
+        _epochs(history, 2),
+        {"key": "train.ent_coef", "from": ent, "to": to, "live": True} if ent < to else None,
+        hint="" if ent < to else "lower train.learning_rate, or restart from an earlier checkpoint")
+
+
+def value_dominates(history, ctx, active):
+    """The value loss is orders of magnitude above the policy loss (over 1000x, 3 epochs, and
+    over 1000 with rewards over 10, over 10,000 otherwise): with large rewards the returns are
+    unscaled and the critic's gradients drown the policy's; with small ones the critic has
+    diverged."""
+    vl, pl = _last(history, "value_loss", 3), _last(history, "policy_loss", 3)
+    rew = _last(history, "reward_absmax", 1)
+    if vl is None or pl is None:
+        return None
+    factor = 100 if active else 1000
+    ratios = [v / max(abs(p), 1e-3) for v, p in zip(vl, pl)]
+    large = rew is not None and rew[0] > 10
+    # returns of ~100 (CartPole's +1 a step) give value losses in the hundreds while the
+    # run learns well: only far larger ones count, lower with large rewards
+    floor = (100 if active else 1000) if large else (1000 if active else 10_000)
+    if not all(r > factor and v > floor for r, v in zip(ratios, vl)):
+        return None
+    suggestion, hint = None, ""
+    if large and not ctx.get("reward_clamp"):
+        # now: clip the rewards to [-1, 1] as DQN does on Atari (live); better, on restart:
+        # scale them by the return's running std (keeps their ratios)
+        suggestion = {"key": "train.reward_clamp", "from": 0.0, "to": 1.0, "live": True}
+        hint = "or restart with --train.normalize-rewards true (keeps their ratios)"
+    elif large and not ctx.get("normalize_rewards"):
+        suggestion = {"key": "train.normalize_rewards", "to": True, "live": False,
+                      "restart": "--train.normalize-rewards true"}
+    why = (f"rewards up to {rew[0]:.3g} are unscaled" if large else
+           "the critic diverged (rewards are small: look at the learning rate)")
+    return Finding(
+        WARNING, f"value loss {vl[-1]:.3g} is {min(ratios):.3g}x the policy loss: {why}",
+        {"value_loss": vl[-1], "policy_loss": pl[-1], "ratio": min(ratios),
+         "reward_absmax": rew[0] if rew else None}, _epochs(history, 3), suggestion, hint)
+
+
+def critic_blind(history, ctx, active):
+    """The critic explains nothing: explained variance under 0.1 for 15 epochs after a
+    20-epoch warm-up (held until 3 epochs above 0.2), in epochs whose returns differ (their
+    spread over 5% of their size). A young critic is often negative for its first 20 epochs
+    (CartPole's, while the run learns well); a solved run's returns are all alike, its
+    explained variance noise (-5 on a solved CartPole or password): not a blind critic."""
+    n = 3 if active else 15
+    ev = _last(history, "explained_variance", n)
+    spread = _last(history, "return_spread", n)
+    if ev is None or spread is None or int(history[-1].get("epoch", 0)) < 20:
+        return None
+    if active and all(e > 0.2 for e in ev):
+        return None
+    if not active and not (all(e < 0.1 for e in ev) and all(s > 0.05 for s in spread)):
+        return None
+    suggestion, vf = None, ctx.get("vf_coef", 1.0)
+    if vf < 0.1:
+        suggestion = {"key": "train.vf_coef", "from": vf, "to": 1.0, "live": True}
+    elif not ctx.get("normalize_rewards") and (_num(history[-1], "reward_absmax") or 0) > 10:
+        suggestion = {"key": "train.normalize_rewards", "to": True, "live": False,
+                      "restart": "--train.normalize-rewards true"}
+    return Finding(
+        WARNING, f"the critic is blind: explained variance {ev[-1]:.2f} for {len(ev)} epochs "
+        f"(useful above 0.3); advantages are noise", {"explained_variance": ev[-1],
+                                                      "mean": statistics.fmean(ev),
+                                                      "return_spread": spread[-1],
+                                                      "vf_coef": vf},
+        _epochs(history, n), suggestion,
+        hint="check the reward scale, train.gamma and the observations")
+
+
+def plateau(history, ctx, active):
+    """The return has not risen in 30 scored epochs since the start: learning never took
+    off (a run that rose and then levelled off at its best is not a plateau here)."""
+    rose = score_rose(history, ctx, margin=0.1)
+    if rose is None or rose or len(_scores(history)) < (3 if active else 30):
+        return None
+    scores = _scores(history)
+    ent = ctx["ent_coef"]
+    suggestion = None
+    if ent < 0.01:
+        suggestion = {"key": "train.ent_coef", "from": ent, "to": 0.01, "live": True}
+    return Finding(
+        WARNING, f"no progress: the score is {scores[-1][1]:.3g} after {len(scores)} epochs, "
+        f"as at the start ({statistics.fmean(ctx['first_scores'][:3]):.3g})",
+        {"score": scores[-1][1], "first_score": statistics.fmean(ctx["first_scores"][:3]),
+         "epochs": len(scores)}, [scores[0][0], scores[-1][0]], suggestion,
+        hint="" if suggestion else "explore more, or check the reward the env gives")
+
+
+def grad_always_clipped(history, ctx, active):
+    """The gradient norm before clipping is above train.max_grad_norm in nearly every
+    minibatch (95%) for 10 epochs, by 100x at the median: every step is cut to a hundredth
+    or less, its size set by the clip rather than by the learning rate. (A few times over
+    the clip is common in healthy runs: CartPole's unscaled returns give 5-50x.)"""
+    top = ctx.get("max_grad_norm") or 0
+    share = _last(history, "grad_clipped", 3 if active else 10)
+    norm = _last(history, "grad_norm", 3 if active else 10)
+    if top <= 0 or share is None or norm is None:
+        return None
+    if not (all(s >= (0.8 if active else 0.95) for s in share)
+            and statistics.median(norm) > (30 if active else 100) * top):
+        return None
+    suggestion = None
+    if (_num(history[-1], "reward_absmax") or 0) > 10 and not ctx.get("normalize_rewards"):
+        suggestion = {"key": "train.normalize_rewards", "to": True, "live": False,
+                      "restart": "--train.normalize-rewards true"}
+    return Finding(
+        WARNING, f"gradients always clipped: norm {statistics.median(norm):.3g} before the "
+        f"clip at {top:g} in {min(share):.0%}+ of minibatches",
+        {"grad_norm": statistics.median(norm), "max_grad_norm": top, "clipped": min(share)},
+        _epochs(history, len(share)), suggestion,
+        hint="large losses: reward scale, value loss, learning rate")
+
+
+def obs_scale(history, ctx, active):
+    """Observation columns thousands of times apart: the largest column's absolute max over
+    1000x the median column's (2 epochs; held until under 100x). Not measured when
+    train.normalize_observations is on (the policy then sees normalized values)."""
+    ratio = _last(history, "obs_ratio", 1 if active else 2)
+    if ratio is None or not all(r > (100 if active else 1000) for r in ratio):
+        return None
+    last = history[-1]
+    return Finding(
+        WARNING, f"observation column {int(last['obs_worst'])} reaches "
+        f"{last['obs_worst_scale']:.3g}, {ratio[-1]:.0f}x the typical column "
+        f"({last['obs_median_scale']:.3g})",
+        {"column": int(last["obs_worst"]), "scale": last["obs_worst_scale"],
+         "median_scale": last["obs_median_scale"], "ratio": ratio[-1]},
+        _epochs(history, len(ratio)),
+        {"key": "train.normalize_observations", "to": True, "live": False,
+         "restart": "--train.normalize-observations true"})
+
+
+def episode_ends(history, ctx, active):
+    """Episodes never end (none in the run after 10,000 steps per env), or always end at the
+    time limit (no terminal in the run's first 20+ epochs and 1000+ episodes) while the
+    return does not rise: the agent never reaches what ends an episode; check the env's
+    time limit or reward. (A run that learns to survive until the limit had terminals
+    first; envs that only truncate, e.g. MuJoCo's, rise.)"""
+    last = history[-1]
+    per_env = (_num(last, "global_step") or 0) / max(ctx.get("num_agents") or 1, 1)
+    if ctx.get("ends_seen", 0) == 0 and per_env >= 10_000 and _last(history, "ends", 10):
+        return Finding(WARNING, f"no episode ended in {per_env:,.0f} steps per env",
+                       {"ends": 0, "steps_per_env": per_env}, _epochs(history, 10),
+                       hint="does the env ever end an episode? (a time limit)")
+    truncs = _last(history, "truncations", 10)
+    if truncs is None or ctx.get("terminals_seen", 0) > 0 or int(last.get("epoch", 0)) < 20:
+        return None
+    if ctx.get("truncations_seen", 0) >= 1000 and score_rose(history, ctx) is False:
+        return Finding(INFO, f"every episode ends at the time limit "
+                       f"({int(ctx['truncations_seen']):,} so far, no terminal) and the score "
+                       f"does not rise", {"truncations": int(ctx["truncations_seen"]),
+                                          "terminals": 0}, _epochs(history, 10),
+                       hint="the time limit may be too short to reach the goal")
+    return None
+
+
+def short_horizon(history, ctx, active):
+    """train.gamma looks too short for the episodes: its horizon 1/(1-gamma) is under a
+    twentieth of the mean episode length for 5 epochs (held while under a tenth)."""
+    gamma = ctx.get("gamma", 0.99)
+    # the last 5 epochs that ended episodes (long episodes end only every few epochs)
+    seen = [(int(r.get("epoch", 0)), _num(r, "episode_length")) for r in history
+            if _num(r, "episode_length") is not None][-5:]
+    if len(seen) < 5 or gamma >= 1:
+        return None
+    lengths = [n for _, n in seen]
+    horizon = 1 / (1 - gamma)
+    length = statistics.fmean(lengths)
+    if horizon * (10 if active else 20) >= length:
+        return None
+    to = min(0.999, max(0.99, round(1 - 2 / length, 3)))
+    return Finding(
+        WARNING, f"train.gamma {gamma:g} looks {horizon:.3g} steps ahead; episodes last "
+        f"{length:.0f}: rewards further away are invisible",
+        {"gamma": gamma, "horizon": horizon, "episode_length": length}, [e for e, _ in seen],
+        {"key": "train.gamma", "from": gamma, "to": to, "live": True})
+
+
+def env_bound(history, ctx, active):
+    """Throughput fell to under half its best (3-epoch medians) for 5 epochs while the env
+    takes over 70% of the time and over twice as long per step: the env, not the learner,
+    is the bottleneck now (a brief slowdown, another process on the cores, is not)."""
+    if len(history) < 8:
+        return None
+    sps = [_num(r, "sps") for r in history]
+    per_step = [_num(r, "env_seconds_per_step") for r in history]
+    share = _last(history, "timing_pct_env", 5)
+    if share is None or None in sps or None in per_step:
+        return None
+    medians = [statistics.median(sps[i:i + 3]) for i in range(len(sps) - 2)]
+    best_at = max(range(len(medians)), key=medians.__getitem__)
+    now = max(sps[-5:])
+    env_then = statistics.median(per_step[best_at:best_at + 3])
+    env_now = min(per_step[-5:])
+    fall = 0.6 if active else 0.5
+    if not (now < fall * medians[best_at] and min(share) > (60 if active else 70)
+            and env_now > 2 * env_then):
+        return None
+    workers = ctx.get("num_workers") or 1
+    return Finding(
+        WARNING, f"the env is the bottleneck: {now:,.0f} steps/s, from {medians[best_at]:,.0f}; "
+        f"the env takes {min(share):.0f}% of the time, {env_now / env_then:.1f}x more per step",
+        {"sps": now, "best_sps": medians[best_at], "env_share": min(share),
+         "env_step_slowdown": env_now / env_then},
+        [int(history[best_at].get("epoch", 0)), int(history[-1].get("epoch", 0))],
+        {"key": "vec.num_workers", "to": workers * 2, "live": False,
+         "restart": f"--vec.num-workers {workers * 2}"},
+        hint="a slower env (bigger levels?) or a starved CPU (other processes)")
+
+
+RULES: dict[str, Callable] = {
+    "kl_blowup": kl_blowup, "policy_collapse": policy_collapse,
+    "value_dominates": value_dominates, "critic_blind": critic_blind, "plateau": plateau,
+    "grad_always_clipped": grad_always_clipped, "obs_scale": obs_scale,
+    "episode_ends": episode_ends, "short_horizon": short_horizon, "env_bound": env_bound,
+}
+assert tuple(RULES) == DIAGNOSIS_RULES, "engine/shared/protocol.py DIAGNOSIS_RULES names the rules"

@@ -1,0 +1,121 @@
+"""The diagnoses of one run: which rules (engine/diagnosis/rules.py) have fired, cleared or been
+silenced, and the protocol's `diagnosis` messages saying so. Pure: fed one epoch's signals
+and settings at a time, so tests replay epochs recorded from real runs through it exactly
+as the engine does (engine/diagnosis/doctor.py measures the signals in the engine).
+
+A rule fires once, when its condition starts to hold, and is cleared when it stops; a
+silenced rule says nothing more in this run (an active one is cleared as it is silenced).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+
+from puffer_tui.engine.diagnosis.rules import RULES, Finding, _num
+from puffer_tui.engine.shared.protocol import CLEARED, DIAGNOSIS_RULES, FIRED, MessageType
+
+HISTORY = 64  # epochs the rules look back over (plateau wants 30 with episodes)
+
+
+def suggestion_text(suggestion: dict | None) -> str:
+    """`train.learning_rate 0.9 -> 0.09` (a live set), or `restart with --train.x V`."""
+    if not suggestion:
+        return ""
+    if suggestion.get("live"):
+        return f"{suggestion['key']} {suggestion['from']:g} -> {suggestion['to']:g}" \
+            if isinstance(suggestion.get("from"), (int, float)) and \
+            not isinstance(suggestion.get("from"), bool) else \
+            f"{suggestion['key']} {suggestion.get('from')} -> {suggestion['to']}"
+    return f"restart with {suggestion['restart']}"
+
+
+def event_text(message: dict) -> str:
+    """The events.log line of a diagnosis message (what `--headless` prints too)."""
+    rule = message["rule"]
+    if message["status"] == CLEARED:
+        why = "silenced for this run" if message.get("silenced") else "the condition ended"
+        return f"diagnosis {rule} cleared at epoch {message.get('epoch')}: {why}"
+    text = f"diagnosis {rule}: {message['text']}"
+    suggested = suggestion_text(message.get("suggestion"))
+    if suggested:
+        text += f"; suggested: {suggested}"
+    elif message.get("hint"):
+        text += f"; {message['hint']}"
+    return text
+
+
+def row_entry(message: dict) -> dict:
+    """What metrics.jsonl's `diagnoses` field keeps of a message (no evidence: events.log
+    and the push carry it)."""
+    keep = ("rule", "status", "severity", "text", "suggestion", "silenced")
+    return {k: message[k] for k in keep if message.get(k) not in (None, "", False)}
+
+
+class Diagnoser:
+    def __init__(self, rules: dict | None = None, history: int = HISTORY):
+        self.rules = dict(RULES if rules is None else rules)
+        self.history: deque[dict] = deque(maxlen=history)
+        self.active: dict[str, dict] = {}  # rule -> the message that fired it
+        self.silenced: set[str] = set()
+        # the whole run's summary the recent history cannot hold
+        self.run = {"first_scores": [], "best_score": None, "terminals_seen": 0,
+                    "truncations_seen": 0, "ends_seen": 0}
+        self._recent_scores: deque[float] = deque(maxlen=3)
+
+    def feed(self, signals: dict, settings: dict) -> list[dict]:
+        """One epoch: the messages of the rules that fired or cleared with it."""
+        self.history.append(signals)
+        self._summarise(signals)
+        ctx = {**settings, **self.run}
+        if ctx["best_score"] is None:
+            ctx.pop("best_score")
+        history = list(self.history)
+        messages = []
+        for name, rule in self.rules.items():
+            if name in self.silenced:
+                continue
+            finding = rule(history, ctx, name in self.active)
+            if finding is not None and name not in self.active:
+                message = self._message(name, FIRED, signals, finding)
+                self.active[name] = message
+                messages.append(message)
+            elif finding is None and name in self.active:
+                del self.active[name]
+                messages.append(self._message(name, CLEARED, signals))
+        return messages
+
+    def silence(self, rule: str, signals: dict | None = None) -> dict | None:
+        """Silence `rule` for the rest of the run; the `cleared` message if it was active."""
+        if rule not in DIAGNOSIS_RULES:
+            raise ValueError(f"no diagnosis rule {rule!r} (rules: {', '.join(DIAGNOSIS_RULES)})")
+        self.silenced.add(rule)
+        if rule not in self.active:
+            return None
+        del self.active[rule]
+        last = signals or (self.history[-1] if self.history else {})
+        return {**self._message(rule, CLEARED, last), "silenced": True}
+
+    def _summarise(self, signals: dict) -> None:
+        score = _num(signals, "score")
+        if score is not None and (_num(signals, "episodes") or 0) > 0:
+            if len(self.run["first_scores"]) < 3:
+                self.run["first_scores"].append(score)
+            self._recent_scores.append(score)
+            if len(self._recent_scores) == 3:
+                mean = sum(self._recent_scores) / 3
+                best = self.run["best_score"]
+                self.run["best_score"] = mean if best is None else max(best, mean)
+        for name in ("terminals", "truncations", "ends"):
+            self.run[f"{name}_seen"] += _num(signals, name) or 0
+
+    @staticmethod
+    def _message(rule: str, status: str, signals: dict, finding: Finding | None = None) -> dict:
+        message = {"type": MessageType.DIAGNOSIS, "time": time.time(), "rule": rule,
+                   "status": status, "epoch": signals.get("epoch"),
+                   "global_step": signals.get("global_step")}
+        if finding is not None:
+            message.update(severity=finding.severity, text=finding.text,
+                           evidence={**finding.evidence, "epochs": finding.epochs},
+                           suggestion=finding.suggestion, hint=finding.hint)
+        return message

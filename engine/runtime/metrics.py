@@ -1,0 +1,130 @@
+"""Per-epoch metrics: one JSON line per epoch in RUN_DIR/metrics.jsonl, TensorBoard, W&B.
+
+TensorBoard is an optional extra (`pip install puffer-tui[tensorboard]`); when the
+`tensorboard` package is importable the same rows also go to RUN_DIR/tensorboard/.
+Weights & Biases (`pip install puffer-tui[wandb]`) gets them too when the run's config says
+`train.wandb`, with the run config, live hyperparameter changes and recordings attached
+(engine/runtime/wandb_tracker.py); this writer is the one place all three are fed from.
+
+metrics.jsonl is only ever whole lines: each row is appended with one write, a write that
+fails part-way (disk full) is cut back off, and a torn last line (a kill mid-write) is
+removed when the file is opened again. A row that could not be written stays pending and
+goes out first with the next write, so a full disk loses no rows.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+from pathlib import Path
+
+from puffer_tui.engine.shared.metrics_file import (  # noqa: F401 (re-exported)
+    append_whole,
+    flatten,
+    grouped,
+    read_metrics,
+    remove_torn_tail,
+    scalar_tags,
+    truncate_after,
+)
+from puffer_tui.engine.shared.protocol import (
+    json_safe,
+)
+from puffer_tui.engine.shared.run_dir import METRICS_FILE
+
+TENSORBOARD_DIR = "tensorboard"
+
+
+def tensorboard_available() -> bool:
+    return importlib.util.find_spec("tensorboard") is not None
+
+
+class MetricsWriter:
+    """Appends metric rows; `tensorboard=None` means "when installed". `config`, the
+    trainer's own Config object, turns on W&B when its train.wandb is set (changes made to
+    it live are seen at the next row). `warn(text)` hears of W&B failing mid-run: it is
+    dropped then (training and metrics.jsonl go on), and `tracker_error` says why."""
+
+    def __init__(self, run_dir: str | os.PathLike, tensorboard: bool | None = None,
+                 config=None, warn=None):
+        self.run_dir = Path(run_dir)
+        self.tracker = None
+        self.tracker_error: str | None = None
+        self._warn = warn or (lambda text: None)
+        if config is not None and config.train.wandb:  # first: a tracker that fails leaves no fd
+            from puffer_tui.engine.runtime.wandb_tracker import WandbTracker
+
+            self.tracker = WandbTracker(self.run_dir, config, self._warn)
+        self.path = self.run_dir / METRICS_FILE
+        self.torn_bytes = remove_torn_tail(self.path)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        self._pending: list[bytes] = []  # rows not written yet (the disk was full)
+        self._tb = None
+        self.tensorboard_error: str | None = None  # why "when installed" did not work out
+        asked = tensorboard is True
+        if tensorboard is None:
+            tensorboard = tensorboard_available()
+        if tensorboard:
+            try:
+                from torch.utils.tensorboard import SummaryWriter
+
+                self._tb = SummaryWriter(str(self.run_dir / TENSORBOARD_DIR))
+            except Exception as e:  # a broken optional install must not stop training
+                if asked:
+                    raise
+                self.tensorboard_error = f"{type(e).__name__}: {e}"
+
+    def write(self, row: dict) -> None:
+        """Append the trainer's nested `row` (flattened, see `flatten`); on OSError (disk full)
+        it stays pending and the error is raised."""
+        row = json_safe(row)
+        line = json.dumps(flatten(row), separators=(",", ":")) + "\n"
+        self._pending.append(line.encode("utf-8"))
+        self.flush_pending()
+        if self._tb is not None:
+            step = row.get("global_step", 0)
+            for tag, value in scalar_tags(row):
+                self._tb.add_scalar(tag, value, step)
+        if self.tracker is not None:
+            try:
+                self.tracker.log_row(row)
+            except Exception as e:  # a logger that broke must not stop training
+                self._drop_tracker(e)
+
+    def flush_pending(self) -> None:
+        while self._pending:
+            append_whole(self._fd, self._pending[0])
+            self._pending.pop(0)
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def close(self, exit_code: int = 0) -> None:
+        """`exit_code` is the engine's (W&B marks a run that crashed as failed)."""
+        try:
+            self.flush_pending()
+        except OSError:
+            pass  # still no room: the rows are lost with the process, the file stays whole
+        os.close(self._fd)
+        if self._tb is not None:
+            self._tb.close()
+            self._tb = None
+        if self.tracker is not None:
+            tracker, self.tracker = self.tracker, None
+            try:
+                tracker.close(exit_code)
+            except Exception as e:
+                self.tracker_error = f"{type(e).__name__}: {e}"
+                self._warn(f"Weights & Biases failed to finish the run: {self.tracker_error}")
+
+    def _drop_tracker(self, error: Exception) -> None:
+        self.tracker_error = f"{type(error).__name__}: {error}"
+        self._warn(f"Weights & Biases stopped logging ({self.tracker_error}); metrics.jsonl "
+                   f"and TensorBoard go on")
+        tracker, self.tracker = self.tracker, None
+        try:
+            tracker.close(1)
+        except Exception:
+            pass  # already broken: what it said is in tracker_error

@@ -1,0 +1,430 @@
+"""The engine process: `python -m puffer_tui.engine RUN_DIR [--resume] [--fallback-checkpoint]`.
+
+Loads RUN_DIR/config.toml, serves the control socket, builds the Trainer (optionally restoring
+the latest checkpoint), then loops: run_epoch -> evaluation when due (engine/evaluation/periodic_eval.py,
+its `eval` group added to the row) -> metrics row -> periodic checkpoint -> queued commands. SIGINT/SIGTERM ask for a stop (checkpoint, clean exit); a second one exits at once.
+An exception becomes an error event carrying the traceback (events.log and every client),
+state "error" in status.json, and exit status 1.
+
+Faults that need a person pause the run with an error event instead (engine/shared/health.py,
+engine/runtime/fault_handling.py):
+NaN or infinity from the env, the losses or the gradients (nothing is learned from a bad
+batch; poisoned weights are never checkpointed and `resume` reloads the last good
+checkpoint), and a full disk (the unwritten metrics rows and the checkpoint stay pending
+and are written on `resume`, once space is freed).
+
+Under torchrun (several learner ranks, engine/algo/distributed.py) every rank runs this; rank 0
+alone serves the socket and writes status, metrics and checkpoints, and hands the commands
+and the checkpoint it loads to the others.
+
+Exit status: 0 finished or stopped, 1 crashed, 2 bad command line or run directory (or
+sizes that need more memory than is available), 130 interrupted twice (no final checkpoint).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from puffer_tui.engine.algo.distributed import World, rank_event_log
+from puffer_tui.engine.diagnosis.doctor import Doctor
+from puffer_tui.engine.evaluation.periodic_eval import PeriodicEval
+from puffer_tui.engine.runtime.commands import Command, CommandQueue
+from puffer_tui.engine.runtime.control_server import PROTOCOL_VERSION, ControlServer
+from puffer_tui.engine.runtime.engine_state import EngineState
+from puffer_tui.engine.runtime.fault_handling import FaultHandling, check_memory, tidy_leftovers
+from puffer_tui.engine.runtime.frame_source import FrameSource
+from puffer_tui.engine.runtime.metrics import MetricsWriter, truncate_after
+from puffer_tui.engine.runtime.telemetry import Telemetry
+from puffer_tui.engine.shared import checkpoint as ckpt
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.config import Config, load, schema
+from puffer_tui.engine.shared.health import NonFiniteError, is_disk_full
+from puffer_tui.engine.shared.protocol import (
+    DIAGNOSES,
+    EVAL,
+    LAUNCH_ID_ENV,
+    MessageType,
+    RunState,
+    palette_to_wire,
+    schema_to_wire,
+)
+from puffer_tui.engine.vec.errors import WorkerError
+
+STATUS_INTERVAL = 1.0  # seconds between status.json updates while training
+
+
+class Engine(FaultHandling):
+    def __init__(self, run_dir: Path, resume: bool = False, fallback: bool = False):
+        self.run_dir = run_dir
+        self.resume = resume
+        self.fallback = fallback
+        self.world = World.from_environment()  # rank 0 of 1 unless torchrun started us
+        self.events = rank_event_log(run_dir, self.world)
+        self.events.subscribe(_print_event)
+        self.config: Config | None = None
+        self.trainer = None  # built in _train, after the control server answers
+        # the parts get what they use through their constructors; the trainer, built later,
+        # is reached through a getter that says None until then
+        self.state = EngineState()
+        self.frames = FrameSource(self._frame)
+        self.commands = CommandQueue(self.state, self.frames, self.events,
+                                     trainer=self._trainer, checkpoint=self.save_checkpoint,
+                                     world=self.world)
+        self.metrics: MetricsWriter | None = None
+        self.evaluation: PeriodicEval | None = None  # rank 0's, built with the trainer
+        self.server: ControlServer | None = None
+        self.telemetry: Telemetry | None = None
+        self.doctor: Doctor | None = None  # rank 0's diagnosis (engine/diagnosis/doctor.py)
+        self.started = time.time()
+        self.last_checkpoint: tuple[int, Path] | None = None  # (global_step, path)
+        self.error: str | None = None
+        self._status_due = 0.0
+        self._signals = 0
+        self._poisoned = False  # see FaultHandling
+        self._checkpoint_due = False
+
+    # -- the whole life of the process ------------------------------------------------------
+
+    def run(self) -> int:
+        try:
+            self.config = load(self.run_dir / rd.CONFIG_FILE)
+        except Exception as e:
+            self.error = f"cannot load the run's config: {e}"
+            self.events.error(self.error)
+            if not self.world.is_main:
+                return 1
+            rd.write_json_atomic(self.run_dir / rd.STATUS_FILE, {
+                "state": RunState.ERROR, "pid": os.getpid(), "error": self.error,
+                "started": self.started, "updated": time.time()})
+            return 1
+        if not self.world.is_main:
+            return self._run_training()  # no socket, status or files: rank 0 has them
+        try:
+            check_memory(self.config)  # refuse before allocating: not an OOM kill later
+        except ValueError as e:
+            self.error = str(e)
+            self.events.error(self.error)
+            rd.write_json_atomic(self.run_dir / rd.STATUS_FILE, {
+                "state": RunState.ERROR, "pid": os.getpid(), "error": self.error,
+                "started": self.started, "updated": time.time()})
+            return 2
+        except Exception as e:  # an estimate that fails must not stop a run that may fit
+            self.events.warning(f"could not estimate the memory this run needs: {e}")
+        tidy_leftovers(self.run_dir)
+        self.telemetry = Telemetry(self.config, self.run_dir.name, self.state, self._trainer)
+        self.server = ControlServer(
+            rd.socket_path(self.run_dir), self.commands, self.state, self.frames, self.hello,
+            self._snapshot,
+            env_name=self.config.env_name, num_envs=self.config.vec.num_envs,
+        )
+        try:
+            self.server.start()  # refuses to start if another engine serves this run
+        except Exception as e:
+            print(f"puffer_tui.engine: {e}", file=sys.stderr, flush=True)
+            return 1
+        self.events.subscribe(self.server.publish_event)
+        (self.run_dir / rd.PID_FILE).write_text(f"{os.getpid()}\n")
+        self.write_status(force=True)
+        return self._run_training()
+
+    def _run_training(self) -> int:
+        previous = self._install_signal_handlers()
+        code = 1
+        try:
+            code = self._train()
+        except KeyboardInterrupt:
+            self.state.enter(RunState.STOPPED)
+            self.events.warning("interrupted twice: exited without a final checkpoint")
+            code = 130
+        except BaseException as e:
+            self.state.enter(RunState.ERROR)
+            self.error = f"{type(e).__name__}: {e}"
+            if self.world.enabled and "closed by peer" in str(e):
+                self.error += " (another learner rank failed: its error is in events.log)"
+            self.events.error(f"engine crashed: {self.error}\n{traceback.format_exc()}")
+            code = 1
+        finally:
+            self._shutdown(previous)
+        return code
+
+    def _train(self) -> int:
+        from puffer_tui.engine.algo.trainer import Trainer
+
+        self.events.info(f"engine {os.getpid()} starting {self.config.env_name} "
+                         f"({'resuming' if self.resume else 'new run'})")
+        self.world.join(self.config.train.device)  # the other learner ranks, if any
+        if self.world.enabled:
+            self.events.info(f"{self.world.size} learner ranks (torchrun, DDP)")
+        self.trainer = Trainer(self.config, safe_point=self.commands.safe_point, world=self.world)
+        collect, learn = self.trainer.torch_threads
+        self.events.info(f"on {self.trainer.device} in {self.trainer.precision}, torch threads: "
+                         f"{collect} collecting, {learn} learning")
+        if self.trainer.preset:  # where the defaults came from (envs/gym_presets/family.py)
+            self.events.info(f"defaults: {self.trainer.preset}")
+        if self.resume:
+            self._restore()
+        # the trainer's own config: W&B (train.wandb) attaches it and sees live changes to it
+        self.metrics = MetricsWriter(self.run_dir, config=self.trainer.config,
+                                     warn=self.events.warning) \
+            if self.world.is_main else None
+        if self.world.is_main:
+            self.evaluation = PeriodicEval(self.trainer.config, self.run_dir, self.events,
+                                           self._evaluation_interrupted)
+            self.doctor = Doctor(self.trainer, self.events, self.server and self.server.publish_event)
+            self.commands._cmd_diagnosis = self.doctor.command  # the `diagnosis` command
+        if self.metrics is not None and self.metrics.tensorboard_error:
+            self.events.warning(f"TensorBoard is installed but unusable, metrics.jsonl only "
+                                f"({self.metrics.tensorboard_error})")
+        self.state.enter(RunState.RUNNING)
+        self.write_status(force=True)
+        if self.server is not None:
+            self.server.publish_telemetry_now()
+        while True:
+            self.commands.at_boundary()
+            if self.state.stop_requested:
+                break
+            if not self._recover():
+                continue  # still stuck (disk still full, nothing to reload): paused again
+            if self.trainer.done:
+                break
+            epoch_start = self.trainer.global_step, self.trainer.epoch, self.trainer.uptime
+            try:
+                row = self.trainer.run_epoch()
+            except NonFiniteError as e:
+                self._pause_for_non_finite(e)
+                continue
+            except WorkerError as e:  # an env worker or Ray actor died: keep the learning
+                self._checkpoint_after_worker_death(e, epoch_start)
+                raise
+            if self.telemetry is not None:  # rank 0's
+                self.telemetry.record(row)
+            row = self._evaluate(row)
+            if self.doctor is not None:
+                row = self.doctor.examine(row)
+            self._persist(row)
+            self.write_status()
+        if self.trainer.done and not self.state.stop_requested:
+            path = self._final_checkpoint()
+            self.state.enter(RunState.FINISHED)
+            reason = self.trainer.finish_reason  # e.g. train.stop_at_score reached
+            self.events.info(f"training finished at step {self.trainer.global_step}"
+                             f"{f' ({reason})' if reason else ''}; checkpoint {path}")
+        else:
+            path = self._final_checkpoint() if self.state.stop_checkpoint else None
+            if path is not None:
+                self.events.info(f"stopped at step {self.trainer.global_step}; checkpoint {path}")
+            else:
+                self.events.info(f"stopped at step {self.trainer.global_step} without a checkpoint")
+            self.state.enter(RunState.STOPPED)
+        return 0
+
+    def _evaluate(self, row: dict) -> dict:
+        """The row with an `eval` group when an evaluation is due after this epoch (rank 0;
+        engine/evaluation/periodic_eval.py), told to clients at once."""
+        if self.evaluation is None or not self.evaluation.due(self.trainer.epoch):
+            return row
+        group = self.evaluation.run(self.trainer)
+        if group is None:
+            return row
+        row = {**row, EVAL: group}
+        if self.telemetry is not None:
+            self.telemetry.record(row)
+        return row
+
+    def _evaluation_interrupted(self) -> bool:
+        """Between evaluation steps: apply queued commands (a pause waits here); True to
+        give up (a stop, or eval.interval set to 0)."""
+        self.commands.safe_point(between_steps=True)
+        return self.state.stop_requested or self.config.eval.interval == 0
+
+    def _restore(self) -> None:
+        def skipped(path, error):
+            self.events.warning(f"{error}; falling back to the previous checkpoint")
+
+        path, state = self._load_latest(self.fallback, skipped)
+        self.trainer.load_state_dict(state)
+        self.last_checkpoint = (self.trainer.global_step, path)
+        if not self.world.is_main:
+            return
+        dropped = truncate_after(self.run_dir, self.trainer.epoch)
+        note = f" ({dropped} metric rows after it dropped)" if dropped else ""
+        self.events.info(f"resumed from {path.name} at step {self.trainer.global_step}, "
+                         f"epoch {self.trainer.epoch}{note}")
+        if getattr(self.trainer, "inexact_resume", None):  # e.g. Gymnasium envs
+            self.events.warning(f"resume is not exact: {self.trainer.inexact_resume}; "
+                                "episodes start afresh (docs/exact-resume.md)")
+
+    def _shutdown(self, previous_handlers) -> None:
+        final = None
+        try:
+            final = {"type": MessageType.TELEMETRY, **self._snapshot()} if self.telemetry else None
+        except Exception:
+            pass
+        try:
+            self.write_status(force=True)
+        except Exception:
+            pass
+        if self.server is not None:
+            self.server.stop(final)
+        if self.trainer is not None:
+            try:
+                self.trainer.close()
+            except Exception as e:
+                self.events.warning(f"closing the trainer failed: {e}")
+        if self.doctor is not None:
+            self.doctor.close()
+        if self.metrics is not None:
+            self.metrics.close(exit_code=1 if self.error else 0)  # W&B marks a crash failed
+        if self.evaluation is not None:
+            try:
+                self.evaluation.close()
+            except Exception as e:
+                self.events.warning(f"closing the evaluation envs failed: {e}")
+        self.world.close()
+        if self.world.is_main:
+            (self.run_dir / rd.PID_FILE).unlink(missing_ok=True)
+        for sig, handler in previous_handlers.items():
+            signal.signal(sig, handler)
+
+    # -- checkpoints, status, hello ---------------------------------------------------------
+
+    def save_checkpoint(self) -> Path:
+        """Write a checkpoint of the trainer now (main thread, at an epoch boundary). Rank 0
+        writes; the other ranks have nothing to write (None)."""
+        if not self.world.is_main:
+            return None
+        step = self.trainer.global_step
+        if self.last_checkpoint and self.last_checkpoint[0] == step \
+                and self.last_checkpoint[1].exists():
+            return self.last_checkpoint[1]  # nothing changed since the last one
+        path = ckpt.save_checkpoint(self.run_dir, self.trainer.state_dict())
+        self.last_checkpoint = (step, path)
+        self.events.info(f"checkpoint saved: {path.name} (step {step}, epoch {self.trainer.epoch})")
+        self.write_status(force=True)
+        return path
+
+    def write_status(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not self.world.is_main or (not force and now < self._status_due):
+            return
+        self._status_due = now + STATUS_INTERVAL
+        trainer = self.trainer
+        status = {
+            "state": self.state.run_state,
+            "pid": os.getpid(),
+            "pid_create_time": _create_time(),
+            "env": self.config.env_name,
+            "run": self.run_dir.name,
+            "global_step": getattr(trainer, "global_step", 0),
+            "epoch": getattr(trainer, "epoch", 0),
+            "total_timesteps": self.config.train.total_timesteps,
+            "started": self.started,
+            "updated": time.time(),
+            "last_checkpoint": str(self.last_checkpoint[1]) if self.last_checkpoint else None,
+            "ranks": self.world.size,
+            "launch_id": os.environ.get(LAUNCH_ID_ENV),  # the launcher knows torchrun's pid only
+        }
+        if self.error:
+            status["error"] = self.error
+        try:
+            rd.write_json_atomic(self.run_dir / rd.STATUS_FILE, status)
+        except OSError as e:
+            if not is_disk_full(e):
+                raise
+            self._status_due = 0.0  # the old status.json stays whole; try again next time
+
+    def _trainer(self):
+        return self.trainer
+
+    def _snapshot(self) -> dict:
+        # telemetry plus the diagnoses in force, for clients that attach after they fired
+        doctor = self.doctor
+        return {**self.telemetry.snapshot(), DIAGNOSES: doctor.active() if doctor else []}
+
+    def _frame(self, env: int, view: str = "env"):
+        return self.trainer.frame(env, view) if self.trainer is not None else None
+
+    def hello(self) -> dict:
+        from puffer_tui.envs import env_class
+
+        config = self.config
+        cls = env_class(config.env_name)
+        layout = cls.layout(cls.resolve(dict(config.env)))
+        return {
+            "protocol": PROTOCOL_VERSION,
+            "run": self.run_dir.name,
+            "run_dir": str(self.run_dir),
+            "env": config.env_name,
+            "config": config.as_dict(),
+            "schema": schema_to_wire(schema(config.env_name)),
+            "palette": palette_to_wire(cls.palette),
+            "frame_shape": list(layout.frame_shape) if layout.frame_shape else None,
+            "num_envs": config.vec.num_envs,  # rank 0's: the envs a client can render
+            "ranks": self.world.size,
+            "pid": os.getpid(),
+        }
+
+    # -- signals ------------------------------------------------------------------------------
+
+    def _install_signal_handlers(self) -> dict:
+        previous = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous[sig] = signal.signal(sig, self._on_signal)
+        return previous
+
+    def _on_signal(self, signum, frame) -> None:
+        self._signals += 1
+        if self._signals > 1:
+            raise KeyboardInterrupt
+        # The handler runs on the main thread, which may hold the queue's lock: hand the stop
+        # to a thread rather than enqueue from here.
+        name = signal.Signals(signum).name
+        threading.Thread(target=self._request_stop, args=(name,), daemon=True).start()
+
+    def _request_stop(self, name: str) -> None:
+        self.events.info(f"{name} received: checkpointing and stopping")
+        self.commands.put(Command("stop", {"checkpoint": True}))
+
+
+def _create_time() -> float | None:
+    try:
+        import psutil
+
+        return psutil.Process().create_time()
+    except Exception:
+        return None
+
+
+def _print_event(event: dict) -> None:
+    # engine.out keeps a copy of every event, handy when the engine dies early
+    from puffer_tui.engine.shared.events import format_line
+
+    try:
+        print(format_line(event), flush=True)
+    except OSError:
+        pass  # a full disk under engine.out: events.log and the clients still get it
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m puffer_tui.engine",
+        description="Run the puffer-tui training engine on a prepared run directory.",
+    )
+    parser.add_argument("run_dir", help="run directory holding config.toml")
+    parser.add_argument("--resume", action="store_true", help="continue from the latest checkpoint")
+    parser.add_argument("--fallback-checkpoint", action="store_true",
+                        help="with --resume: if the latest checkpoint is corrupt, use the previous")
+    args = parser.parse_args(argv)
+    run_dir = Path(args.run_dir).resolve()
+    if not rd.is_run_dir(run_dir):
+        print(f"puffer_tui.engine: {run_dir} is not a run directory (no {rd.CONFIG_FILE})",
+              file=sys.stderr)
+        return 2
+    return Engine(run_dir, resume=args.resume, fallback=args.fallback_checkpoint).run()

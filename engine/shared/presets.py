@@ -1,0 +1,58 @@
+"""Preset files: what `puffer-tui sweep best` writes and `puffer-tui train --preset FILE` reads.
+
+    env_name = "bandit"          # optional; must match the ENV trained
+    [train]
+    learning_rate = 0.0042
+    [sweep]                      # optional search ranges (ignored by train)
+    train.ent_coef = [1e-5, 1e-2, "log"]
+
+Its values apply on top of the env's own preset (envs/NAME/config.toml), below flags.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+
+from puffer_tui.engine.shared import config as cfg
+
+
+def read_preset(path: str | os.PathLike) -> dict:
+    """The file's tables ({"env_name"?, "env", "vec", "train", "sweep"}); ConfigError if bad."""
+    path = Path(path).expanduser()
+    try:
+        data = tomllib.loads(cfg.read_utf8(path, f"--preset {path}"))
+    except tomllib.TOMLDecodeError as e:
+        raise cfg.ConfigError(f"--preset {path}: not valid TOML ({e})") from None
+    unknown = sorted(set(data) - {"env_name", "sweep", *cfg.SECTIONS})
+    if unknown:
+        raise cfg.ConfigError(f"--preset {path}: unknown table or key {unknown[0]!r} (a preset "
+                              f"has env_name, [env], [vec], [train] and [sweep])")
+    for section in (*cfg.SECTIONS, "sweep"):
+        if not isinstance(data.get(section, {}), dict):
+            raise cfg.ConfigError(f"--preset {path}: {section} must be a table")
+    return data
+
+
+def preset_overrides(data: dict, env_name: str, path: str | os.PathLike) -> dict:
+    """{"train.learning_rate": value, ...} of a preset read by read_preset, for `env_name`."""
+    named = data.get("env_name")
+    if named is not None and named != env_name:
+        raise cfg.ConfigError(f"--preset {path} is for {named}, not {env_name}")
+    return {f"{section}.{name}": value for section in cfg.SECTIONS
+            for name, value in data.get(section, {}).items()}
+
+
+def preset_toml(config: cfg.Config, header: list[str]) -> str:
+    """`config` as a preset: only the values that differ from the env's own preset."""
+    reference = cfg.load_config(config.env_name).as_dict()
+    mine = config.as_dict()
+    lines = [f"# {line}" for line in header]
+    lines.append(f"env_name = {cfg._toml_value(config.env_name)}")
+    for section in cfg.SECTIONS:
+        changed = {k: v for k, v in mine[section].items() if reference[section].get(k) != v}
+        if changed:
+            lines += ["", f"[{section}]"]
+            lines += [f"{k} = {cfg._toml_value(v)}" for k, v in changed.items()]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,384 @@
+"""The control protocol's messages: parsing and validating requests, encoding replies and pushes.
+
+Pure functions, no I/O: engine/runtime/control_server.py does the socket work. The wire format is
+described in docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+
+from puffer_tui.engine.shared.config import ConfigError, FieldSpec, live_specs, spec_for
+
+PROTOCOL_VERSION = 1
+MAX_MESSAGE = 1 << 20  # bytes per line, newline excluded
+
+
+class RunState(StrEnum):
+    """An engine's state, in hello/status/telemetry and in status.json. Members equal their
+    strings, so JSON written or read as plain text compares as before."""
+
+    STARTING = "starting"
+    RUNNING = "running"
+    PAUSED = "paused"
+    STOPPING = "stopping"
+    FINISHED = "finished"
+    STOPPED = "stopped"
+    ERROR = "error"
+
+
+# states while the engine lives, and the final ones written to status.json at exit
+LIVE_STATES = (RunState.STARTING, RunState.RUNNING, RunState.PAUSED, RunState.STOPPING)
+FINAL_STATES = (RunState.FINISHED, RunState.STOPPED, RunState.ERROR)
+
+
+# Metric groups: the trainer's epoch row nests its numbers by who made them (CleanRL style), so
+# an env stat named like a trainer number cannot overwrite it. The row's own top-level numbers:
+ROW_KEYS = ("epoch", "global_step", "sps", "uptime", "learning_rate")
+LOSSES, TIMING, TIMING_PCT, ENV = "losses", "timing", "timing_pct", "env"
+METRIC_GROUPS = (LOSSES, TIMING, TIMING_PCT, ENV)
+# An epoch that ran an evaluation (engine/evaluation/periodic_eval.py) has an "eval" group too:
+# metrics.jsonl columns "eval/<name>", TensorBoard tags "eval/<name>", telemetry "eval".
+EVAL = "eval"
+EVAL_KEYS = ("score", "episode_return", "episode_length", "episodes", "seconds")
+LOSS_KEYS = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac",
+             "explained_variance")
+TIMING_KEYS = ("env", "forward", "copy", "learn", "misc")  # where an epoch's wall time goes
+
+# Per-worker throughput (multi-process learners, Ray actors): the row's and telemetry's
+# "workers" list, one {"rank"|"actor", "node", "sps"} entry each; telemetry only, not a
+# metrics.jsonl column group. "cluster": Ray's CPUs {"cpus", "cpus_reserved"} when Ray runs.
+WORKERS, CLUSTER = "workers", "cluster"
+# The launcher's id for the engine it starts (environment variable), echoed in status.json as
+# "launch_id": under torchrun the launcher's child is torchrun's agent, not rank 0.
+LAUNCH_ID_ENV = "PUFFER_TUI_LAUNCH_ID"
+
+
+class MessageType(StrEnum):
+    """The `type` of a server push (replies carry an `id` instead; the client files them as
+    REPLY in its push queue)."""
+
+    TELEMETRY = "telemetry"
+    EVENT = "event"
+    FRAME = "frame"
+    DIAGNOSIS = "diagnosis"
+    REPLY = "reply"
+
+# command -> the argument names it accepts
+COMMANDS = {
+    "hello": {"client"},
+    "status": set(),
+    "pause": set(),
+    "resume": set(),
+    "set": {"key", "value"},
+    "checkpoint": set(),
+    "stop": {"checkpoint"},
+    "render": {"env", "view", "fps"},
+    "diagnosis": {"silence"},
+}
+# commands the trainer applies at its safe points (the rest the server answers itself)
+QUEUED = ("pause", "resume", "set", "checkpoint", "stop", "diagnosis")
+
+# Diagnosis (engine/diagnosis/rules.py): the rules' names, a `diagnosis` push's statuses, and the
+# metrics row's / telemetry's field listing them (the row's only when something changed).
+DIAGNOSIS_RULES = ("kl_blowup", "policy_collapse", "value_dominates", "critic_blind",
+                   "plateau", "grad_always_clipped", "obs_scale", "episode_ends",
+                   "short_horizon", "env_bound")
+FIRED, CLEARED = "fired", "cleared"
+DIAGNOSES = "diagnoses"
+# a sweep driver's commands (engine/sweep/server.py, steering in engine/sweep/steering.py)
+SWEEP_COMMANDS = {
+    "hello": {"client"},
+    "status": set(),
+    "stop": set(),
+    "pause": set(),
+    "resume": set(),
+    "prune": {"trial"},
+    "add": {"trials"},
+}
+
+
+def json_safe(value):
+    """Numbers JSON can carry: NaN and infinities become None (JSON has no spelling for them)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if hasattr(value, "item"):  # numpy / torch scalars
+        return json_safe(value.item())
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return str(value)
+
+
+class RequestError(ValueError):
+    """A malformed request or bad arguments; `request_id` is the id to answer (or None)."""
+
+    def __init__(self, message: str, request_id: int | None = None):
+        super().__init__(message)
+        self.request_id = request_id
+
+
+def encode(message: dict) -> bytes:
+    """One line of the wire format (NaN and infinities become null)."""
+    return json.dumps(json_safe(message), separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def encode_request(request_id: int, cmd: str, args: dict | None = None) -> bytes:
+    """One request line, as a client sends it."""
+    message = {"id": request_id, "cmd": cmd}
+    if args:
+        message["args"] = args
+    return encode(message)
+
+
+def split_lines(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """The complete lines in `buffer` (newlines stripped, blank ones dropped) and the
+    unfinished rest to keep for the next read."""
+    *lines, rest = buffer.split(b"\n")
+    return [line for line in lines if line.strip()], rest
+
+
+def error_reply(request_id: int | None, text: str) -> dict:
+    return {"id": request_id, "ok": False, "error": text}
+
+
+def oversized_reply() -> dict:
+    return error_reply(None, f"message exceeds {MAX_MESSAGE} bytes; discarded")
+
+
+def parse_request(line: bytes, commands: dict = COMMANDS) -> tuple[int, str, dict]:
+    """(id, cmd, args) of one request line, its args checked against `commands` (the
+    engine's, or SWEEP_COMMANDS); RequestError says what is wrong."""
+    try:
+        request = json.loads(line.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise RequestError(f"not a JSON object: {e}") from None
+    except RecursionError:
+        raise RequestError("JSON nested too deeply; a request is a flat object "
+                           "{\"id\", \"cmd\", \"args\"}") from None
+    if not isinstance(request, dict):
+        raise RequestError("a request must be a JSON object {\"id\", \"cmd\", \"args\"}")
+    request_id = request.get("id")
+    if not isinstance(request_id, int) or isinstance(request_id, bool):
+        raise RequestError("a request needs an integer \"id\"")
+    cmd = request.get("cmd")
+    if not isinstance(cmd, str) or cmd not in commands:
+        raise RequestError(f"unknown command {cmd!r}; commands: {', '.join(commands)}",
+                           request_id)
+    args = request.get("args") or {}
+    if not isinstance(args, dict):
+        raise RequestError(f"{cmd}: \"args\" must be a JSON object", request_id)
+    unknown = sorted(set(args) - commands[cmd])
+    if unknown:
+        allowed = ", ".join(sorted(commands[cmd])) or "none"
+        raise RequestError(f"{cmd}: unknown argument {unknown[0]!r} (allowed: {allowed})",
+                           request_id)
+    if cmd == "diagnosis" and "silence" in args and args["silence"] not in DIAGNOSIS_RULES:
+        raise RequestError(f"diagnosis: \"silence\" must be a rule name "
+                           f"({', '.join(DIAGNOSIS_RULES)}), got {args['silence']!r}", request_id)
+    if cmd == "stop" and not isinstance(args.get("checkpoint", True), bool):
+        raise RequestError("stop: \"checkpoint\" must be true or false", request_id)
+    return request_id, cmd, args
+
+
+MAX_FRAME_RATE = 15  # frames a second the engine captures for renderers at most
+
+
+def check_render_fps(args: dict) -> float:
+    """How many frames a second this client wants at most (default and most: MAX_FRAME_RATE):
+    a dashboard that draws 4 a second need not be sent 15."""
+    fps = args.get("fps", MAX_FRAME_RATE)
+    if isinstance(fps, bool) or not isinstance(fps, (int, float)) or not 0 < fps <= MAX_FRAME_RATE:
+        raise RequestError(f"render: \"fps\" must be a number in (0, {MAX_FRAME_RATE}], got {fps!r}")
+    return float(fps)
+
+
+def check_render_view(args: dict) -> str:
+    """The view a `render` asks for: "env" (what the env draws, the default) or "obs" (the
+    observation itself drawn as an image, e.g. an Atari frame stack)."""
+    view = args.get("view", VIEW_ENV)
+    if view not in VIEWS:
+        raise RequestError(f"render: \"view\" must be one of {', '.join(map(repr, VIEWS))}, "
+                           f"got {view!r}")
+    return view
+
+
+def check_render(args: dict, num_envs: int) -> int | None:
+    """The env index a `render` asks for (None: stop streaming)."""
+    env = args.get("env")
+    if env is None:
+        return None
+    if not isinstance(env, int) or isinstance(env, bool) or not 0 <= env < num_envs:
+        raise RequestError(f"render: \"env\" must be null or an integer in "
+                           f"[0, {num_envs - 1}], got {env!r}")
+    return env
+
+
+def check_set(args: dict, env_name: str) -> dict:
+    """`{"key", "value"}` of a `set`, the key canonical and the value typed and in bounds."""
+    if "key" not in args or "value" not in args:
+        raise RequestError("set needs \"key\" (e.g. \"train.learning_rate\") and \"value\"")
+    key, value = args["key"], args["value"]
+    if not isinstance(key, str):
+        raise RequestError("set: \"key\" must be a string such as \"train.learning_rate\"")
+    if not isinstance(value, (str, int, float, bool)):
+        raise RequestError(f"set {key}: value must be a number, boolean or string")
+    try:
+        spec = spec_for(key, env_name)
+        if not spec.live:
+            live = ", ".join(s.key for s in live_specs())
+            raise RequestError(f"{spec.key} cannot be changed while training; it applies on "
+                               f"restart (live fields: {live})")
+        return {"key": spec.key, "value": spec.coerce(value)}
+    except ConfigError as e:
+        raise RequestError(str(e)) from None
+
+
+# -- the field schema in hello: what the hyperparameter editor is built from ----------------
+
+_TYPES = {"int": int, "float": float, "bool": bool, "str": str}
+
+
+def schema_to_wire(specs) -> list[dict]:
+    """FieldSpecs as hello's `schema` list."""
+    return [{"section": s.section, "name": s.name, "type": s.type.__name__,
+             "default": s.default, "low": s.low, "high": s.high, "help": s.help,
+             "live": s.live, "choices": list(s.choices) if s.choices else None}
+            for s in specs]
+
+
+def spec_from_wire(field: dict) -> FieldSpec:
+    """schema_to_wire undone for one entry: the FieldSpec the engine checks values with."""
+    choices = field.get("choices")
+    return FieldSpec(
+        field["section"], field["name"], _TYPES.get(field.get("type"), str), field.get("default"),
+        field.get("low"), field.get("high"), field.get("help", ""), bool(field.get("live")),
+        tuple(choices) if choices else None,
+    )
+
+
+def schema_from_wire(fields: list[dict] | None) -> list[FieldSpec]:
+    return [spec_from_wire(f) for f in fields or []]
+
+
+# -- frames and palettes: what every renderer draws (the dashboard, the eval window) ----------
+#
+# A `frame` push is one of three kinds (engine/native/frames.py says what an env may return):
+#   tiles: {"type", "env", "height", "width", "tiles": base64 H*W tile ids}     (no "kind": the
+#          original form, byte for byte; drawn with the palette from hello)
+#   rgb:   {"type", "env", "kind": "rgb", "height", "width", "rgb": base64 H*W*3 bytes}
+#   text:  {"type", "env", "kind": "text", "text": str with SGR colour codes}
+# plus "view": "obs" when it shows the observation rather than the env's own drawing.
+
+
+class FrameKind(StrEnum):
+    TILES = "tiles"
+    RGB = "rgb"
+    TEXT = "text"
+
+
+VIEW_ENV, VIEW_OBS = "env", "obs"
+VIEWS = (VIEW_ENV, VIEW_OBS)
+
+
+@dataclass(frozen=True)
+class Frame:
+    """A decoded `frame` push. `data`: the tile ids (TILES, H*W bytes), the pixels (RGB, H*W*3
+    bytes, row-major RGB) or the text (TEXT; height x width are its lines x widest line)."""
+
+    env: int
+    height: int
+    width: int
+    data: bytes | str
+    kind: FrameKind = FrameKind.TILES
+    view: str = VIEW_ENV
+
+    @property
+    def tiles(self) -> bytes:
+        return self.data
+
+
+def frame_message(env: int, frame, view: str = VIEW_ENV) -> dict:
+    """A `frame` push of what an env's frame() returned: a tile grid, an RGB image (cut to the
+    frame bounds here if the env did not) or text. ValueError for anything else."""
+    import base64
+
+    from puffer_tui.engine.native import frames
+
+    message = {"type": MessageType.FRAME, "env": int(env)}
+    if view != VIEW_ENV:
+        message["view"] = view
+    kind = frames.frame_kind(frame)
+    if kind == frames.TILES:
+        height, width = frame.shape
+        message.update(height=int(height), width=int(width),
+                       tiles=base64.b64encode(frame.tobytes()).decode("ascii"))
+    elif kind == frames.RGB:
+        pixels = frames.bound_frame(frame)
+        height, width = pixels.shape[:2]
+        message.update(kind=FrameKind.RGB, height=int(height), width=int(width),
+                       rgb=base64.b64encode(pixels.tobytes()).decode("ascii"))
+    elif kind == frames.TEXT:
+        message.update(kind=FrameKind.TEXT, text=frames.clean_text(frame))
+    else:
+        raise ValueError(f"a frame is an H x W tile grid, an H x W x 3 image or a str, got "
+                         f"{type(frame).__name__} {getattr(frame, 'shape', '')}")
+    return message
+
+
+def decode_frame(message: dict) -> Frame | None:
+    """The Frame of a `frame` push; None for a malformed one or one over the frame bounds,
+    which a renderer drops, keeping its last good frame."""
+    import base64
+
+    try:
+        kind = FrameKind(message.get("kind", FrameKind.TILES))
+        view = message.get("view", VIEW_ENV)
+        env = int(message.get("env", 0))
+        if view not in VIEWS:
+            return None
+        if kind == FrameKind.TEXT:
+            return _text_frame(env, message["text"], view)
+        field = "tiles" if kind == FrameKind.TILES else "rgb"
+        data = base64.b64decode(message[field], validate=True)
+        height, width = int(message["height"]), int(message["width"])
+    except (KeyError, ValueError, TypeError, AttributeError):
+        return None
+    if height < 1 or width < 1:
+        return None
+    if kind == FrameKind.RGB:
+        from puffer_tui.engine.native import frames
+
+        if height > frames.MAX_RGB_HEIGHT or width > frames.MAX_RGB_WIDTH:
+            return None
+        if height * width * 3 != len(data):
+            return None
+    elif height * width != len(data):
+        return None
+    return Frame(env, height, width, data, kind, view)
+
+
+def _text_frame(env: int, text, view: str) -> Frame | None:
+    from puffer_tui.engine.native import frames
+
+    if not isinstance(text, str) or len(text) > frames.MAX_TEXT_CHARS:
+        return None
+    text = frames.clean_text(text)  # the engine cleaned it; a renderer never trusts the wire
+    lines = frames.strip_colour(text).split("\n")
+    return Frame(env, len(lines), max(len(line) for line in lines), text, FrameKind.TEXT, view)
+
+
+def palette_to_wire(palette: dict) -> dict:
+    """An env's palette {tile id: (glyph, colour)} as JSON: {"id": [glyph, colour]}."""
+    return {str(k): [glyph, colour] for k, (glyph, colour) in palette.items()}
+
+
+def palette_from_wire(raw: dict | None) -> dict[int, tuple[str, str]]:
+    """palette_to_wire undone: what renderers look tiles up in."""
+    return {int(k): tuple(v) for k, v in (raw or {}).items()}

@@ -1,0 +1,120 @@
+"""Checks a new or resumed run must pass before its run dir is written or an engine started.
+
+    check_start(config)    # ConfigError naming the problem and the fix
+
+One place, so `train`, `sweep` and the app's launcher refuse the same things in the same
+words: an env spec that cannot be built, batch sizes its agents cannot fill, a CUDA device
+torch cannot see, and sizes that cannot fit in memory.
+"""
+
+from __future__ import annotations
+
+from puffer_tui.engine.shared.config import Config, ConfigError, eval_env_settings
+
+
+def check_device(config: Config) -> None:
+    """A CUDA run on a machine whose torch sees no GPU, or more CUDA learner ranks than GPUs
+    (NCCL needs one each), fails here, before a run dir exists."""
+    ranks = config.train.nproc
+    if config.train.device != "cuda" and not (config.train.device == "auto" and ranks > 1):
+        return
+    import torch
+
+    if config.train.device == "cuda" and not torch.cuda.is_available():
+        build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
+        raise ConfigError(f"--train.device cuda: torch {torch.__version__} ({build}) sees no "
+                          f"CUDA device here; use --train.device auto or cpu")
+    if ranks > 1 and torch.cuda.is_available() and ranks > torch.cuda.device_count():
+        raise ConfigError(f"train.nproc = {ranks} learner ranks need one GPU each and torch sees "
+                          f"{torch.cuda.device_count()}: lower train.nproc to "
+                          f"{torch.cuda.device_count()} or use --train.device cpu")
+
+
+def check_env(config: Config):
+    """The env's layout (for a Python env, one env is built to learn its spaces), or
+    ConfigError with the reason it cannot be built and the fix. Evaluation envs with their
+    own settings (eval.env_overrides) must give the policy the same spaces."""
+    from puffer_tui.envs import env_class
+
+    try:
+        cls = env_class(config.env_name)
+        layout = cls.layout(cls.resolve(dict(config.env)))
+        if config.eval.env_overrides:
+            evaluated = cls.layout(cls.resolve(eval_env_settings(config)))
+            if _spaces(evaluated) != _spaces(layout):
+                raise ConfigError(
+                    f"eval.env_overrides {config.eval.env_overrides} changes what the policy "
+                    f"sees or does ({_spaces(layout)} -> {_spaces(evaluated)}); evaluate "
+                    "with settings that keep the observation and action spaces")
+        return layout
+    except (KeyError, ValueError) as e:
+        raise ConfigError(str(e)) from None
+
+
+def _spaces(layout) -> str:
+    return (f"{layout.observation_space} / {layout.action_space}, "
+            f"{layout.agents_per_env} agent(s) per env")
+
+
+def check_batch(config: Config, agents_per_env: int) -> None:
+    """The trainer's batch rules, which need the env's agent count (so not in config.py)."""
+    t = config.train
+    agents = config.vec.num_envs * agents_per_env
+    batch = t.batch_size or agents * t.horizon
+    if batch < agents * t.horizon:
+        raise ConfigError(
+            f"train.batch_size ({batch}) is smaller than num_agents * horizon ({agents} * "
+            f"{t.horizon}); every agent needs a segment (0 picks exactly that)")
+    if t.minibatch_size > batch:
+        raise ConfigError(
+            f"train.minibatch_size ({t.minibatch_size}) exceeds the batch ({batch} = "
+            f"{agents} agents * horizon {t.horizon} unless train.batch_size is set); lower "
+            f"--train.minibatch-size or raise --vec.num-envs")
+
+
+def check_budget(config: Config, agents_per_env: int) -> None:
+    """One epoch may not be larger than the whole budget: such a run collects far more than
+    asked for (1,000,000 envs x horizon 64 with a 100,000-step budget: 64M steps and ~12 GB
+    before its first update), and its first safe point after an update comes late."""
+    t = config.train
+    agents = config.vec.num_envs * agents_per_env
+    epoch = (t.batch_size or agents * t.horizon) * max(1, t.nproc)
+    if epoch > t.total_timesteps:
+        fit = max(1, t.total_timesteps // (t.horizon * agents_per_env * max(1, t.nproc)))
+        raise ConfigError(
+            f"one epoch is {epoch:,} agent steps ({agents:,} agents x train.horizon {t.horizon}"
+            f"{f' x {t.nproc} ranks' if t.nproc > 1 else ''}), more than the whole budget "
+            f"train.total_timesteps {t.total_timesteps:,}; raise --train.total-timesteps to at "
+            f"least {epoch} or lower --vec.num-envs to {fit} or less")
+
+
+def check_policy(config: Config, layout) -> None:
+    """train.policy must fit the observations (cnn needs images)."""
+    if config.train.policy != "cnn":  # the only choice that can misfit; spares a torch import
+        return
+    from puffer_tui.engine.algo.encoders import check_encoder_choice
+
+    try:
+        check_encoder_choice(layout.observation_space, config.train.policy)
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
+
+
+def check_start(config: Config) -> None:
+    """Everything that can be known to fail before anything is created."""
+    from puffer_tui.engine.startup.memory_estimate import check_memory
+
+    layout = check_env(config)
+    check_batch(config, layout.agents_per_env)
+    check_budget(config, layout.agents_per_env)
+    check_policy(config, layout)
+    check_device(config)
+    from puffer_tui.engine.startup.wandb_check import check_wandb
+
+    if config.train.optimizer != "adam":  # (imports torch: only when it matters)
+        from puffer_tui.engine.algo.optimizers import check_available
+
+        check_available(config.train)  # muon needs torch.optim.Muon (torch >= 2.9)
+
+    check_wandb(config)  # train.wandb without the package: `pip install "puffer-tui[wandb]"`
+    check_memory(config)  # sizes that cannot fit: refused before the run dir exists
