@@ -116,7 +116,8 @@ def measure(env: str, overrides: dict, rounds: int, seconds: float) -> dict:
         result = {
             "env": env, "device": str(trainer.device), "precision": trainer.precision,
             "overrides": overrides, "num_agents": trainer.num_agents,
-            "policy": type(trainer.policy).__name__,
+            "policy": type(trainer.policy).__name__, "hidden_size": config.train.hidden_size,
+            "recurrent": bool(trainer.policy.recurrent),
             "parameters": sum(p.numel() for p in trainer.policy.parameters()),
             "sps": statistics.median(round_sps), "round_sps": round_sps,
             "steps": steps_total, "epochs": epochs,

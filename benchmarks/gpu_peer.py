@@ -48,8 +48,10 @@ def _extract(sdist: Path, dest: Path) -> Path:
     return dest / top
 
 
-def build(sdist: Path, workdir: Path, envs, jobs: int, timeout: float) -> dict:
-    """Unpack and build PufferLib in `workdir`; keeps only the ocean bindings of `envs`."""
+def build(sdist: Path, workdir: Path, envs, jobs: int, timeout: float,
+          cuda: bool = True) -> dict:
+    """Unpack and build PufferLib in `workdir`; keeps only the ocean bindings of `envs`.
+    `cuda` False (a CPU dry run) hides nvcc from its setup.py: the CPU kernel alone."""
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / "pufferlib-build.log"
     try:
@@ -63,8 +65,11 @@ def build(sdist: Path, workdir: Path, envs, jobs: int, timeout: float) -> dict:
             binding.unlink()
     for name in _DOWNLOADED:
         (src / name).mkdir(exist_ok=True)
-    nvcc = shutil.which("nvcc")
     env = dict(os.environ)
+    if not cuda:
+        env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep)
+                                      if not (Path(d) / "nvcc").exists())
+    nvcc = shutil.which("nvcc", path=env.get("PATH"))
     if nvcc:
         import torch
 
