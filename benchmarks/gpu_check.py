@@ -141,7 +141,7 @@ def run_peer(envs, ours: list[dict], args, work: Path, build) -> list[dict]:
             result = gpu_peer.measure(build["src"], env, mode, model, args.rounds,
                                       args.seconds, args.device, work / "peer",
                                       args.case_timeout, args.peer_deps)
-            rows.append({"env": env, "mode": mode, **result})
+            rows.append({**result, "peer_env": result.get("env"), "env": env, "mode": mode})
             yield rows
 
 
