@@ -5,7 +5,7 @@
 The real Trainer trains ENV: one warm-up epoch (allocation, cuDNN autotuning, first CUDA
 launches) is not counted, then `rounds` rounds of at least `seconds` each. steps/s is the
 median of the rounds' agent-steps over their wall time; the phase shares are the trainer's own
-timing (engine/timing.py, synchronized on CUDA) summed over the rounds. On CUDA it adds the
+timing (engine/algo/timing.py, synchronized on CUDA) summed over the rounds. On CUDA it adds the
 peak memory torch allocated and the GPU's utilisation sampled while the rounds ran.
 
 A process per case: a crashing env or a CUDA error ends that case only, a hung one is killed
@@ -83,9 +83,9 @@ class UtilisationSampler:
 def measure(env: str, overrides: dict, rounds: int, seconds: float) -> dict:
     import torch
 
-    from puffer_tui.engine.config import load_config
-    from puffer_tui.engine.protocol import TIMING, TIMING_KEYS
-    from puffer_tui.engine.trainer import Trainer
+    from puffer_tui.engine.algo.trainer import Trainer
+    from puffer_tui.engine.shared.config import load_config
+    from puffer_tui.engine.shared.protocol import TIMING, TIMING_KEYS
 
     # a budget the run never reaches while measured (bench train does the same)
     config = load_config(env, {"train.total_timesteps": 10**12, **overrides})
@@ -161,7 +161,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.rounds < 1 or not args.seconds > 0:
         raise SystemExit("gpu_measure: --rounds must be >= 1 and --seconds > 0")
-    from puffer_tui.engine.config import ConfigError
+    from puffer_tui.engine.shared.config import ConfigError
 
     try:
         result = measure(args.env, parse_sets(args.set), args.rounds, args.seconds)

@@ -17,13 +17,13 @@ import pytest
 import torch
 from test_learner_gpu_paths import _batch, _fill
 
-from puffer_tui.engine.advantage import compute_advantage
-from puffer_tui.engine.config import load_config
-from puffer_tui.engine.optimizers import MuonWithAdam, make_optimizer
-from puffer_tui.engine.protocol import LOSSES
-from puffer_tui.engine.rollout import RolloutBuffer
-from puffer_tui.engine.trainer import Trainer
-from puffer_tui.engine.trainer_setup import resolve_precision
+from puffer_tui.engine.algo.advantage import compute_advantage
+from puffer_tui.engine.algo.optimizers import MuonWithAdam, make_optimizer
+from puffer_tui.engine.algo.rollout import RolloutBuffer
+from puffer_tui.engine.algo.trainer import Trainer
+from puffer_tui.engine.algo.trainer_setup import resolve_precision
+from puffer_tui.engine.shared.config import load_config
+from puffer_tui.engine.shared.protocol import LOSSES
 
 pytestmark = pytest.mark.cuda
 CUDA = torch.device("cuda")
