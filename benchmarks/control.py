@@ -17,7 +17,7 @@ from pathlib import Path
 
 
 def add_arguments(p):
-    from puffer_tui.engine.shared.config import add_arguments as add_config_arguments
+    from puffer_tui.engine.shared.config_flags import add_arguments as add_config_arguments
 
     p.add_argument("env", metavar="ENV", help="environment to train")
     p.add_argument("--rounds", type=int, default=5, help="pause/resume rounds (default 5)")
@@ -95,12 +95,13 @@ def measure(run_dir: Path, rounds: int, window: float) -> dict:
 
 def run(args) -> int:
     from puffer_tui.engine.shared import config as cfg
+    from puffer_tui.engine.shared import config_flags
     from puffer_tui.engine.shared import run_dir as rd
 
     if args.rounds < 1 or args.window <= 0:
         raise SystemExit("--rounds must be >= 1 and --window > 0")
     try:
-        overrides = cfg.overrides_from_args(args, getattr(args, "extra", []) or [])
+        overrides = config_flags.overrides_from_args(args, getattr(args, "extra", []) or [])
         overrides.setdefault("train.total_timesteps", 10**12)
         overrides.setdefault("train.checkpoint_interval", 0)
         config = cfg.load_config(args.env, overrides)

@@ -13,7 +13,7 @@ from puffer_tui.engine.shared.protocol import TIMING, TIMING_KEYS
 
 
 def add_arguments(p):
-    from puffer_tui.engine.shared.config import add_arguments as add_config_arguments
+    from puffer_tui.engine.shared.config_flags import add_arguments as add_config_arguments
 
     p.add_argument("env", metavar="ENV", nargs="?",
                    help="environment to train (with --peer sb3: gym:CartPole-v1, the default)")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 
 def add_parser(sub, name, help_text):
-    from puffer_tui.engine.shared.config import add_arguments
+    from puffer_tui.engine.shared.config_flags import add_arguments
 
     p = sub.add_parser(name, help=help_text, description=help_text)
     p.add_argument("env", metavar="ENV",

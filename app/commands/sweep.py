@@ -20,7 +20,7 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
 def add_parser(sub, name, help_text):
-    from puffer_tui.engine.shared.config import add_arguments
+    from puffer_tui.engine.shared.config_flags import add_arguments
     from puffer_tui.engine.shared.sweep_settings import DIRECTIONS, OBJECTIVES, PRUNERS
 
     p = sub.add_parser(name, help=help_text, description=__doc__.split("\n\n")[0],
@@ -119,6 +119,7 @@ def new_sweep(args):
     """(sweep dir, settings, True): everything checked before the directory is created."""
     from puffer_tui.app.services.run_service import check_flags
     from puffer_tui.engine.shared import config as cfg
+    from puffer_tui.engine.shared import config_flags
     from puffer_tui.engine.shared import sweep_settings as st
     from puffer_tui.engine.shared.presets import preset_overrides, read_preset
     from puffer_tui.engine.sweep.space import build_space, space_to_json
@@ -137,7 +138,7 @@ def new_sweep(args):
         raise cfg.ConfigError(f"--pruner {args.pruner} cannot judge a pareto objective (Optuna "
                               f"prunes single-objective studies only); drop it")
     env_extra, ranges = split_extra(getattr(args, "extra", []) or [])
-    overrides = cfg.overrides_from_args(args, env_extra)
+    overrides = config_flags.overrides_from_args(args, env_extra)
     check_flags(overrides, args.env)
     preset = read_preset(args.preset) if args.preset else {}
     fixed = {**preset_overrides(preset, args.env, args.preset), **overrides}

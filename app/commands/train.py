@@ -71,7 +71,7 @@ def env_flags(env_name: str | None = None) -> list[str]:
 
 
 def add_parser(sub, name, help_text):
-    from puffer_tui.engine.shared.config import add_arguments
+    from puffer_tui.engine.shared.config_flags import add_arguments
 
     p = sub.add_parser(name, help=help_text, description=help_text, add_help=False,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -116,9 +116,10 @@ def prepare_run(args):
     """(run_dir, resuming) with config.toml written; raises ConfigError / RunDirError /
     CheckpointError before writing anything."""
     from puffer_tui.engine.shared import config as cfg
+    from puffer_tui.engine.shared import config_flags
     from puffer_tui.engine.shared import run_dir as rd
 
-    overrides = cfg.overrides_from_args(args, getattr(args, "extra", []) or [])
+    overrides = config_flags.overrides_from_args(args, getattr(args, "extra", []) or [])
     root = rd.runs_root(args.runs_dir)
     preset = {}
     if getattr(args, "preset", None):

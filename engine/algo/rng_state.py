@@ -36,3 +36,10 @@ def restore(rng: dict, device: torch.device) -> None:
     if "python" in rng:
         version, internal, gauss = rng["python"]
         random.setstate((version, tuple(internal), gauss))
+
+
+def seed_all(seed: int) -> None:
+    """Seed Python's, NumPy's and torch's global streams alike."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)

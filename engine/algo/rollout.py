@@ -178,3 +178,12 @@ def _as_slice(seg: np.ndarray, pos: np.ndarray):
             and (n == 1 or (np.diff(seg) == 1).all()):
         return slice(int(seg[0]), int(seg[0]) + n), int(pos[0])
     return seg, pos
+
+
+def is_identity(env_ids) -> bool:
+    """True when env_ids is 0..n-1 in order (the synchronous case): no gather/scatter needed."""
+    if isinstance(env_ids, slice):
+        return env_ids.start in (None, 0) and env_ids.step in (None, 1)
+    n = len(env_ids)
+    return n == 0 or (int(env_ids[0]) == 0 and int(env_ids[-1]) == n - 1 and
+                      (n < 3 or bool(np.all(np.diff(env_ids) == 1))))

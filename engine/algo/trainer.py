@@ -38,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import copy
 import os  # noqa: F401 - tests patch trainer.os (auto_threads lives in trainer_setup)
-import random
 import time
 import warnings
 
@@ -53,9 +52,10 @@ from puffer_tui.engine.algo.learner import Learner
 from puffer_tui.engine.algo.normalization import Normalization
 from puffer_tui.engine.algo.optimizers import make_optimizer
 from puffer_tui.engine.algo.policy import make_policy
-from puffer_tui.engine.algo.rollout import RolloutBuffer
+from puffer_tui.engine.algo.rollout import RolloutBuffer, is_identity
 from puffer_tui.engine.algo.schedule import START, budget_moved, learning_rate, resumed_anchor
 from puffer_tui.engine.algo.timing import Timing
+from puffer_tui.engine.algo.trainer_resume import check_compatible, restore_live_fields
 from puffer_tui.engine.algo.trainer_setup import (
     auto_threads,
     make_vecenv,
@@ -69,7 +69,6 @@ from puffer_tui.engine.shared.config import (
     ConfigError,
     apply,
     from_dict,
-    live_specs,
     spec_for,
 )
 from puffer_tui.engine.shared.protocol import ENV, LOSS_KEYS, LOSSES, WORKERS
@@ -100,7 +99,7 @@ class Trainer:
         torch.set_num_threads(self._threads[0])
         keep_freed_memory()  # no page faults for each minibatch's tensors (engine/algo/allocator.py)
         self._seed = self.world.seed(train.seed)  # differs per rank
-        _seed_all(self._seed)
+        rng_state.seed_all(self._seed)
 
         if vecenv is None:  # make_vecenv(config) is what tests/fault_patches wraps
             vecenv = make_vecenv(config) if self._seed == train.seed else \
@@ -312,7 +311,7 @@ class Trainer:
                                                train.gamma)
             with timing.section("copy"):
                 starts_np = terminals | truncations
-                every_row = len(env_ids) == self.num_agents and _is_identity(env_ids)
+                every_row = len(env_ids) == self.num_agents and is_identity(env_ids)
                 if cuda:
                     staging = self._staging[: len(env_ids)]
                     staging.copy_(torch.from_numpy(obs))
@@ -449,14 +448,14 @@ class Trainer:
         if missing:
             raise ValueError(f"not a trainer state: missing {', '.join(sorted(missing))}")
         saved = from_dict(state["config"])
-        self._check_compatible(saved)
+        check_compatible(self.config, saved)
         self.normalization.load_state_dict(state.get("normalization"), self.world.is_main)
         self.policy.load_state_dict(state["policy"])
         # Adam adopts the given tensors and updates them in place: keep the caller's intact.
         # None: a branch that changed train.optimizer starts with a fresh one (engine/startup/branch.py)
         if state["optimizer"] is not None:
             self.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
-        self._restore_live_fields(saved, state.get("built_config"))
+        restore_live_fields(self.config, self._built_config, saved, state.get("built_config"))
         self.global_step = int(state["global_step"])
         self.schedule = resumed_anchor(state.get("lr_schedule"), self.config.train,
                                        self.global_step)
@@ -466,7 +465,7 @@ class Trainer:
         if not self.world.is_main:
             # the checkpoint holds rank 0's envs and RNG streams (engine/algo/distributed.py): this
             # rank's episodes go on from its own reset, its streams reseeded from the step
-            _seed_all(self._seed + self.global_step)
+            rng_state.seed_all(self._seed + self.global_step)
             self.inexact_resume = None
         else:
             rng_state.restore(state.get("rng", {}), self.device)
@@ -479,26 +478,6 @@ class Trainer:
         self.progress = {"global_step": self.global_step, "epoch": self.epoch, "sps": 0.0,
                          "uptime": self.uptime, "metrics": {}}
 
-    def _restore_live_fields(self, saved: Config, saved_built: dict | None) -> None:
-        ours = self._built_config["train"]
-        # Checkpoints written before built_config was saved cannot tell: theirs wins.
-        theirs = (saved_built or {}).get("train", ours)
-        for name in (spec.name for spec in live_specs() if spec.section == "train"):
-            if name in theirs and ours[name] != theirs[name]:
-                continue  # given for this resume: the new value wins
-            setattr(self.config.train, name, getattr(saved.train, name))
-
-    def _check_compatible(self, saved: Config) -> None:
-        if saved.env_name != self.config.env_name:
-            raise ValueError(f"checkpoint is for env {saved.env_name!r}, this trainer runs "
-                             f"{self.config.env_name!r}")
-        for name in ("policy", "hidden_size", "optimizer", "separate_critic",
-                     "normalize_observations"):
-            ours, theirs = getattr(self.config.train, name), getattr(saved.train, name)
-            if ours != theirs:
-                raise ValueError(f"checkpoint has train.{name} = {theirs!r}, this trainer "
-                                 f"{ours!r}; build the trainer from the checkpoint's config")
-
     def close(self) -> None:
         if not self._closed:
             self._closed = True
@@ -509,19 +488,3 @@ class Trainer:
 
     def __exit__(self, *exc):
         self.close()
-
-
-def _seed_all(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def _is_identity(env_ids) -> bool:
-    """True when env_ids is 0..n-1 in order (the synchronous case): no gather/scatter needed."""
-    if isinstance(env_ids, slice):
-        return env_ids.start in (None, 0) and env_ids.step in (None, 1)
-    n = len(env_ids)
-    return n == 0 or (int(env_ids[0]) == 0 and int(env_ids[-1]) == n - 1 and
-                      (n < 3 or bool(np.all(np.diff(env_ids) == 1))))
-
