@@ -2,7 +2,11 @@
 
 import sys
 
+from puffer_tui.engine.algo.distributed import World, exit_rank
 from puffer_tui.engine.runtime.process import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    if World.from_environment().enabled:
+        exit_rank(code)  # a torchrun rank: see exit_rank for why not sys.exit
+    sys.exit(code)

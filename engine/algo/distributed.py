@@ -24,7 +24,10 @@ Rules the engine keeps (docs/many-machines.md):
 from __future__ import annotations
 
 import os
+import re
 import socket
+import sys
+import time
 from datetime import timedelta
 
 import torch
@@ -33,6 +36,11 @@ RANK_SEED_STRIDE = 1_000_003  # a prime: per-rank seeds (and env seed blocks) ne
 # Followers wait inside a broadcast while rank 0 is paused; a dead rank is noticed by torchrun
 # (it stops the others) and by the broken connection, not by this timeout.
 PAUSE_TIMEOUT = timedelta(days=7)
+# What gloo (and NCCL) say when the rank at the other end of a connection is gone
+# (gloo's transport errors all name their source file: "[.../gloo/transport/tcp/pair.cc:537]
+# Read error [127.0.0.1]:4765: Connection reset by peer", "... Connection closed by peer ...")
+_PEER_LOST = re.compile(r"gloo/transport/|NCCL communicator was aborted")
+PEER_EXIT_WAIT = 5.0  # seconds a rank waits for a failed peer's process to end before naming it
 
 
 class World:
@@ -94,6 +102,26 @@ class World:
         return [(rank, pid) for rank, (pid, node) in enumerate(self.peers)
                 if rank != self.rank and node == self.node]
 
+    def lost_peers(self, wait: float = PEER_EXIT_WAIT) -> list[tuple[int, int, str]]:
+        """(rank, pid, node) of the other ranks on this machine whose process has ended (or
+        is a zombie), waiting up to `wait` seconds for one to end: a rank that raised closes
+        its connections a moment before it exits. Ranks on other machines cannot be seen."""
+        import psutil
+
+        deadline = time.monotonic() + wait
+        while True:
+            gone = []
+            for rank, pid in self.local_peer_pids():
+                try:
+                    if psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
+                        continue
+                except psutil.NoSuchProcess:
+                    pass
+                gone.append((rank, pid, self.node))
+            if gone or time.monotonic() >= deadline:
+                return gone
+            time.sleep(0.1)
+
     def close(self) -> None:
         if self._joined:
             import torch.distributed as dist
@@ -153,6 +181,39 @@ class World:
         ids = [device.index if device.index is not None else self.local_rank] \
             if device.type == "cuda" else None
         return DistributedDataParallel(_SequenceModule(policy, sequence_fn), device_ids=ids)
+
+
+def is_peer_failure(error: BaseException) -> bool:
+    """Whether `error` (raised by a collective) says another rank's end of the connection broke."""
+    import torch.distributed as dist
+
+    return isinstance(error, getattr(dist, "DistNetworkError", ())) or \
+        bool(_PEER_LOST.search(str(error)))
+
+
+def exit_rank(code: int) -> None:
+    """End a learner rank's process without finalizing the interpreter.
+
+    The gloo worker threads outlive destroy_process_group (the DDP reducer keeps the group
+    alive) and may still be dropping the tensors of the last collective, which needs the GIL.
+    A thread that asks for the GIL once the interpreter is finalizing is ended by
+    pthread_exit, whose unwinding through gloo's noexcept destructor calls std::terminate:
+    the rank died of SIGABRT ("terminate called without an active exception") about one exit
+    in ten, and torchrun failed the run. So: everything Python would do at exit (non-daemon
+    threads joined, atexit handlers: multiprocessing, W&B, logging), then os._exit."""
+    import atexit
+    import threading
+
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(code)
 
 
 def check_together(world: World, check, *args) -> None:

@@ -15,6 +15,9 @@ values stop every rank at once (the trainer's checks agree), and what rank 0 fin
 
 from __future__ import annotations
 
+import copy
+import re
+import time
 import traceback
 from pathlib import Path
 
@@ -31,6 +34,7 @@ class FaultHandling:
 
     _poisoned = False  # the weights hold NaN/inf: reload the last checkpoint on resume
     _checkpoint_due = False  # a periodic checkpoint the full disk refused
+    _finished_epoch = None  # DDP rank 0 mid-epoch: the trainer's state before it (_learner_copy)
 
     def _persist(self, row: dict) -> None:
         """The epoch's metrics row and periodic checkpoint; a full disk pauses the run."""
@@ -167,6 +171,76 @@ class FaultHandling:
         self.events.error(f"{who} died: {getattr(error, 'message', error)}; {saved}")
         return path
 
+    def _learner_copy(self) -> dict | None:
+        """Rank 0 under DDP, before each epoch: a copy of the trainer's state. A rank lost
+        mid-epoch breaks the next collective, and by then rank 0 may have learnt from some of
+        the epoch's minibatches: the checkpoint it saves is this copy, the last finished
+        epoch. (One copy of the weights and optimizer moments an epoch; none in one process.)"""
+        if not (self.world.enabled and self.world.is_main):
+            return None
+        return copy.deepcopy(self.trainer.state_dict(episodes_afresh="a learner rank died"))
+
+    def _after_lost_rank(self, error) -> str:
+        """Another learner rank is gone (killed, crashed, its machine lost) and the collectives
+        cannot go on: the error to end with, naming the rank. Rank 0 saves a checkpoint of the
+        last finished epoch (DDP kept every rank's weights identical: nothing of the learning
+        went with the lost rank). When rank 0 is the one lost, a surviving rank makes
+        status.json final, since rank 0 can no longer say how the run ended."""
+        lost = self.world.lost_peers()
+        who = "; ".join(f"rank {rank} died (pid {pid} on {node})" for rank, pid, node in lost) \
+            or "a learner rank failed or its connection broke"
+        why = f"{who} [{_transport_detail(error)}]"
+        resume = f"`puffer-tui train --resume {self.run_dir}`"
+        if self.world.is_main:
+            path = self._checkpoint_of_last_epoch(who)
+            step, epoch = (self.trainer.global_step, self.trainer.epoch) if self.trainer else (0, 0)
+            saved = (f"checkpoint of epoch {epoch} (step {step:,}) saved: {path.name}; resume "
+                     f"with {resume}" if path else "no checkpoint (no epoch had finished)")
+            return f"another learner rank failed: {why}; {saved}"
+        if not any(rank == 0 for rank, _, _ in lost):
+            return f"another learner rank failed: {why}"
+        last = ckpt.latest_checkpoint(self.run_dir)
+        how = f"the last checkpoint is {last.name}: resume with {resume}" if last \
+            else "no checkpoint was saved"
+        message = f"{who}: the run ended; {how}"
+        self._final_status_for_lost_main(message)
+        return message
+
+    def _checkpoint_of_last_epoch(self, why: str) -> Path | None:
+        trainer = self.trainer
+        if trainer is None:
+            return None
+        if self._finished_epoch is not None:  # mid-epoch: the copy; the envs have moved on
+            trainer.global_step, trainer.epoch, trainer.uptime = (
+                self._finished_epoch[key] for key in ("global_step", "epoch", "uptime"))
+        if trainer.epoch == 0:
+            return None
+        if self.last_checkpoint and self.last_checkpoint[0] == trainer.global_step \
+                and self.last_checkpoint[1].exists():
+            return self.last_checkpoint[1]  # a periodic one of that very epoch, and exact
+        try:  # between epochs: all of it, the envs' state too
+            state = {**self._finished_epoch, "episodes_afresh": why} \
+                if self._finished_epoch is not None else trainer.state_dict()
+            path = ckpt.save_checkpoint(self.run_dir, state)
+        except Exception as e:  # the disk too: say so, the lost rank's error still ends it
+            self.events.error(f"could not save a checkpoint after {why}: {e}")
+            return None
+        self.last_checkpoint = (trainer.global_step, path)
+        return path
+
+    def _final_status_for_lost_main(self, message: str) -> None:
+        """status.json as rank 0 left it, made final: state error, with why."""
+        from puffer_tui.engine.shared.protocol import LIVE_STATES, RunState
+
+        status = rd.read_status(self.run_dir)
+        if status.get("state") not in LIVE_STATES or status.get("pid") != self.world.peers[0][0]:
+            return  # rank 0 said how it ended, or the status is another engine's
+        try:
+            rd.write_json_atomic(self.run_dir / rd.STATUS_FILE, {
+                **status, "state": RunState.ERROR, "error": message, "updated": time.time()})
+        except OSError as e:
+            self.events.error(f"could not write {rd.STATUS_FILE}: {e}")
+
     def _latest_checkpoint(self) -> Path | None:
         """The newest checkpoint as rank 0 sees it (every rank gets the same answer)."""
         world = self.world
@@ -209,6 +283,13 @@ def _zero_non_finite_state(trainer) -> None:
     for tensor in state:
         bad = ~torch.isfinite(tensor).all(-1)
         tensor[bad] = 0.0
+
+
+def _transport_detail(error: BaseException) -> str:
+    """gloo's error, less its source path and its boilerplate advice: "Read error
+    [127.0.0.1]:4765: Connection reset by peer"."""
+    text = re.sub(r"^\[[^\]]*\]\s*", "", str(error).strip().split("\n")[0])
+    return text.split(". This is typically caused")[0][:200]
 
 
 def _first_line(error: BaseException) -> str:

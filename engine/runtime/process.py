@@ -32,7 +32,7 @@ import time
 import traceback
 from pathlib import Path
 
-from puffer_tui.engine.algo.distributed import World, rank_event_log
+from puffer_tui.engine.algo.distributed import World, is_peer_failure, rank_event_log
 from puffer_tui.engine.diagnosis.doctor import Doctor
 from puffer_tui.engine.evaluation.periodic_eval import PeriodicEval
 from puffer_tui.engine.runtime.commands import Command, CommandQueue
@@ -89,6 +89,7 @@ class Engine(FaultHandling):
         self._signals = 0
         self._poisoned = False  # see FaultHandling
         self._checkpoint_due = False
+        self._finished_epoch = None  # see FaultHandling._learner_copy
 
     # -- the whole life of the process ------------------------------------------------------
 
@@ -145,10 +146,12 @@ class Engine(FaultHandling):
             code = 130
         except BaseException as e:
             self.state.enter(RunState.ERROR)
-            self.error = f"{type(e).__name__}: {e}"
-            if self.world.enabled and "closed by peer" in str(e):
-                self.error += " (another learner rank failed: its error is in events.log)"
-            self.events.error(f"engine crashed: {self.error}\n{traceback.format_exc()}")
+            if self.world.enabled and is_peer_failure(e):  # another rank is gone: say which
+                self.error = self._after_lost_rank(e)
+                self.events.error(self.error)
+            else:
+                self.error = f"{type(e).__name__}: {e}"
+                self.events.error(f"engine crashed: {self.error}\n{traceback.format_exc()}")
             code = 1
         finally:
             self._shutdown(previous)
@@ -195,6 +198,7 @@ class Engine(FaultHandling):
             if self.trainer.done:
                 break
             epoch_start = self.trainer.global_step, self.trainer.epoch, self.trainer.uptime
+            self._finished_epoch = self._learner_copy()  # what a lost rank leaves (DDP)
             try:
                 row = self.trainer.run_epoch()
             except NonFiniteError as e:
@@ -203,6 +207,7 @@ class Engine(FaultHandling):
             except WorkerError as e:  # an env worker or Ray actor died: keep the learning
                 self._checkpoint_after_worker_death(e, epoch_start)
                 raise
+            self._finished_epoch = None  # the trainer is at a finished epoch again
             if self.telemetry is not None:  # rank 0's
                 self.telemetry.record(row)
             row = self._evaluate(row)

@@ -5,6 +5,9 @@
                                per epoch ({"epoch", "step", "ent_coef", "weights": the sum
                                of the policy's weights})
   PUFFER_TEST_CRASH_RANK=N     rank N raises at the start of epoch PUFFER_TEST_CRASH_EPOCH (2)
+  PUFFER_TEST_KILL_RANK=N:E:M  rank N SIGKILLs itself at its M-th minibatch of epoch E, when
+                               the others have already learnt from M-1 (a lost machine, an OOM
+                               kill: no exception, no message, no closing of anything)
 """
 
 import json
@@ -13,6 +16,7 @@ import os
 _TRACE = os.environ.get("PUFFER_TEST_DDP_TRACE")
 _CRASH_RANK = os.environ.get("PUFFER_TEST_CRASH_RANK")
 _RANK = os.environ.get("RANK", "0")
+_KILL_RANK = os.environ.get("PUFFER_TEST_KILL_RANK")
 
 if _TRACE:
     from puffer_tui.engine.algo import trainer as _trainer
@@ -56,3 +60,26 @@ if _CRASH_RANK == _RANK:
         return _run_epoch2(self)
 
     _trainer2.Trainer.run_epoch = _crashing_epoch
+
+if _KILL_RANK and _KILL_RANK.split(":")[0] == _RANK:
+    import signal as _signal
+
+    from puffer_tui.engine.algo import learner as _learner
+    from puffer_tui.engine.algo import trainer as _trainer3
+
+    _kill_epoch, _kill_minibatch = (int(x) for x in _KILL_RANK.split(":")[1:])
+    _epoch_now, _minibatches = [0], [0]
+    _run_epoch3, _loss = _trainer3.Trainer.run_epoch, _learner.ppo_loss
+
+    def _counting_epoch(self):
+        _epoch_now[0], _minibatches[0] = self.epoch + 1, 0
+        return _run_epoch3(self)
+
+    def _killing_loss(*args, **kwargs):
+        _minibatches[0] += 1
+        if (_epoch_now[0], _minibatches[0]) == (_kill_epoch, _kill_minibatch):
+            os.kill(os.getpid(), _signal.SIGKILL)
+        return _loss(*args, **kwargs)
+
+    _trainer3.Trainer.run_epoch = _counting_epoch
+    _learner.ppo_loss = _killing_loss
