@@ -133,37 +133,46 @@ class PythonEnvSource:
         raise NotImplementedError
 
     def layout(self, settings: dict):
-        """The spaces as the vectorizers will see them: one env is built to ask."""
+        """The spaces as the vectorizers will see them: the one env its creator built to check
+        them says (creator.layout); otherwise one env is built to ask."""
         from puffer_tui.engine.native import EnvLayout
 
         key = repr(sorted(settings.items()))
         if key not in self._layouts:
-            env = _build_once(self.spec, lambda **kw: self.make_creator(settings)(**kw))
-            try:
-                self._layouts[key] = EnvLayout(env.single_observation_space,
-                                               env.single_action_space, env.agents_per_env)
-            finally:
-                env.close()
+            creator = _built(self.spec, lambda: self.make_creator(settings))
+            known = getattr(creator, "layout", None)
+            if known is not None:
+                self._layouts[key] = known
+            else:
+                env = _built(self.spec, lambda: creator(num_envs=1, seed=0))
+                try:
+                    self._layouts[key] = EnvLayout(env.single_observation_space,
+                                                   env.single_action_space, env.agents_per_env)
+                finally:
+                    env.close()
         return self._layouts[key]
 
-    def preset(self) -> dict:
+    def preset(self, settings: dict | None = None) -> dict:
         """The sections of preset_path() ({} when there is none)."""
         from puffer_tui.envs.gym_presets.family import read_preset_file
 
-        path = self.preset_path()
+        path = self.preset_path(settings)
         return read_preset_file(path) if path is not None else {}
 
-    def preset_path(self):
-        """The preset for this env's family (envs/gym_presets/family.py), or None."""
+    def preset_path(self, settings: dict | None = None):
+        """The preset for this env's family (envs/gym_presets/family.py), or None. `settings`:
+        the env's settings for this run, so that the env built to tell its family is the one
+        the run's checks then use (built once, not once per settings)."""
         from puffer_tui.envs.gym_presets.family import family_of, family_path
 
-        family = family_of(self)
+        family = family_of(self, settings)
         return family_path(family) if family else None
 
 
-def _build_once(spec: str, creator):
+def _built(spec: str, build):
+    """build(), its failure (other than a spec error) named as the spec's own."""
     try:
-        return creator(num_envs=1, seed=0)
+        return build()
     except EnvSpecError:
         raise
     except Exception as e:
@@ -251,7 +260,7 @@ class GymSource(PythonEnvSource):
         except Exception as e:
             raise EnvSpecError(f"{self.spec} cannot be built: {type(e).__name__}: {e}") from None
 
-    def preset_path(self):
+    def preset_path(self, settings: dict | None = None):
         """gym_presets/ID.toml ("/" as "_"), else one for the id's namespace (ALE.toml),
         else one for the part of its name before the first "-" (MiniGrid.toml), else its
         family's (envs/gym_presets/family.py), else None."""
@@ -264,7 +273,7 @@ class GymSource(PythonEnvSource):
             path = GYM_PRESETS / f"{name}.toml"
             if path.exists():
                 return path
-        return super().preset_path()
+        return super().preset_path(settings)
 
 
 def _gym_settings(gym_spec) -> tuple:
@@ -322,10 +331,12 @@ class CallableSource(PythonEnvSource):
         super().__init__(spec, doc[0] if doc else f"Python env {spec}", settings)
 
     def make_creator(self, settings: dict, evaluation: bool = False):
-        kind = self.kind or self._detect(settings)
+        kind, probe = (self.kind, None) if self.kind else self._detect(settings)
         if kind == "puffer":
             return functools.partial(self.target, **settings)
         if kind == "pz":
+            if probe is not None:
+                probe.close()
             try:
                 from puffer_tui.envs.pettingzoo_emulation import from_pettingzoo
             except ImportError as e:
@@ -334,25 +345,25 @@ class CallableSource(PythonEnvSource):
             return from_pettingzoo(self.target, **settings)
         from puffer_tui.envs.gym_emulation import from_gymnasium
 
-        return from_gymnasium(self.target, **settings)
+        return from_gymnasium(self.target, probe=probe, **settings)
 
-    def _detect(self, settings: dict) -> str:
+    def _detect(self, settings: dict):
+        """(kind, the env built to tell: a Gymnasium env is handed on, still open, so that it
+        is the only one built before the run's checks; None when the class says)."""
         import gymnasium
 
         if isinstance(self.target, type) and issubclass(self.target, gymnasium.Env):
-            return "gym"
+            return "gym", None
         try:
             env = self.target(**settings)
         except Exception as e:
             raise EnvSpecError(f"{self.spec}(**{settings!r}) raised {type(e).__name__}: {e}") \
                 from None
-        try:
-            if isinstance(env, gymnasium.Env):
-                return "gym"
-            if hasattr(env, "possible_agents") and hasattr(env, "step"):
-                return "pz"
-        finally:
-            getattr(env, "close", lambda: None)()
+        if isinstance(env, gymnasium.Env):
+            return "gym", env
+        if hasattr(env, "possible_agents") and hasattr(env, "step"):
+            return "pz", env
+        getattr(env, "close", lambda: None)()
         raise EnvSpecError(
             f"{self.spec} returned {type(env).__name__}, not a gymnasium.Env, a PettingZoo "
             f"ParallelEnv or a PufferEnv class; make it return one of these")

@@ -27,7 +27,7 @@ import gymnasium
 from gymnasium import spaces
 
 from puffer_tui.engine.native import frames
-from puffer_tui.engine.native.pufferenv import PufferEnv
+from puffer_tui.engine.native.pufferenv import EnvLayout, PufferEnv
 from puffer_tui.envs.gym_spaces import ActionLayout, ObservationLayout
 
 LOG_FIELDS = ("episode_return", "episode_length", "score")
@@ -60,6 +60,7 @@ class GymnasiumPufferEnv(PufferEnv):
         buf: dict | None = None,
         log_interval: int = 32,
         env_kwargs: dict | None = None,
+        optional_kwargs: tuple = (),
     ):
         if log_interval < 1:
             raise ValueError(f"log_interval must be >= 1, got {log_interval}")
@@ -68,8 +69,16 @@ class GymnasiumPufferEnv(PufferEnv):
         env_creator = _resolve_creator(env_creator)
         self.envs = []
         try:
+            env_kwargs = dict(env_kwargs or {})
             for _ in range(num_envs):
-                self.envs.append(env_creator(**(env_kwargs or {})))
+                try:
+                    self.envs.append(env_creator(**env_kwargs))
+                except TypeError:  # a kwarg we added that the env does not take: drop it
+                    dropped = {k: v for k, v in env_kwargs.items() if k not in optional_kwargs}
+                    if dropped == env_kwargs:
+                        raise
+                    env_kwargs = dropped
+                    self.envs.append(env_creator(**env_kwargs))
             self.gymnasium_observation_space, self.gymnasium_action_space = _common_spaces(
                 self.envs
             )
@@ -277,14 +286,18 @@ def _common_spaces(envs):
     return first.observation_space, first.action_space
 
 
-def from_gymnasium(gym_env_creator, log_interval: int = 32, render_mode=AUTO, **kwargs):
+def from_gymnasium(gym_env_creator, log_interval: int = 32, render_mode=AUTO, probe=None,
+                   **kwargs):
     """A picklable `creator(num_envs=, seed=, buf=None)` of `GymnasiumPufferEnv`s.
 
     `gym_env_creator` is a registered Gymnasium id (e.g. "CartPole-v1") or a callable that
     returns a `gymnasium.Env`; `kwargs` are passed to it (to `gymnasium.make` for an id). For
     the multiprocessing backend it must pickle: an id or a module-level function, not a lambda.
-    One env is built here and closed again so that unsupported spaces fail now, not later
-    inside a worker.
+    One env is built here (or `probe`, one the caller built with these kwargs, is used) and
+    closed again, so that unsupported spaces fail now, not later inside a worker; it is never
+    reset or stepped, and no buffer is allocated for it. Its spaces are kept on the creator
+    as `creator.layout` (an EnvLayout), so nobody builds another env to ask for them: a huge
+    observation is refused by the memory check before anything of its size is allocated.
 
     `render_mode`: "auto" (default) picks the first "rgb_array" or "ansi" in the env's
     metadata["render_modes"] (so toy-text envs such as FrozenLake and Taxi, which list "ansi"
@@ -294,27 +307,50 @@ def from_gymnasium(gym_env_creator, log_interval: int = 32, render_mode=AUTO, **
     """
     if render_mode not in (AUTO, None):
         kwargs["render_mode"] = render_mode
-    creator = functools.partial(
-        GymnasiumPufferEnv, gym_env_creator, log_interval=log_interval, env_kwargs=kwargs
-    )
-    probe = creator(num_envs=1)
+    env = probe if probe is not None else _resolve_creator(gym_env_creator)(**kwargs)
     try:
-        mode = _auto_render_mode(probe) if render_mode == AUTO else None
+        layout = probe_layout(env)
+        mode = _auto_render_mode(env) if render_mode == AUTO else None
     finally:
-        probe.close()
-    if mode is None or not _takes_render_mode(gym_env_creator):
-        return creator
+        env.close()
+    optional = ()
+    if mode is not None and _takes_render_mode(gym_env_creator):
+        kwargs = {**kwargs, "render_mode": mode}
+        # **kwargs may not reach an env that takes render_mode: then it draws nothing (found
+        # when the envs are built, not by building one more here)
+        optional = () if _names_render_mode(gym_env_creator) else ("render_mode",)
+    creator = functools.partial(
+        GymnasiumPufferEnv, gym_env_creator, log_interval=log_interval, env_kwargs=kwargs,
+        optional_kwargs=optional,
+    )
+    creator.layout = layout  # partial objects keep attributes, and pickle them
+    return creator
+
+
+def probe_layout(env) -> EnvLayout:
+    """The spaces a GymnasiumPufferEnv of `env`'s kind has (ValueError/TypeError for spaces it
+    cannot take), read from one built env without allocating anything for it."""
+    if not isinstance(env, gymnasium.Env):
+        raise TypeError(f"the env creator returned {type(env).__name__}, not a gymnasium.Env")
+    return EnvLayout(ObservationLayout(env.observation_space).space,
+                     ActionLayout(env.action_space).space, 1)
+
+
+def _names_render_mode(gym_env_creator) -> bool:
+    """An id (gymnasium.make) or a callable that names `render_mode` surely takes it."""
+    if isinstance(gym_env_creator, str):
+        return True
     try:
-        return from_gymnasium(gym_env_creator, log_interval, render_mode=mode, **kwargs)
-    except TypeError:  # **kwargs that do not reach an env taking render_mode: draw nothing
-        return creator
+        return "render_mode" in inspect.signature(gym_env_creator).parameters
+    except (TypeError, ValueError):
+        return False
 
 
-def _auto_render_mode(probe: GymnasiumPufferEnv) -> str | None:
-    """The frame mode to build with: None when the envs already render one, or draw neither."""
-    if probe.render_mode in FRAME_MODES:
+def _auto_render_mode(env) -> str | None:
+    """The frame mode to build with: None when the env already renders one, or draws neither."""
+    if getattr(env, "render_mode", None) in FRAME_MODES:
         return None
-    supported = (probe.envs[0].metadata or {}).get("render_modes") or ()
+    supported = (env.metadata or {}).get("render_modes") or ()
     return next((mode for mode in supported if mode in FRAME_MODES), None)
 
 

@@ -101,13 +101,14 @@ def creator(name: str, **settings):
     return functools.partial(make, name, **settings)
 
 
-def load_preset(name: str) -> dict:
+def load_preset(name: str, settings: dict | None = None) -> dict:
     """The env's config.toml preset as a dict of sections ({} if it has none): a built-in's
     envs/NAME/config.toml, a plugin class's config.toml beside its module, a Gymnasium id's
-    envs/gym_presets/ID.toml."""
+    envs/gym_presets/ID.toml, a Python env's family preset (chosen with the run's env
+    `settings`)."""
     cls = env_class(name)
     if hasattr(cls, "preset"):
-        return cls.preset()
+        return cls.preset(settings)
     if name in _CLASSES:
         path = Path(__file__).parent / name / "config.toml"
     else:

@@ -373,8 +373,11 @@ def load_config(env_name: str, overrides: dict[str, Any] | None = None, preset: 
             data[section].update(values)
     sized_by_default = python and "vec.num_workers" not in (overrides or {})
     if preset:
+        # the env's own settings for this run, typed as config.toml will hold them
+        env_settings = {spec_for(key, env_name).name: spec_for(key, env_name).coerce(value)
+                        for key, value in (overrides or {}).items() if key.startswith("env.")}
         try:
-            sections = load_preset(env_name)
+            sections = load_preset(env_name, env_settings or None)
         except (KeyError, ValueError) as e:
             raise ConfigError(str(e)) from None
         for section, values in sections.items():
