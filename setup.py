@@ -4,22 +4,21 @@ Every environment folder with a ``binding.pyx`` becomes ``puffer_tui.envs.NAME.b
 native engine kernels live in engine/native. Nothing is downloaded at build time.
 """
 
+import importlib.util
 from pathlib import Path
 
 import numpy
-from Cython.Build import cythonize
 from setuptools import Extension, setup
 
 ROOT = Path(__file__).parent
 NATIVE = "engine/native"
-COMPILE_ARGS = ["-O3", "-fno-strict-aliasing", "-Wno-unused-function", "-Wno-unreachable-code"]
-DIRECTIVES = {
-    "language_level": 3,
-    "boundscheck": False,
-    "wraparound": False,
-    "initializedcheck": False,
-    "cdivision": True,
-}
+
+# The env build (flags, directives, include paths) that plugin packages use too; loaded by
+# path, since puffer_tui is not importable before it is installed.
+_spec = importlib.util.spec_from_file_location("puffer_env_build", ROOT / NATIVE / "build.py")
+build = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(build)
+COMPILE_ARGS = build.COMPILE_ARGS
 
 
 # Top-level folder -> dotted name under puffer_tui.
@@ -40,15 +39,10 @@ def package_dirs():
 
 
 def env_extensions():
+    """Every env folder with a binding.pyx (envs/NAME/) is the module puffer_tui.envs.NAME.binding."""
     for pyx in sorted((ROOT / "envs").glob("*/binding.pyx")):
         name = pyx.parent.name
-        yield Extension(
-            f"puffer_tui.envs.{name}.binding",
-            [f"envs/{name}/binding.pyx"],
-            include_dirs=[f"envs/{name}", NATIVE, numpy.get_include()],
-            extra_compile_args=COMPILE_ARGS,
-            define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-        )
+        yield build.env_extension(f"puffer_tui.envs.{name}.binding", f"envs/{name}", NATIVE)
 
 
 def engine_extensions():
@@ -67,9 +61,5 @@ PACKAGE_DIRS = package_dirs()
 setup(
     packages=sorted(PACKAGE_DIRS),
     package_dir=PACKAGE_DIRS,
-    ext_modules=cythonize(
-        [*env_extensions(), *engine_extensions()],
-        include_path=[NATIVE],
-        compiler_directives=DIRECTIVES,
-    ),
+    ext_modules=build.cythonize_envs([*env_extensions(), *engine_extensions()], NATIVE),
 )

@@ -1,14 +1,18 @@
 /* The native environment contract of puffer-tui.
  *
- * An environment is plain C in envs/NAME/NAME.h. It defines:
+ * An environment is plain C in envs/NAME/NAME.h (or a plugin package's header). It includes
+ * this file and declares, with the two macros below, its log and its struct:
  *
- *   typedef struct { float episode_return; float episode_length; float score; ...; float n; } Log;
- *       Float fields only, `n` last: the number of finished episodes summed into the others.
- *       Every env reports `score`, normalised so that 1.0 is optimal.
- *
+ *   PUFFER_LOG(PUFFER_STANDARD_LOG);          // or its own list, see PUFFER_LOG
  *   typedef struct {
+ *       PUFFER_ENV_FIELDS(OBS_T, ACT_T);      // the contract's fields, always first
+ *       ...settings and game state...
+ *   } MyEnv;
+ *   #define PUFFER_ENV MyEnv                  // the struct the driver allocates
+ *
+ * The contract's fields (PUFFER_ENV_FIELDS) are:
  *       OBS_T* observations;        // this env's rows of the shared observation buffer
- *       ACT_T* actions;             // its rows of the action buffer (int for discrete spaces)
+ *       ACT_T* actions;             // its rows of the action buffer (int32_t for discrete spaces)
  *       float* rewards;
  *       unsigned char* terminals;
  *       unsigned char* truncations;
@@ -16,8 +20,11 @@
  *       void* final_observations;   // rows shaped like `observations`: see truncation below
  *       Log log;                    // summed over the episodes this env finished
  *       uint64_t rng;               // per-env random state, seeded by the binding
- *       ...game state and settings...
- *   } Env;
+ *
+ * The Cython side of the contract is declared once, in puffer_env.pxd: an env's binding.pyx
+ * declares only its own settings and copies them in (see envs/squared/binding.pyx).
+ *
+ * The env defines five functions:
  *
  *   void c_init(Env*)               allocate what the settings ask for (called once)
  *   void c_reset(Env*)              start an episode, write the first observation
@@ -67,6 +74,55 @@ typedef struct {
     size_t offset;
     size_t bytes;
 } PufferHeap;
+
+/* ---- the log and the contract's fields ---- */
+
+/* A Log holds floats only, summed over finished episodes: episode_return, episode_length,
+ * score (normalised so that 1.0 is optimal) and any fields of the env's own, then `n`, the
+ * number of episodes summed. An env lists its fields in an X-macro, F(name) each, and the
+ * driver reports them under those names:
+ *
+ *   #define SNAKE_LOG(F) PUFFER_STANDARD_LOG(F) F(snake_length) F(died)
+ *   PUFFER_LOG(SNAKE_LOG);
+ *
+ * `n` is added last. Leaving out one of the standard three fails to compile. */
+#define PUFFER_STANDARD_LOG(F) F(episode_return) F(episode_length) F(score)
+#define PUFFER_LOG_FLOAT_(name) float name;
+#define PUFFER_LOG_NAME_(name) #name,
+#define PUFFER_LOG(FIELDS)                                                                \
+    typedef struct {                                                                      \
+        FIELDS(PUFFER_LOG_FLOAT_)                                                         \
+        float n;                                                                          \
+    } Log;                                                                                \
+    static const char* const puffer_log_names[] = {FIELDS(PUFFER_LOG_NAME_) "n"};        \
+    _Static_assert(offsetof(Log, episode_return) + offsetof(Log, episode_length)          \
+                   + offsetof(Log, score) < sizeof(Log) * 3, "every Log has the standard fields")
+
+/* The name of log field i, for the driver. */
+#define puffer_log_name(i) (puffer_log_names[(i)])
+
+/* The contract's fields, first in every env struct (the driver points them into the shared
+ * buffers, and a checkpoint restores them). OBS_T and ACT_T are the element types of the
+ * env's observation and action rows. */
+#define PUFFER_ENV_FIELDS(OBS_T, ACT_T)                                                   \
+    OBS_T* observations;                                                                  \
+    ACT_T* actions;                                                                       \
+    float* rewards;                                                                       \
+    unsigned char* terminals;                                                             \
+    unsigned char* truncations;                                                           \
+    unsigned char* masks;                                                                 \
+    void* final_observations;                                                             \
+    Log log;                                                                              \
+    uint64_t rng
+
+/* An episode's standard log entries (the env adds its own fields beside this call). */
+#define PUFFER_LOG_EPISODE(log, ret, length, sc)                                          \
+    do {                                                                                  \
+        (log).episode_return += (ret);                                                    \
+        (log).episode_length += (length);                                                 \
+        (log).score += (sc);                                                              \
+        (log).n += 1.0f;                                                                  \
+    } while (0)
 
 /* ---- random numbers: splitmix64 for seeding, xorshift64* for the stream ---- */
 

@@ -1,41 +1,29 @@
 # The generic Cython driver shared by every native environment.
 #
-# An env's binding.pyx declares, from its C header, the struct `Env` (with at least the
-# contract fields below) and its `Log`, defines
-# `cdef int configure(Env* env, dict settings) except -1` to copy settings into a fresh
-# struct, and then does `include "vecenv.pxi"`. This file adds the `Binding` class that owns
-# N env structs pointing into caller-owned numpy buffers and steps them all in one call with
-# the GIL released, plus log aggregation, seeding and action validation.
+# An env's binding.pyx declares, from its C header, the fields it sets as a struct `Settings`
+# (`ctypedef struct Settings "MyEnv": int size ...`), defines
+# `cdef int configure(Settings* env, dict settings) except -1` to copy settings into a fresh
+# struct, and then does `include "vecenv.pxi"`. The contract itself (the struct's shared
+# fields, the log, the five c_* functions) is declared once in puffer_env.pxd. This file adds
+# the `Binding` class that owns N env structs pointing into caller-owned numpy buffers and
+# steps them all in one call with the GIL released, plus log aggregation, seeding and action
+# validation.
 
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy
 
-cdef extern from "puffer_env.h":
-    uint64_t puffer_seed(uint64_t seed, uint64_t index) nogil
-    void puffer_log_add(float* dst, const float* src, int nfields) nogil
-    void puffer_log_zero(float* log, int nfields) nogil
-    void puffer_log_average(float* log, int nfields) nogil
-    int64_t puffer_check_discrete(const int32_t* actions, int64_t n, const int32_t* nvec, int k) nogil
-    int64_t puffer_check_finite(const float* actions, int64_t n) nogil
-    ctypedef struct PufferHeap:
-        size_t offset
-        size_t bytes
-    enum: PUFFER_MAX_HEAP
-
-
-# The five functions of the contract, from the env header the binding already included.
-cdef extern from *:
-    void c_init(Env* env) nogil
-    void c_reset(Env* env) nogil
-    void c_step(Env* env) nogil
-    void c_frame(Env* env, unsigned char* tiles) nogil
-    void c_close(Env* env) nogil
+from puffer_env cimport *
 
 
 # The env's heap blocks (puffer_env.h): its c_heap if it defines PUFFER_ENV_HEAP, else none.
+# Placed after the env header (the binding declares it before including this file); the
+# #error keeps a binding that does otherwise from silently saving no heap.
 cdef extern from *:
     """
+    #ifndef PUFFER_ENV
+    #error "the env header must #define PUFFER_ENV and come before vecenv.pxi"
+    #endif
     #ifdef PUFFER_ENV_HEAP
     #define puffer_env_heap(env, blocks) PUFFER_ENV_HEAP(env, blocks)
     #else
@@ -43,6 +31,10 @@ cdef extern from *:
     #endif
     """
     int puffer_env_heap(Env* env, PufferHeap* blocks) nogil
+
+
+# The names of the log's fields, in order (n last), from the env header's PUFFER_LOG.
+LOG_FIELDS = tuple(puffer_log_name(i).decode() for i in range(sizeof(Log) // sizeof(float)))
 
 
 cdef inline char* _data(object array):
@@ -94,7 +86,7 @@ cdef class Binding:
         if self.envs == NULL:
             raise MemoryError(f"cannot allocate {num_envs} environments")
         for i in range(num_envs):
-            configure(&self.envs[i], settings)
+            configure(<Settings*>&self.envs[i], settings)
             self.envs[i].observations = <void*>(obs + i * obs_row)
             self.envs[i].actions = <void*>(act + i * act_row)
             self.envs[i].rewards = <float*>(rew + i * agents_per_env * sizeof(float))
@@ -146,13 +138,14 @@ cdef class Binding:
         cdef int i
         cdef Log total
         cdef int nfields = sizeof(Log) // sizeof(float)
-        puffer_log_zero(<float*>&total, nfields)
+        cdef float* values = <float*>&total
+        puffer_log_zero(values, nfields)
         with nogil:
             for i in range(self.num_envs):
-                puffer_log_add(<float*>&total, <float*>&self.envs[i].log, nfields)
+                puffer_log_add(values, <float*>&self.envs[i].log, nfields)
                 puffer_log_zero(<float*>&self.envs[i].log, nfields)
-            puffer_log_average(<float*>&total, nfields)
-        return total
+            puffer_log_average(values, nfields)
+        return {LOG_FIELDS[i]: values[i] for i in range(nfields)}
 
     def frame(self, int index, object tiles):
         """Write env `index`'s tile grid into the uint8 array `tiles`."""

@@ -21,24 +21,12 @@
 /* Frame: one tile per arm. */
 enum { BANDIT_ARM = 0, BANDIT_BEST = 1, BANDIT_PAID = 2, BANDIT_UNPAID = 3 };
 
-typedef struct {
-    float episode_return;
-    float episode_length;
-    float best_arm_rate;   /* fraction of pulls of the best arm */
-    float score;           /* p[arm] / p[best] */
-    float n;
-} Log;
+/* The log: best_arm_rate: fraction of pulls of the best arm; score: p[arm] / p[best]. */
+#define BANDIT_LOG(F) F(episode_return) F(episode_length) F(best_arm_rate) F(score)
+PUFFER_LOG(BANDIT_LOG);
 
 typedef struct {
-    float* observations;
-    int32_t* actions;
-    float* rewards;
-    unsigned char* terminals;
-    unsigned char* truncations;
-    unsigned char* masks;
-    void* final_observations;  /* where a truncated episode's last observation is kept */
-    Log log;
-    uint64_t rng;
+    PUFFER_ENV_FIELDS(float, int32_t);
     /* settings */
     int num_arms;
     uint64_t arm_seed;
@@ -50,6 +38,7 @@ typedef struct {
     int last_arm;                      /* -1 before the first pull */
     float last_reward;
 } Bandit;
+#define PUFFER_ENV Bandit
 
 static inline void c_init(Bandit* env) {
     uint64_t arm_rng = puffer_seed(env->arm_seed, BANDIT_ARM_STREAM);
@@ -74,11 +63,8 @@ static inline void c_step(Bandit* env) {
     env->rewards[0] = reward;
     env->terminals[0] = 1;
     env->truncations[0] = 0;
-    env->log.episode_return += reward;
-    env->log.episode_length += 1.0f;
     env->log.best_arm_rate += (float)(arm == env->best_arm);
-    env->log.score += env->relative[arm];
-    env->log.n += 1.0f;
+    PUFFER_LOG_EPISODE(env->log, reward, 1.0f, env->relative[arm]);
     env->last_arm = arm;
     env->last_reward = reward;
     /* The next episode's first observation; the rest of a reset is nothing to do. */

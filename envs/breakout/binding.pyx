@@ -1,26 +1,8 @@
-# Cython binding of breakout.h: declares the contract fields and settings, then includes the
-# shared driver.
-from libc.stdint cimport int32_t, uint64_t
+# Cython binding of breakout.h: declares its settings, then includes the shared driver
+# (the contract is declared once, in engine/native/puffer_env.pxd).
 
 cdef extern from "breakout.h":
-    ctypedef struct Log:
-        float episode_return
-        float episode_length
-        float score
-        float bricks_broken
-        float lives_lost
-        float n
-
-    ctypedef struct Env "Breakout":
-        void* observations
-        void* actions
-        float* rewards
-        unsigned char* terminals
-        unsigned char* truncations
-        unsigned char* masks
-        void* final_observations
-        Log log
-        uint64_t rng
+    ctypedef struct Settings "Breakout":
         int brick_rows
         int brick_cols
         int brick_width
@@ -32,8 +14,7 @@ cdef extern from "breakout.h":
         float life_reward
 
 
-
-cdef int configure(Env* env, dict settings) except -1:
+cdef int configure(Settings* env, dict settings) except -1:
     env.brick_rows = settings["brick_rows"]
     env.brick_cols = settings["brick_cols"]
     env.brick_width = settings["brick_width"]

@@ -28,25 +28,12 @@ enum { BO_EMPTY = 0, BO_BRICK = 1 /* ..6, by row */, BO_PADDLE = 7, BO_BALL = 8 
 #define BO_STATE_OBS 6    /* observation floats before the bricks */
 #define BO_MAX_BOUNCE 1.0471976f  /* 60 degrees */
 
-typedef struct {
-    float episode_return;
-    float episode_length;
-    float score;           /* fraction of the bricks broken */
-    float bricks_broken;
-    float lives_lost;
-    float n;
-} Log;
+/* The log: score: fraction of the bricks broken. */
+#define BREAKOUT_LOG(F) PUFFER_STANDARD_LOG(F) F(bricks_broken) F(lives_lost)
+PUFFER_LOG(BREAKOUT_LOG);
 
 typedef struct {
-    float* observations;
-    int32_t* actions;
-    float* rewards;
-    unsigned char* terminals;
-    unsigned char* truncations;
-    unsigned char* masks;
-    void* final_observations;  /* where a truncated episode's last observation is kept */
-    Log log;
-    uint64_t rng;
+    PUFFER_ENV_FIELDS(float, int32_t);
     /* settings */
     int brick_rows;
     int brick_cols;
@@ -72,6 +59,7 @@ typedef struct {
     int tick;
     float episode_return;
 } Breakout;
+#define PUFFER_ENV Breakout
 
 static inline void c_init(Breakout* env) {
     env->width = (float)(env->brick_cols * env->brick_width);
@@ -165,12 +153,10 @@ static inline int bo_move_ball(Breakout* env) {
 
 static inline void bo_end_episode(Breakout* env) {
     int broken = env->num_bricks - env->bricks_left;
-    env->log.episode_return += env->episode_return;
-    env->log.episode_length += (float)env->tick;
-    env->log.score += (float)broken / (float)env->num_bricks;
     env->log.bricks_broken += (float)broken;
     env->log.lives_lost += (float)(env->lives - env->lives_left);
-    env->log.n += 1.0f;
+    PUFFER_LOG_EPISODE(env->log, env->episode_return, (float)env->tick,
+                       (float)broken / (float)env->num_bricks);
     c_reset(env);
 }
 

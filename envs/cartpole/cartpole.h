@@ -36,31 +36,20 @@ enum { CP_SKY = 0, CP_TRACK = 1, CP_CART = 2, CP_POLE = 3, CP_POST = 4 };
  * the lean is drawn 2x exaggerated so that angles of a few degrees show. */
 #define CP_LEAN_SCALE 4.0f
 
-typedef struct {
-    float episode_return;
-    float episode_length;
-    float cart_out;        /* fraction of episodes ended by |x| > 2.4 */
-    float pole_fell;       /* fraction of episodes ended by |theta| > 12 degrees */
-    float score;           /* episode_length / max_steps */
-    float n;
-} Log;
+/* The log: cart_out: fraction of episodes ended by |x| > 2.4; pole_fell: fraction of episodes
+ * ended by |theta| > 12 degrees; score: episode_length / max_steps. */
+#define CARTPOLE_LOG(F) F(episode_return) F(episode_length) F(cart_out) F(pole_fell) F(score)
+PUFFER_LOG(CARTPOLE_LOG);
 
 typedef struct {
-    float* observations;
-    int32_t* actions;
-    float* rewards;
-    unsigned char* terminals;
-    unsigned char* truncations;
-    unsigned char* masks;
-    void* final_observations;  /* where a truncated episode's last observation is kept */
-    Log log;
-    uint64_t rng;
+    PUFFER_ENV_FIELDS(float, int32_t);
     /* settings */
     int max_steps;
     /* state */
     float x, x_dot, theta, theta_dot;
     int tick;
 } CartPole;
+#define PUFFER_ENV CartPole
 
 static inline void c_init(CartPole* env) { (void)env; }
 
@@ -83,12 +72,9 @@ static inline void c_reset(CartPole* env) {
 
 static inline void cp_end_episode(CartPole* env, int cart_out, int pole_fell) {
     float length = (float)env->tick;
-    env->log.episode_return += length;   /* reward 1 per step */
-    env->log.episode_length += length;
     env->log.cart_out += (float)cart_out;
     env->log.pole_fell += (float)pole_fell;
-    env->log.score += length / (float)env->max_steps;
-    env->log.n += 1.0f;
+    PUFFER_LOG_EPISODE(env->log, length, length, length / (float)env->max_steps);  /* reward 1 a step */
     c_reset(env);
 }
 

@@ -1,33 +1,14 @@
-# Cython binding of cpr.h: declares the contract fields and settings, includes the shared
-# driver, and adds inspection helpers (the food lists, HP, a layout loader) for tests and tools.
-from libc.stdint cimport int32_t, int64_t, uint64_t
+# Cython binding of cpr.h: declares its settings, includes the shared driver (the contract is
+# declared once, in engine/native/puffer_env.pxd), and adds inspection helpers (the food
+# lists, HP, a layout loader) for tests and tools, which read the struct as `CPRState`.
+from libc.stdint cimport int64_t
 
 cdef extern from "cpr.h":
-    ctypedef struct Log:
-        float episode_return
-        float episode_length
-        float score
-        float food_left
-        float food_mean
-        float grey_eaten
-        float yellow_eaten
-        float agents_alive
-        float n
-
     ctypedef struct FoodList:
         int* cells
         int count
 
-    ctypedef struct Env "CPR":
-        void* observations
-        void* actions
-        float* rewards
-        unsigned char* terminals
-        unsigned char* truncations
-        unsigned char* masks
-        void* final_observations
-        Log log
-        uint64_t rng
+    ctypedef struct Settings "CPR":
         int width
         int height
         int num_agents
@@ -46,6 +27,12 @@ cdef extern from "cpr.h":
         float grey_reward
         float yellow_reward
         float death_reward
+
+    ctypedef struct CPRState "CPR":
+        int width
+        int height
+        int num_agents
+        int vision
         int stride
         FoodList food[3]
         int* agent_hp
@@ -53,10 +40,10 @@ cdef extern from "cpr.h":
         int tick
         int64_t spawn_work
 
-    void cpr_load(Env* env, const unsigned char* tiles) nogil
+    void cpr_load(CPRState* env, const unsigned char* tiles) nogil
 
 
-cdef int configure(Env* env, dict settings) except -1:
+cdef int configure(Settings* env, dict settings) except -1:
     env.width = settings["width"]
     env.height = settings["height"]
     env.num_agents = settings["num_agents"]
@@ -81,15 +68,15 @@ cdef int configure(Env* env, dict settings) except -1:
 include "vecenv.pxi"
 
 
-cdef Env* _env(Binding binding, int index) except NULL:
+cdef CPRState* _env(Binding binding, int index) except NULL:
     if not 0 <= index < binding.num_envs:
         raise IndexError(f"env index {index} out of range [0, {binding.num_envs})")
-    return &binding.envs[index]
+    return <CPRState*>&binding.envs[index]
 
 
 def load_layout(Binding binding, int index, object tiles):
     """Start an episode of env `index` on `tiles`, a C-contiguous uint8 (height, width) grid."""
-    cdef Env* env = _env(binding, index)
+    cdef CPRState* env = _env(binding, index)
     if tiles.dtype.itemsize != 1 or tiles.shape != (env.height, env.width) or not tiles.flags.c_contiguous:
         raise ValueError(f"tiles must be a C-contiguous uint8 array of shape {(env.height, env.width)}")
     cpr_load(env, <const unsigned char*>_data(tiles))
@@ -97,7 +84,7 @@ def load_layout(Binding binding, int index, object tiles):
 
 def food_cells(Binding binding, int index, int kind):
     """(row, col) of every food of `kind` (1 grey, 2 yellow) in env `index`, in list order."""
-    cdef Env* env = _env(binding, index)
+    cdef CPRState* env = _env(binding, index)
     if kind not in (1, 2):
         raise ValueError(f"food kind must be 1 (grey) or 2 (yellow), got {kind}")
     cdef FoodList* foods = &env.food[kind]
@@ -111,7 +98,7 @@ def food_cells(Binding binding, int index, int kind):
 
 def agent_hp(Binding binding, int index):
     """HP of each agent of env `index` (0 for dead ones)."""
-    cdef Env* env = _env(binding, index)
+    cdef CPRState* env = _env(binding, index)
     return [env.agent_hp[i] for i in range(env.num_agents)]
 
 

@@ -33,17 +33,13 @@ enum { CPR_UP = 0, CPR_DOWN = 1, CPR_LEFT = 2, CPR_RIGHT = 3, CPR_STAY = 4 };
 #define CPR_PLACE_TRIES 16
 #define CPR_HP_LEVELS 4
 
-typedef struct {
-    float episode_return;  /* mean over agents */
-    float episode_length;
-    float score;           /* mean fraction of the episode the agents stayed alive */
-    float food_left;       /* food on the map when the episode ended */
-    float food_mean;       /* food on the map, averaged over the episode's steps */
-    float grey_eaten;
-    float yellow_eaten;
-    float agents_alive;    /* alive when the episode ended */
-    float n;
-} Log;
+/* The log: episode_return: mean over agents; score: mean fraction of the episode the agents
+ * stayed alive; food_left: food on the map when the episode ended; food_mean: food on the map,
+ * averaged over the episode's steps; agents_alive: alive when the episode ended. */
+#define CPR_LOG(F)                                                                              \
+    PUFFER_STANDARD_LOG(F) F(food_left) F(food_mean) F(grey_eaten) F(yellow_eaten)              \
+    F(agents_alive)
+PUFFER_LOG(CPR_LOG);
 
 typedef struct {
     int* cells;            /* grid indices of this kind's food */
@@ -51,15 +47,7 @@ typedef struct {
 } FoodList;
 
 typedef struct {
-    unsigned char* observations;
-    int32_t* actions;
-    float* rewards;
-    unsigned char* terminals;
-    unsigned char* truncations;
-    unsigned char* masks;
-    void* final_observations;  /* where a truncated episode's last observation is kept */
-    Log log;
-    uint64_t rng;
+    PUFFER_ENV_FIELDS(unsigned char, int32_t);
     /* settings */
     int width;
     int height;
@@ -104,6 +92,7 @@ typedef struct {
     double food_sum;
     int64_t spawn_work;    /* random draws of the last spawn pass (tests check its scaling) */
 } CPR;
+#define PUFFER_ENV CPR
 
 static inline void c_init(CPR* env) {
     const int v = env->vision;
@@ -254,16 +243,13 @@ static inline void cpr_end_episode(CPR* env) {
         life += (float)env->agent_life[i];
     }
     float agents = (float)env->num_agents;
-    env->log.episode_return += ret / agents;
-    env->log.episode_length += (float)env->tick;
     float score = life / (agents * (float)env->max_ticks);
-    env->log.score += score < 1.0f ? score : 1.0f;
     env->log.food_left += (float)cpr_food_count(env);
     env->log.food_mean += (float)(env->food_sum / (double)env->tick);
     env->log.grey_eaten += (float)env->grey_eaten;
     env->log.yellow_eaten += (float)env->yellow_eaten;
     env->log.agents_alive += (float)env->alive_count;
-    env->log.n += 1.0f;
+    PUFFER_LOG_EPISODE(env->log, ret / agents, (float)env->tick, score < 1.0f ? score : 1.0f);
 }
 
 /* ---- one step ---- */

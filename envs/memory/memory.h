@@ -27,23 +27,11 @@ enum {
 };
 enum { MEM_FRAME_ROWS = 4 };
 
-typedef struct {
-    float episode_return;
-    float episode_length;
-    float score;           /* fraction of the bits recited correctly */
-    float n;
-} Log;
+/* The log: score: fraction of the bits recited correctly. */
+PUFFER_LOG(PUFFER_STANDARD_LOG);
 
 typedef struct {
-    float* observations;
-    int32_t* actions;
-    float* rewards;
-    unsigned char* terminals;
-    unsigned char* truncations;
-    unsigned char* masks;
-    void* final_observations;  /* where a truncated episode's last observation is kept */
-    Log log;
-    uint64_t rng;
+    PUFFER_ENV_FIELDS(float, int32_t);
     /* settings */
     int length;
     int delay;
@@ -62,6 +50,7 @@ typedef struct {
     uint64_t last_recited;
     int has_last;
 } Memory;
+#define PUFFER_ENV Memory
 
 static inline void c_init(Memory* env) {
     env->recite_at = env->length + env->delay;
@@ -88,10 +77,8 @@ static inline void c_reset(Memory* env) {
 }
 
 static inline void mem_end_episode(Memory* env) {
-    env->log.episode_return += env->episode_return;
-    env->log.episode_length += (float)env->episode_ticks;
-    env->log.score += (float)env->correct / (float)env->length;
-    env->log.n += 1.0f;
+    PUFFER_LOG_EPISODE(env->log, env->episode_return, (float)env->episode_ticks,
+                       (float)env->correct / (float)env->length);
     env->last_bits = env->bits;
     env->last_recited = env->recited;
     env->has_last = 1;

@@ -1,32 +1,17 @@
-# Cython binding of password.h: declares the contract fields and settings, then includes the
-# shared driver. `password_bits` exposes the password a seed gives (for tests and renders).
+# Cython binding of password.h: declares its settings, then includes the shared driver
+# (the contract is declared once, in engine/native/puffer_env.pxd). `password_bits` exposes
+# the password a seed gives (for tests and renders).
 from libc.stdint cimport uint32_t, uint64_t
 
 cdef extern from "password.h":
-    ctypedef struct Log:
-        float episode_return
-        float episode_length
-        float bits_correct
-        float score
-        float n
-
-    ctypedef struct Env "Password":
-        void* observations
-        void* actions
-        float* rewards
-        unsigned char* terminals
-        unsigned char* truncations
-        unsigned char* masks
-        void* final_observations
-        Log log
-        uint64_t rng
+    ctypedef struct Settings "Password":
         int length
         uint64_t password_seed
 
     uint32_t pw_make_password(uint64_t seed, int length) nogil
 
 
-cdef int configure(Env* env, dict settings) except -1:
+cdef int configure(Settings* env, dict settings) except -1:
     env.length = settings["length"]
     env.password_seed = settings["password_seed"]
     return 0

@@ -20,24 +20,13 @@ enum {
 };
 enum { PW_FRAME_ROWS = 2 };
 
-typedef struct {
-    float episode_return;
-    float episode_length;
-    float bits_correct;    /* fraction of the password's bits guessed right */
-    float score;           /* 1 if the whole password was guessed */
-    float n;
-} Log;
+/* The log: bits_correct: fraction of the password's bits guessed right; score: 1 if the whole
+ * password was guessed. */
+#define PASSWORD_LOG(F) F(episode_return) F(episode_length) F(bits_correct) F(score)
+PUFFER_LOG(PASSWORD_LOG);
 
 typedef struct {
-    float* observations;
-    int32_t* actions;
-    float* rewards;
-    unsigned char* terminals;
-    unsigned char* truncations;
-    unsigned char* masks;
-    void* final_observations;  /* where a truncated episode's last observation is kept */
-    Log log;
-    uint64_t rng;
+    PUFFER_ENV_FIELDS(float, int32_t);
     /* settings */
     int length;
     uint64_t password_seed;
@@ -51,6 +40,7 @@ typedef struct {
     uint32_t last_guess;
     int has_last;
 } Password;
+#define PUFFER_ENV Password
 
 static inline uint32_t pw_mask(int length) {
     return length >= 32 ? 0xFFFFFFFFu : (1u << length) - 1u;
@@ -76,11 +66,8 @@ static inline void c_reset(Password* env) {
 
 static inline void pw_end_episode(Password* env, float reward) {
     uint32_t right = ~(env->guess ^ env->password) & env->mask;
-    env->log.episode_return += reward;
-    env->log.episode_length += (float)env->length;
     env->log.bits_correct += (float)__builtin_popcount(right) / (float)env->length;
-    env->log.score += reward;
-    env->log.n += 1.0f;
+    PUFFER_LOG_EPISODE(env->log, reward, (float)env->length, reward);
     env->last_guess = env->guess;
     env->has_last = 1;
     c_reset(env);

@@ -1,28 +1,8 @@
-# Cython binding of snake.h: declares the contract fields and settings, then includes the
-# shared driver.
-from libc.stdint cimport int32_t, uint64_t
+# Cython binding of snake.h: declares its settings, then includes the shared driver
+# (the contract is declared once, in engine/native/puffer_env.pxd).
 
 cdef extern from "snake.h":
-    ctypedef struct Log:
-        float episode_return
-        float episode_length
-        float score
-        float snake_length
-        float food_eaten
-        float corpses_eaten
-        float died
-        float n
-
-    ctypedef struct Env "Snake":
-        void* observations
-        void* actions
-        float* rewards
-        unsigned char* terminals
-        unsigned char* truncations
-        unsigned char* masks
-        void* final_observations
-        Log log
-        uint64_t rng
+    ctypedef struct Settings "Snake":
         int width
         int height
         int num_snakes
@@ -36,8 +16,7 @@ cdef extern from "snake.h":
         float corpse_rate
 
 
-
-cdef int configure(Env* env, dict settings) except -1:
+cdef int configure(Settings* env, dict settings) except -1:
     env.width = settings["width"]
     env.height = settings["height"]
     env.num_snakes = settings["num_snakes"]

@@ -24,16 +24,10 @@ enum { SN_UP = 0, SN_DOWN = 1, SN_LEFT = 2, SN_RIGHT = 3 };
 /* Random cells tried before giving up on a placement until the next step. */
 #define SN_PLACE_TRIES 16
 
-typedef struct {
-    float episode_return;
-    float episode_length;
-    float score;           /* final length / max_length */
-    float snake_length;    /* final length */
-    float food_eaten;
-    float corpses_eaten;
-    float died;            /* 1 if the episode ended by death, 0 if truncated */
-    float n;
-} Log;
+/* The log: score: final length / max_length; snake_length: final length; died: 1 if the episode
+ * ended by death, 0 if truncated. */
+#define SNAKE_LOG(F) PUFFER_STANDARD_LOG(F) F(snake_length) F(food_eaten) F(corpses_eaten) F(died)
+PUFFER_LOG(SNAKE_LOG);
 
 typedef struct {
     int head;              /* index of the head in this snake's ring of body cells */
@@ -46,15 +40,7 @@ typedef struct {
 } SnakeState;
 
 typedef struct {
-    unsigned char* observations;
-    int32_t* actions;
-    float* rewards;
-    unsigned char* terminals;
-    unsigned char* truncations;
-    unsigned char* masks;
-    void* final_observations;  /* where a truncated episode's last observation is kept */
-    Log log;
-    uint64_t rng;
+    PUFFER_ENV_FIELDS(unsigned char, int32_t);
     /* settings */
     int width;
     int height;
@@ -79,6 +65,7 @@ typedef struct {
     SnakeState* snakes;
     int food_missing;      /* eaten food not yet placed again (no room found) */
 } Snake;
+#define PUFFER_ENV Snake
 
 static inline void c_init(Snake* env) {
     env->window = 2 * env->vision + 1;
@@ -180,15 +167,12 @@ static inline void c_reset(Snake* env) {
 /* Add snake s's finished episode to the log. */
 static inline void sn_log_episode(Snake* env, int s, int died) {
     const SnakeState* sn = &env->snakes[s];
-    env->log.episode_return += sn->episode_return;
-    env->log.episode_length += (float)sn->ticks;
     float score = (float)sn->length / (float)env->max_length;
-    env->log.score += score < 1.0f ? score : 1.0f;
     env->log.snake_length += (float)sn->length;
     env->log.food_eaten += (float)sn->food;
     env->log.corpses_eaten += (float)sn->corpses;
     env->log.died += (float)died;
-    env->log.n += 1.0f;
+    PUFFER_LOG_EPISODE(env->log, sn->episode_return, (float)sn->ticks, score < 1.0f ? score : 1.0f);
 }
 
 /* Clear snake s's cells from the grid; each becomes a corpse with probability `corpse_rate`. */

@@ -14,23 +14,10 @@
 enum { SQ_EMPTY = 0, SQ_AGENT = 1, SQ_TARGET = 2 };
 enum { SQ_NOOP = 0, SQ_DOWN = 1, SQ_UP = 2, SQ_LEFT = 3, SQ_RIGHT = 4 };
 
-typedef struct {
-    float episode_return;
-    float episode_length;
-    float score;           /* fraction of the targets reached */
-    float n;
-} Log;
+PUFFER_LOG(PUFFER_STANDARD_LOG);  /* score: the fraction of the targets reached */
 
 typedef struct {
-    unsigned char* observations;
-    int32_t* actions;
-    float* rewards;
-    unsigned char* terminals;
-    unsigned char* truncations;
-    unsigned char* masks;
-    void* final_observations;  /* where a truncated episode's last observation is kept */
-    Log log;
-    uint64_t rng;
+    PUFFER_ENV_FIELDS(unsigned char, int32_t);
     /* settings */
     int size;
     int num_targets;
@@ -42,6 +29,7 @@ typedef struct {
     int targets_left;
     float episode_return;
 } Squared;
+#define PUFFER_ENV Squared
 
 static inline void c_init(Squared* env) {
     env->centre = (env->size / 2) * env->size + env->size / 2;
@@ -78,10 +66,8 @@ static inline void c_reset(Squared* env) {
 }
 
 static inline void sq_end_episode(Squared* env) {
-    env->log.episode_return += env->episode_return;
-    env->log.episode_length += (float)env->tick;
-    env->log.score += (float)(env->num_targets - env->targets_left) / (float)env->num_targets;
-    env->log.n += 1.0f;
+    PUFFER_LOG_EPISODE(env->log, env->episode_return, (float)env->tick,
+                       (float)(env->num_targets - env->targets_left) / (float)env->num_targets);
     c_reset(env);
 }
 

@@ -1,31 +1,13 @@
-# Cython binding of stochastic.h: declares the contract fields and settings, then includes
-# the shared driver.
-from libc.stdint cimport uint64_t
+# Cython binding of stochastic.h: declares its settings, then includes the shared driver
+# (the contract is declared once, in engine/native/puffer_env.pxd).
 
 cdef extern from "stochastic.h":
-    ctypedef struct Log:
-        float episode_return
-        float episode_length
-        float action0_fraction
-        float score
-        float n
-
-    ctypedef struct Env "Stochastic":
-        void* observations
-        void* actions
-        float* rewards
-        unsigned char* terminals
-        unsigned char* truncations
-        unsigned char* masks
-        void* final_observations
-        Log log
-        uint64_t rng
+    ctypedef struct Settings "Stochastic":
         float p
         int horizon
 
 
-
-cdef int configure(Env* env, dict settings) except -1:
+cdef int configure(Settings* env, dict settings) except -1:
     env.p = settings["p"]
     env.horizon = settings["horizon"]
     return 0

@@ -22,24 +22,12 @@ enum { ST_EMPTY = 0, ST_BAR_NOW = 1, ST_BAR_LAST = 2, ST_BAND = 3, ST_TARGET = 4
 #define ST_FRAME_ROWS 3
 #define ST_FRAME_COLS 40
 
-typedef struct {
-    float episode_return;
-    float episode_length;
-    float action0_fraction;   /* f of the episode */
-    float score;              /* r */
-    float n;
-} Log;
+/* The log: action0_fraction: f of the episode; score: r. */
+#define STOCHASTIC_LOG(F) F(episode_return) F(episode_length) F(action0_fraction) F(score)
+PUFFER_LOG(STOCHASTIC_LOG);
 
 typedef struct {
-    float* observations;
-    int32_t* actions;
-    float* rewards;
-    unsigned char* terminals;
-    unsigned char* truncations;
-    unsigned char* masks;
-    void* final_observations;  /* where a truncated episode's last observation is kept */
-    Log log;
-    uint64_t rng;
+    PUFFER_ENV_FIELDS(float, int32_t);
     /* settings */
     float p;
     int horizon;
@@ -52,6 +40,7 @@ typedef struct {
     int zeros;                 /* action-0 choices so far this episode */
     float last_fraction;       /* f of the last finished episode; -1 before the first */
 } Stochastic;
+#define PUFFER_ENV Stochastic
 
 static inline void c_init(Stochastic* env) {
     float p = env->p;
@@ -86,11 +75,8 @@ static inline void c_step(Stochastic* env) {
     float r = st_reward(env, f);
     env->rewards[0] = r;
     env->terminals[0] = 1;
-    env->log.episode_return += r;
-    env->log.episode_length += (float)env->tick;
     env->log.action0_fraction += f;
-    env->log.score += r;
-    env->log.n += 1.0f;
+    PUFFER_LOG_EPISODE(env->log, r, (float)env->tick, r);
     env->last_fraction = f;
     c_reset(env);
 }

@@ -3,8 +3,9 @@
  * The agent starts in cell 0 of a corridor of `length` cells; the goal is the last cell.
  * Actions: 0 left, 1 right. Reaching the goal gives +1 and ends the episode (terminal);
  * after `max_ticks` steps it is truncated. Observation: the cells as bytes (EMPTY, AGENT, GOAL).
- * The contract (puffer_env.h, shipped with puffer-tui): the fields below, then c_init,
- * c_reset, c_step, c_frame, c_close.
+ * The contract (puffer_env.h, shipped with puffer-tui): the standard log, the contract's
+ * fields first in the struct, PUFFER_ENV naming it, then c_init, c_reset, c_step, c_frame,
+ * c_close.
  */
 #include <string.h>
 
@@ -12,23 +13,10 @@
 
 enum { CORRIDOR_EMPTY = 0, CORRIDOR_AGENT = 1, CORRIDOR_GOAL = 2 };
 
-typedef struct {
-    float episode_return;
-    float episode_length;
-    float score;           /* 1 when the goal was reached */
-    float n;
-} Log;
+PUFFER_LOG(PUFFER_STANDARD_LOG);  /* score: 1 when the goal was reached */
 
 typedef struct {
-    unsigned char* observations;
-    int32_t* actions;
-    float* rewards;
-    unsigned char* terminals;
-    unsigned char* truncations;
-    unsigned char* masks;
-    void* final_observations;
-    Log log;
-    uint64_t rng;
+    PUFFER_ENV_FIELDS(unsigned char, int32_t);
     /* settings */
     int length;
     int max_ticks;
@@ -36,6 +24,7 @@ typedef struct {
     int pos;
     int tick;
 } Corridor;
+#define PUFFER_ENV Corridor
 
 static inline void c_init(Corridor* env) { (void)env; }
 
@@ -62,10 +51,7 @@ static inline void c_step(Corridor* env) {
     env->truncations[0] = (unsigned char)timeout;
     if (timeout) PUFFER_KEEP_FINAL(env, 0, 1, (size_t)env->length);
     if (done | timeout) {
-        env->log.episode_return += done ? 1.0f : 0.0f;
-        env->log.episode_length += (float)env->tick;
-        env->log.score += done ? 1.0f : 0.0f;
-        env->log.n += 1.0f;
+        PUFFER_LOG_EPISODE(env->log, done ? 1.0f : 0.0f, (float)env->tick, done ? 1.0f : 0.0f);
         c_reset(env);
     }
 }
