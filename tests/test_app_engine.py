@@ -233,6 +233,8 @@ async def test_engine_crash_is_shown_and_resume_continues(tmp_path, monkeypatch)
         async with app.run_test(size=SIZE) as pilot:
             await until(pilot, lambda: isinstance(app.screen, CrashScreen), "the crash screen",
                         timeout=60)
+            # the screen is pushed before it has composed its TextArea: wait for it
+            await until(pilot, lambda: len(app.screen.query("TextArea")) == 1, "the traceback")
             traceback = app.screen.query_one("TextArea").text
             assert "injected crash" in traceback and "Traceback" in traceback
             await until(pilot, lambda: "Resume from last checkpoint" in screen_text(app),

@@ -40,6 +40,7 @@ import copy
 import os  # noqa: F401 - tests patch trainer.os (auto_threads lives in trainer_setup)
 import time
 import warnings
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -48,12 +49,14 @@ from puffer_tui.engine.algo import episode_state, rng_state
 from puffer_tui.engine.algo.allocator import keep_freed_memory
 from puffer_tui.engine.algo.distributed import World, check_together, reduce_epoch
 from puffer_tui.engine.algo.episode_log import EpisodeLog
+from puffer_tui.engine.algo.epoch_cut import EpochCut
 from puffer_tui.engine.algo.learner import Learner
 from puffer_tui.engine.algo.normalization import Normalization
 from puffer_tui.engine.algo.optimizers import make_optimizer
 from puffer_tui.engine.algo.policy import make_policy
 from puffer_tui.engine.algo.rollout import RolloutBuffer, is_identity
 from puffer_tui.engine.algo.schedule import START, budget_moved, learning_rate, resumed_anchor
+from puffer_tui.engine.algo.score_window import ScoreWindow
 from puffer_tui.engine.algo.timing import Timing
 from puffer_tui.engine.algo.trainer_resume import check_compatible, restore_live_fields
 from puffer_tui.engine.algo.trainer_setup import (
@@ -64,7 +67,6 @@ from puffer_tui.engine.algo.trainer_setup import (
 )
 from puffer_tui.engine.shared import health
 from puffer_tui.engine.shared.config import (
-    STOP_WINDOW,
     Config,
     ConfigError,
     apply,
@@ -111,11 +113,13 @@ class Trainer:
             self.vecenv.close()
             raise
         self.safe_point = safe_point
+        # cut_short() -> True at a safe point: end this epoch now (a stop that cannot wait)
+        self.cut_short: Callable[[], bool] | None = None
         self.global_step = 0
         self.epoch = 0
         self.uptime = 0.0
         self.progress = {"global_step": 0, "epoch": 0, "sps": 0.0, "uptime": 0.0, "metrics": {}}
-        self._scores: list[tuple[float, float]] = []  # (mean score, episodes) of recent epochs
+        self.scores = ScoreWindow()  # recent epochs' episode scores (train.stop_at_score)
         self.finish_reason = ""  # why the run ended before its budget (train.stop_at_score)
         self._closed = False
         self.vecenv.async_reset(self._seed)
@@ -189,27 +193,10 @@ class Trainer:
 
     @property
     def done(self) -> bool:
-        return self.global_step >= self.config.train.total_timesteps or self._score_reached()
-
-    def _score_reached(self) -> bool:
-        """train.stop_at_score: the mean episode score of the last STOP_WINDOW epochs that
-        ended episodes (weighted by their episodes) has reached the target."""
-        target = self.config.train.stop_at_score
-        if not target or not self._scores:
-            return False
-        episodes = sum(n for _, n in self._scores)
-        mean = sum(score * n for score, n in self._scores) / episodes
-        if mean < target:
-            return False
-        self.finish_reason = (f"mean episode score {mean:.4g} over the last "
-                              f"{len(self._scores)} epochs reached train.stop_at_score {target:g}")
-        return True
-
-    def _note_score(self, env: dict) -> None:
-        score = env.get("score", env.get("episode_return"))
-        episodes = float(env.get("episodes", 0) or 0)
-        if isinstance(score, (int, float)) and episodes > 0:
-            self._scores = [*self._scores, (float(score), episodes)][-STOP_WINDOW:]
+        if self.global_step >= self.config.train.total_timesteps:
+            return True
+        self.finish_reason = self.scores.reached(self.config.train.stop_at_score)
+        return bool(self.finish_reason)
 
     @property
     def worker_pids(self) -> list[int]:
@@ -234,7 +221,13 @@ class Trainer:
         self._epoch_start_step = self.global_step
         self._uptime_start = self.uptime
         log = EpisodeLog()
-        self._collect(log)
+        try:
+            self._collect(log)
+        except EpochCut:  # the partial batch is dropped; the envs' episodes go on
+            dropped, self.global_step = self.global_step - self._epoch_start_step, \
+                self._epoch_start_step
+            raise EpochCut(f"the epoch's partial collection ({dropped:,} of "
+                           f"{self.batch_size:,} steps) was dropped") from None
         self.normalization.sync(self.world)
         local_steps = self.global_step - self._epoch_start_step
         with self.timing.section("copy"):
@@ -243,16 +236,22 @@ class Trainer:
         check_together(self.world, health.check_batch, data, self.num_agents)
         steps = self.world.sum(local_steps)
         self.global_step = self._epoch_start_step + steps  # the steps of all ranks
-        with self.timing.section("learn"), self._learning_threads():
-            stats = self.learner.update(data, lambda: self.config.train, self.global_step,
-                                        self._safe_point, self.schedule)
+        try:
+            with self.timing.section("learn"), self._learning_threads():
+                stats = self.learner.update(data, lambda: self.config.train, self.global_step,
+                                            self._safe_point, self.schedule)
+        except EpochCut:  # learnt from part of the batch: the epoch counts, cut short
+            self.epoch += 1
+            self.uptime = self._uptime_start + time.perf_counter() - self._epoch_start
+            raise EpochCut("the epoch's update was cut short (the policy learnt from part "
+                           "of its minibatches)") from None
         check_together(self.world, health.check_update, stats, self.policy)
         elapsed = time.perf_counter() - self._epoch_start - self._blocked
         self.epoch += 1
         self.uptime = self._uptime_start + elapsed
         losses, env, workers = reduce_epoch(self.world, local_steps, elapsed,
                                             {k: stats[k] for k in LOSS_KEYS}, log.summary())
-        self._note_score(env)  # every rank: the combined episodes
+        self.scores.note(env)  # every rank: the combined episodes
         row = {"epoch": self.epoch, "global_step": self.global_step,
                "sps": steps / max(elapsed, 1e-9), "uptime": self.uptime,
                "learning_rate": stats["learning_rate"],
@@ -294,6 +293,8 @@ class Trainer:
             blocked = time.perf_counter() - start
             self._blocked += blocked
             self.timing.exclude(blocked)  # paused time is in no timing share
+        if self.cut_short is not None and self.cut_short():
+            raise EpochCut
 
     def _collect(self, log: EpisodeLog) -> None:
         buffer, timing, vecenv, policy = self.buffer, self.timing, self.vecenv, self.policy
@@ -433,7 +434,7 @@ class Trainer:
                else {"vecenv": None, "lstm_state": None, "episodes_afresh": episodes_afresh}),
             "built_config": self._built_config,
             "normalization": self.normalization.state_dict(),
-            "recent_scores": [list(pair) for pair in self._scores],
+            "recent_scores": self.scores.as_list(),
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -461,7 +462,7 @@ class Trainer:
                                        self.global_step)
         self.epoch = int(state["epoch"])
         self.uptime = float(state.get("uptime", 0.0))
-        self._scores = [(float(s), float(n)) for s, n in state.get("recent_scores", [])]
+        self.scores = ScoreWindow.from_list(state.get("recent_scores", []))
         if not self.world.is_main:
             # the checkpoint holds rank 0's envs and RNG streams (engine/algo/distributed.py): this
             # rank's episodes go on from its own reset, its streams reseeded from the step

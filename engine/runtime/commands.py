@@ -13,7 +13,9 @@ queues and dispatches: the run state and flags it changes are the engine's `Engi
 - set: `trainer.set_hyperparameter(key, value)`; the reply says when it applies.
 - checkpoint: written at the next epoch boundary (a consistent state for exact resume),
   then answered with the path; if training is paused mid-epoch the reply says it is pending.
-- stop: ends the current epoch, then the engine checkpoints (unless told not to) and exits.
+- stop: ends the current epoch (cut at the next safe point when it has not ended half a second
+  after the request: engine/algo/epoch_cut.py), then the engine checkpoints (unless told not to)
+  and exits.
 
 With several learner ranks (torchrun, engine/algo/distributed.py) only rank 0 has a control socket;
 at every safe point common to all ranks (between minibatches, at epoch boundaries; not between

@@ -7,6 +7,8 @@ methods say which changes are allowed, so no caller flips a flag without its sta
 
 from __future__ import annotations
 
+import time
+
 from puffer_tui.engine.shared.protocol import RunState
 
 
@@ -16,6 +18,7 @@ class EngineState:
         self.paused = False
         self.stop_requested = False
         self.stop_checkpoint = True  # with a stop: write a final checkpoint first
+        self.stop_requested_at = 0.0  # time.monotonic() of the stop request
 
     def enter(self, run_state: RunState) -> None:
         """A state the engine loop reaches by itself: running, finished, stopped, error."""
@@ -39,10 +42,16 @@ class EngineState:
 
     def request_stop(self, checkpoint: bool) -> None:
         """Stop at the end of this epoch; a paused run is released so it can get there."""
+        if not self.stop_requested:
+            self.stop_requested_at = time.monotonic()
         self.stop_requested = True
         self.stop_checkpoint = checkpoint
         self.paused = False
         self.run_state = RunState.STOPPING
+
+    def stop_overdue(self, grace: float) -> bool:
+        """A stop has waited `grace` seconds for the epoch's end: end it now."""
+        return self.stop_requested and time.monotonic() - self.stop_requested_at > grace
 
     def withdraw_stop(self) -> None:
         """The final checkpoint could not be written: wait for resume or stop once more."""

@@ -33,6 +33,7 @@ import traceback
 from pathlib import Path
 
 from puffer_tui.engine.algo.distributed import World, is_peer_failure, rank_event_log
+from puffer_tui.engine.algo.epoch_cut import EpochCut
 from puffer_tui.engine.diagnosis.doctor import Doctor
 from puffer_tui.engine.evaluation.periodic_eval import PeriodicEval
 from puffer_tui.engine.runtime.commands import Command, CommandQueue
@@ -58,6 +59,8 @@ from puffer_tui.engine.shared.protocol import (
 from puffer_tui.engine.vec.errors import WorkerError
 
 STATUS_INTERVAL = 1.0  # seconds between status.json updates while training
+# a stop lets the epoch end if it does within this; a longer epoch is cut at a safe point
+STOP_GRACE = 0.5
 
 
 class Engine(FaultHandling):
@@ -166,6 +169,8 @@ class Engine(FaultHandling):
         if self.world.enabled:
             self.events.info(f"{self.world.size} learner ranks (torchrun, DDP)")
         self.trainer = Trainer(self.config, safe_point=self.commands.safe_point, world=self.world)
+        if not self.world.enabled:  # ranks would have to agree on where to cut: they finish it
+            self.trainer.cut_short = lambda: self.state.stop_overdue(STOP_GRACE)
         collect, learn = self.trainer.torch_threads
         self.events.info(f"on {self.trainer.device} in {self.trainer.precision}, torch threads: "
                          f"{collect} collecting, {learn} learning")
@@ -204,6 +209,9 @@ class Engine(FaultHandling):
             except NonFiniteError as e:
                 self._pause_for_non_finite(e)
                 continue
+            except EpochCut as e:  # a stop that could not wait for a long epoch's end
+                self.events.info(f"stop: {e}")
+                break
             except WorkerError as e:  # an env worker or Ray actor died: keep the learning
                 self._checkpoint_after_worker_death(e, epoch_start)
                 raise
