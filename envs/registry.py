@@ -14,22 +14,13 @@ import inspect
 import tomllib
 from pathlib import Path
 
+from puffer_tui.envs.env_folders import builtin_env_folders
 from puffer_tui.envs.env_plugins import load_plugin, plugin_entry_points, plugin_names
 from puffer_tui.envs.env_spec import GYM_PREFIX, EnvSpecError, resolve_spec
 
-# name -> class name inside puffer_tui.envs.<name>
-_CLASSES = {
-    "squared": "Squared",
-    "cartpole": "CartPole",
-    "bandit": "Bandit",
-    "memory": "Memory",
-    "password": "Password",
-    "stochastic": "Stochastic",
-    "snake": "Snake",
-    "cpr": "CPR",
-    "breakout": "Breakout",
-}
-ENV_NAMES = tuple(_CLASSES)
+# The built-in C envs: every envs/NAME/ folder with a binding.pyx (envs/env_folders.py).
+_FOLDERS = builtin_env_folders()
+ENV_NAMES = tuple(_FOLDERS)
 
 
 class UnknownEnvError(EnvSpecError, KeyError):
@@ -44,9 +35,8 @@ def env_names() -> tuple[str, ...]:
 
 def env_class(name: str):
     """The class (or env source with the same API) that the spec `name` names."""
-    if name in _CLASSES:
-        module = importlib.import_module(f"puffer_tui.envs.{name}")
-        return getattr(module, _CLASSES[name])
+    if name in _FOLDERS:
+        return _builtin_class(name)
     if ":" in name:
         return resolve_spec(name)
     if name in plugin_entry_points():
@@ -55,6 +45,15 @@ def env_class(name: str):
         except ValueError as e:
             raise EnvSpecError(str(e)) from None
     raise UnknownEnvError(unknown_env_message(name))
+
+
+def _builtin_class(name: str):
+    folder = _FOLDERS[name]
+    if folder.class_name is None:
+        raise EnvSpecError(f"envs/{name}/__init__.py defines no env class with name = {name!r}; "
+                           f"add one (a NativeEnv subclass, see envs/squared/__init__.py)")
+    module = importlib.import_module(f"puffer_tui.envs.{name}")
+    return getattr(module, folder.class_name)
 
 
 def unknown_env_message(name: str) -> str:
@@ -109,8 +108,8 @@ def load_preset(name: str, settings: dict | None = None) -> dict:
     cls = env_class(name)
     if hasattr(cls, "preset"):
         return cls.preset(settings)
-    if name in _CLASSES:
-        path = Path(__file__).parent / name / "config.toml"
+    if name in _FOLDERS:
+        path = _FOLDERS[name].path / "config.toml"
     else:
         path = Path(inspect.getfile(cls)).parent / "config.toml"
     if not path.exists():

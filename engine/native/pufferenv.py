@@ -143,6 +143,7 @@ class NativeEnv(PufferEnv):
     """
 
     binding = None  # the env's compiled binding module
+    order = 100  # place in env lists (lower first, then by name); a literal, read unimported
     settings_schema: tuple[Setting, ...] = ()
 
     @classmethod

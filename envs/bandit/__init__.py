@@ -11,6 +11,7 @@ MAX_ARMS = 64  # BANDIT_MAX_ARMS in bandit.h
 
 class Bandit(NativeEnv):
     name = "bandit"
+    order = 3
     description = "pull one of N arms; one pays 1 with p=0.9, the rest with p in [0.1, 0.6)"
     binding = binding
     palette = {

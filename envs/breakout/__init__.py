@@ -24,6 +24,7 @@ def arena_shape(settings) -> tuple[int, int]:
 
 class Breakout(NativeEnv):
     name = "breakout"
+    order = 9
     description = "break bricks with a ball and a paddle; score = fraction of bricks broken"
     binding = binding
     palette = {

@@ -21,6 +21,7 @@ VELOCITY_BOUND = 1e4
 
 class CartPole(NativeEnv):
     name = "cartpole"
+    order = 2
     description = "balance a pole on a cart (CartPole-v1 dynamics); +1 per step"
     binding = binding
     palette = {

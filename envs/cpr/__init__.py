@@ -16,6 +16,7 @@ HP_LEVELS = 4
 
 class CPR(NativeEnv):
     name = "cpr"
+    order = 8
     description = (
         "common-pool resource: agents eat regrowing food (yellow needs two agents) or starve"
     )

@@ -11,6 +11,7 @@ FRAME_ROWS = 4  # shown bits, recited bits, cursor, last episode's recitation
 
 class Memory(NativeEnv):
     name = "memory"
+    order = 4
     description = (
         "see `length` random bits, wait `delay` steps, recite them; +1/length per correct bit"
     )

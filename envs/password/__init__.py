@@ -11,6 +11,7 @@ FRAME_ROWS = 2  # this episode's guesses, the last episode's guesses judged
 
 class Password(NativeEnv):
     name = "password"
+    order = 5
     description = "guess a fixed `length`-bit password one bit per step; 1 if all bits match"
     binding = binding
     # tile ids as in password.h: pending guesses, then the last episode's right / wrong bits

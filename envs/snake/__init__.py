@@ -14,6 +14,7 @@ MAX_BODY_CELLS = 1 << 24
 
 class Snake(NativeEnv):
     name = "snake"
+    order = 7
     description = "many snakes on one grid eat food and corpses; one agent row per snake"
     binding = binding
     palette = {

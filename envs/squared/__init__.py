@@ -9,6 +9,7 @@ from puffer_tui.envs.squared import binding
 
 class Squared(NativeEnv):
     name = "squared"
+    order = 1
     description = "reach targets on the edges of a grid from its centre; +1 per target"
     binding = binding
     palette = {0: ("·", "grey39"), 1: ("@", "bold bright_cyan"), 2: ("◆", "bold yellow")}
