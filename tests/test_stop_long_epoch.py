@@ -93,3 +93,30 @@ def test_a_cut_epoch_leaves_the_trainer_consistent(phase):
         state = trainer.state_dict()  # a checkpoint can be taken at once
         trainer.run_epoch()  # and training goes on
     assert state["global_step"] == (step if phase == "collect" else step + 256)
+
+
+def test_an_epoch_over_the_limit_is_warned_of_once_with_its_figures(tmp_path, monkeypatch):
+    """The engine says when one epoch trains for minutes (here: the limit lowered to 0 s), once,
+    with the epoch's steps and rate and how to shorten it; a resumed run's first epoch is
+    measured from the checkpoint's uptime, not from zero."""
+    from puffer_tui.engine.runtime import process
+
+    run = make_run(tmp_path, "squared", **{"train.total_timesteps": 3 * 64 * 16})
+    monkeypatch.setattr(process, "LONG_EPOCH", 0.0)
+    assert process.Engine(run).run() == 0
+    warned = [line for line in (run / rd.EVENTS_FILE).read_text().splitlines()
+              if "one epoch takes" in line]
+    assert len(warned) == 1 and "1,024 steps at" in warned[0], warned
+    assert "lower vec.num_envs or train.horizon" in warned[0]
+    # the first run's three epochs together: one resumed epoch is about a third of it, but
+    # measured from zero (not the checkpoint's uptime) it would be more than all three
+    from puffer_tui.engine.runtime.metrics import read_metrics
+    from puffer_tui.engine.shared import config as cfg
+
+    monkeypatch.setattr(process, "LONG_EPOCH", read_metrics(run)[-1]["uptime"])
+
+    config = cfg.load(run / rd.CONFIG_FILE)
+    config.train.total_timesteps *= 2
+    cfg.save(config, run / rd.CONFIG_FILE)
+    assert process.Engine(run, resume=True).run() == 0
+    assert (run / rd.EVENTS_FILE).read_text().count("one epoch takes") == 1

@@ -61,6 +61,7 @@ from puffer_tui.engine.vec.errors import WorkerError
 STATUS_INTERVAL = 1.0  # seconds between status.json updates while training
 # a stop lets the epoch end if it does within this; a longer epoch is cut at a safe point
 STOP_GRACE = 0.5
+LONG_EPOCH = 120.0  # seconds: an epoch longer than this is worth a warning
 
 
 class Engine(FaultHandling):
@@ -93,6 +94,7 @@ class Engine(FaultHandling):
         self._poisoned = False  # see FaultHandling
         self._checkpoint_due = False
         self._finished_epoch = None  # see FaultHandling._learner_copy
+        self._uptime_seen, self._warned_long_epoch = 0.0, False  # see _warn_of_long_epochs
 
     # -- the whole life of the process ------------------------------------------------------
 
@@ -223,6 +225,7 @@ class Engine(FaultHandling):
                 row = self.doctor.examine(row)
             self._persist(row)
             self.write_status()
+            self._warn_of_long_epochs(row)
         if self.trainer.done and not self.state.stop_requested:
             path = self._final_checkpoint()
             self.state.enter(RunState.FINISHED)
@@ -237,6 +240,18 @@ class Engine(FaultHandling):
                 self.events.info(f"stopped at step {self.trainer.global_step} without a checkpoint")
             self.state.enter(RunState.STOPPED)
         return 0
+
+    def _warn_of_long_epochs(self, row: dict) -> None:
+        """Once, after an epoch that trained over LONG_EPOCH seconds: the figures, and what
+        waits for an epoch's end (checkpoints, evaluations, the curves' next point)."""
+        seconds, self._uptime_seen = row["uptime"] - self._uptime_seen, row["uptime"]
+        if self._warned_long_epoch or seconds < LONG_EPOCH:
+            return
+        self._warned_long_epoch = True
+        self.events.warning(
+            f"one epoch takes {seconds:.0f} s ({self.trainer.batch_size:,} steps at "
+            f"{row['sps']:,.0f} steps/s): checkpoints, evaluations and the curves wait for an "
+            f"epoch's end; lower vec.num_envs or train.horizon for shorter epochs")
 
     def _evaluate(self, row: dict) -> dict:
         """The row with an `eval` group when an evaluation is due after this epoch (rank 0;
@@ -263,6 +278,7 @@ class Engine(FaultHandling):
 
         path, state = self._load_latest(self.fallback, skipped)
         self.trainer.load_state_dict(state)
+        self._uptime_seen = self.trainer.uptime  # a long epoch is one of this run
         self.last_checkpoint = (self.trainer.global_step, path)
         if not self.world.is_main:
             return
