@@ -71,7 +71,8 @@ def measure(config, seconds: float) -> dict:
 
 
 def run(args) -> int:
-    from puffer_tui.engine.shared.config import ConfigError, load_config, overrides_from_args
+    from puffer_tui.engine.shared.config import ConfigError, load_config
+    from puffer_tui.engine.shared.config_flags import overrides_from_args
 
     if args.seconds <= 0:
         raise SystemExit("--seconds must be > 0")

@@ -49,7 +49,8 @@ def _totals(text: str | None, default: int) -> list[int]:
 
 
 def run(args) -> int:
-    from puffer_tui.engine.shared.config import ConfigError, load_config, overrides_from_args
+    from puffer_tui.engine.shared.config import ConfigError, load_config
+    from puffer_tui.engine.shared.config_flags import overrides_from_args
     from puffer_tui.engine.startup.preflight import check_start
 
     if not args.seconds > 0:
