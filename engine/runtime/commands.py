@@ -30,10 +30,22 @@ import queue
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.frame_source import FrameSource
+from puffer_tui.engine.shared.config import Config
 from puffer_tui.engine.shared.health import is_disk_full
+
+
+class LiveTrainer(Protocol):
+    """What the commands ask of the trainer (engine/algo/trainer.py's Trainer)."""
+
+    config: Config
+    global_step: int
+
+    def set_hyperparameter(self, key: str, value) -> tuple[object, str]:
+        """(the value now in use, when it applies); ConfigError (a ValueError) refuses it."""
 
 
 @dataclass
@@ -50,7 +62,7 @@ class CommandQueue:
     `checkpoint()` writes one and returns its path."""
 
     def __init__(self, state: EngineState, frames: FrameSource, events=None,
-                 trainer: Callable[[], object | None] = lambda: None,
+                 trainer: Callable[[], LiveTrainer | None] = lambda: None,
                  checkpoint: Callable[[], object] | None = None, world=None):
         self._queue: queue.SimpleQueue[Command] = queue.SimpleQueue()
         self.state = state
@@ -60,6 +72,16 @@ class CommandQueue:
         self._checkpoint = checkpoint
         self._pending_checkpoints: list[Command] = []
         self.world = world  # engine/algo/distributed.py World; None: one process
+        # name -> handler(command, boundary) -> reply fields, or None when it replies itself
+        # (later); "_frames" is the server's own request for a frame, never a client's
+        self.handlers: dict[str, Callable[[Command, bool], dict | None]] = {
+            "_frames": self._cmd_frames, "pause": self._cmd_pause, "resume": self._cmd_resume,
+            "set": self._cmd_set, "checkpoint": self._cmd_checkpoint, "stop": self._cmd_stop,
+        }
+
+    def handle(self, name: str, handler: Callable[[Command, bool], dict | None]) -> None:
+        """Another part of the engine answers `name` (the doctor: `diagnosis`)."""
+        self.handlers[name] = handler
 
     # -- server thread --------------------------------------------------------------------
 
@@ -129,7 +151,7 @@ class CommandQueue:
                 return batch
 
     def _apply(self, command: Command, boundary: bool) -> None:
-        handler = getattr(self, f"_cmd_{command.name.lstrip('_')}", None)
+        handler = self.handlers.get(command.name)
         if handler is None:
             command.reply({"ok": False, "error": f"unknown command {command.name!r}"})
             return

@@ -188,7 +188,7 @@ class Engine(FaultHandling):
             self.evaluation = PeriodicEval(self.trainer.config, self.run_dir, self.events,
                                            self._evaluation_interrupted)
             self.doctor = Doctor(self.trainer, self.events, self.server and self.server.publish_event)
-            self.commands._cmd_diagnosis = self.doctor.command  # the `diagnosis` command
+            self.commands.handle("diagnosis", self.doctor.command)
         if self.metrics is not None and self.metrics.tensorboard_error:
             self.events.warning(f"TensorBoard is installed but unusable, metrics.jsonl only "
                                 f"({self.metrics.tensorboard_error})")
