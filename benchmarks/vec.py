@@ -32,6 +32,7 @@ class Result:
     sps: float
     zero_copy: bool | None = None
     error: str | None = None
+    cpu_us_per_step: float | None = None  # process-tree CPU microseconds an agent step (best)
 
 
 def add_arguments(p):
@@ -113,6 +114,8 @@ def run_workload(workload, seconds: float, repeat: int, cores: int, log) -> list
                 f"batch={result.batch_size} (round {round_index + 1}/{repeat})")
             try:
                 result.sps = max(result.sps, fn())
+                cpu = vec_runners.last_cpu_per_step * 1e6
+                result.cpu_us_per_step = min(cpu, result.cpu_us_per_step or cpu)
             except Exception as exc:  # one broken backend must not end the whole benchmark
                 result.error = f"{type(exc).__name__}: {exc}"
     return [result for result, _ in runs]

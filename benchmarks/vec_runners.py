@@ -29,10 +29,31 @@ def fixed_actions(space, rows: int, seed: int = 0) -> np.ndarray:
     raise TypeError(f"no fixed actions for {space!r}")
 
 
+# CPU seconds (this process, its threads and its live child processes) per agent step of the
+# last _timed window: what survives a loaded machine, read by benchmarks/vec.py after each run
+last_cpu_per_step: float | None = None
+
+
+def tree_cpu_seconds() -> float:
+    """User + system CPU of this process (all its threads) and its live descendants."""
+    import psutil
+
+    me = psutil.Process()
+    total = sum(me.cpu_times()[:2])
+    for child in me.children(recursive=True):
+        try:
+            total += sum(child.cpu_times()[:2])
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
 def _timed(step, rows_per_step: int, seconds: float) -> float:
+    global last_cpu_per_step
     for i in range(WARMUP_STEPS):
         step(i)
     steps = 0
+    cpu = tree_cpu_seconds()
     start = time.perf_counter()
     deadline = start + seconds
     while True:
@@ -40,6 +61,7 @@ def _timed(step, rows_per_step: int, seconds: float) -> float:
         steps += 1
         now = time.perf_counter()
         if now >= deadline:
+            last_cpu_per_step = (tree_cpu_seconds() - cpu) / (steps * rows_per_step)
             return steps * rows_per_step / (now - start)
 
 
@@ -97,7 +119,7 @@ def run_envpool(workload, num_threads: int, batch_size: int, seconds: float) -> 
         warnings.simplefilter("ignore", UserWarning)  # its float64 Box bounds
         env = envpool.make(workload.envpool_id, env_type="gymnasium",
                            num_envs=workload.num_envs, batch_size=batch_size,
-                           num_threads=num_threads, seed=0)
+                           num_threads=num_threads, seed=0, **workload.envpool_options)
     try:
         actions = fixed_actions(env.action_space, batch_size)
         env.async_reset()

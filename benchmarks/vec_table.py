@@ -29,7 +29,7 @@ def print_table(results, best, summary, cores: int) -> None:
     from rich.table import Table
 
     table = Table(title=f"agent-steps/second, best setting per backend ({cores} cores)")
-    for col in ("workload", "backend", "envs", "workers", "batch", "steps/s",
+    for col in ("workload", "backend", "envs", "workers", "batch", "steps/s", "CPU µs/step",
                 "x gym best", "x mp sync", "x serial"):
         table.add_column(col, justify="left" if col in ("workload", "backend") else "right")
     workloads = list(dict.fromkeys(r.workload for r in results))
@@ -44,10 +44,11 @@ def print_table(results, best, summary, cores: int) -> None:
                 label += " zero-copy" if r.zero_copy else " gathered"
             if backend == "multiprocessing-inline" and r.batch_size < r.num_envs:
                 label += " pool"
+            cpu = "" if r.cpu_us_per_step is None else f"{r.cpu_us_per_step:,.1f}"
             table.add_row(workload, label, str(r.num_envs), str(r.num_workers),
-                          str(r.batch_size), sps, _ratio(ratio["vs_gymnasium_best"]),
+                          str(r.batch_size), sps, cpu, _ratio(ratio["vs_gymnasium_best"]),
                           _ratio(ratio["vs_our_sync"]), _ratio(ratio["vs_our_serial"]))
         table.add_section()
-    Console(width=120).print(table)
-    print("Gymnasium's AsyncVectorEnv uses one process per env; "
-          "'--json' lists every setting tried.")
+    Console(width=132).print(table)
+    print("Gymnasium's AsyncVectorEnv uses one process per env; CPU µs/step counts this "
+          "process's threads and its worker processes; '--json' lists every setting tried.")

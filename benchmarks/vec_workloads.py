@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import gymnasium
 import numpy as np
@@ -61,11 +61,27 @@ def make_cartpole():
 
 
 def make_pong():
-    """ALE Pong as Gymnasium registers it: raw 210x160 RGB frames, frame skip 4 (~0.25 ms)."""
-    import ale_py
+    """ALE Pong with the standard preprocessing, through Gymnasium's wrappers (one env per
+    game): 84x84 grey, frame skip 4 with max-pool, a stack of 4, 30 no-ops, sticky actions
+    0.25, a lost life ends the episode (envs/atari_preprocessing.py)."""
+    from puffer_tui.envs.atari_preprocessing import atari_env
 
-    gymnasium.register_envs(ale_py)
-    return gymnasium.make("ALE/Pong-v5")
+    return atari_env("ALE/Pong-v5")
+
+
+def pong_creator():
+    """Our creator for gym:ALE/Pong-v5 as `puffer-tui train` builds it: ale-py's C++ vector
+    env when it has one (envs/ale_vector.py), else the Gymnasium wrappers."""
+    from puffer_tui.envs import env_class
+
+    return env_class("gym:ALE/Pong-v5").make_creator({})
+
+
+# EnvPool's Pong-v5 with the same preprocessing as ours (its defaults differ: no sticky
+# actions, whole games)
+ENVPOOL_PONG = {"repeat_action_probability": 0.25, "episodic_life": True, "noop_max": 30,
+                "stack_num": 4, "img_height": 84, "img_width": 84, "frame_skip": 4,
+                "reward_clip": False}
 
 
 def ale_available() -> bool:
@@ -82,6 +98,7 @@ class Workload:
     creator_factory: object  # () -> creator(num_envs=, seed=, buf=) for our backends
     gym_creator: object = None  # () -> gymnasium.Env, for Gymnasium's vectorizers
     envpool_id: str | None = None
+    envpool_options: dict = field(default_factory=dict)  # to match our preprocessing
 
     def creator(self):
         return self.creator_factory()
@@ -109,8 +126,8 @@ def workloads(squared_envs=65536, cartpole_envs=64, delay_envs=2, pong_envs=8):
     4 per worker (~1 ms a step)."""
     delay0 = functools.partial(DelayEnv, delay_s=1e-3, spread=0.0)
     delay1 = functools.partial(DelayEnv, delay_s=1e-3, spread=1.0)
-    pong = [Workload("ALE/Pong-v5", "Atari Pong, raw frames (ale-py)", pong_envs,
-                     functools.partial(_gym, make_pong), make_pong)] if ale_available() else []
+    pong = [Workload("ALE/Pong-v5", "Atari Pong, standard preprocessing (ale-py)", pong_envs,
+                     pong_creator, make_pong, "Pong-v5", ENVPOOL_PONG)] if ale_available() else []
     return [
         Workload("squared", "native C env, size 11", squared_envs,
                  functools.partial(_native, "squared", size=11)),

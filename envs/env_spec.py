@@ -27,6 +27,9 @@ from pathlib import Path
 
 GYM_PREFIX = "gym:"
 PZ_PREFIX = "pz:"
+# `--env.ale-vector false`: Atari through Gymnasium's wrappers, one env per game, instead
+# of ale-py's C++ vector env
+ALE_VECTOR_KEY = "ale_vector"
 IMPORT_KEY = "import"
 # A Gymnasium id prefix -> the module that registers those ids on import and its pip extra.
 AUTO_IMPORTS = (("ALE/", "ale_py"), ("MiniGrid-", "minigrid"), ("BabyAI-", "minigrid"))
@@ -253,6 +256,16 @@ class GymSource(PythonEnvSource):
         from puffer_tui.envs.gym_emulation import from_gymnasium
 
         kwargs = {k: v for k, v in settings.items() if k != IMPORT_KEY}
+        if self.env_id.startswith("ALE/") and kwargs.pop(ALE_VECTOR_KEY, True) not in (
+                False, "false"):
+            from puffer_tui.envs.ale_vector import ale_vector_creator
+
+            # ale-py's C++ vector env when it can do what was asked (envs/ale_vector.py)
+            creator = _built(self.spec, lambda: ale_vector_creator(self.env_id, evaluation,
+                                                                   **kwargs))
+            if creator is not None:
+                return creator
+        kwargs.pop(ALE_VECTOR_KEY, None)
         make = functools.partial(make_gym_env, self.env_id, gym_imports(self.env_id, settings),
                                  evaluation)
         try:
