@@ -12,9 +12,14 @@ Three directions, one vocabulary:
 
 Telemetry and frames supersede older ones still waiting in the queue (`can_replace`): under
 load the app processes the newest state, not a backlog. Events and replies never do.
+
+Each message is a dataclass (Textual calls Message.__post_init__ for them); eq=False keeps
+messages compared by identity, as Textual's queue expects.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
 
 from textual.message import Message
 
@@ -35,18 +40,16 @@ def can_steer(link_state: str | None, run_state: str) -> bool:
 # -- link -> app --------------------------------------------------------------------------------
 
 
+@dataclass(eq=False)
 class LinkMessage(Message, bubble=False):
     """A message from one engine link; `link` is the EngineClient (None: no link, in tests)."""
 
-    def __init__(self, link) -> None:
-        super().__init__()
-        self.link = link
+    link: object
 
 
+@dataclass(eq=False)
 class Telemetry(LinkMessage):
-    def __init__(self, link, push: dict) -> None:
-        super().__init__(link)
-        self.push = push
+    push: dict
 
     def can_replace(self, message: Message) -> bool:
         # A newer push of the same epoch holds everything this one does (the counters are
@@ -55,42 +58,37 @@ class Telemetry(LinkMessage):
                 and message.push.get("epoch") == self.push.get("epoch"))
 
 
+@dataclass(eq=False)
 class EngineEvent(LinkMessage):
-    def __init__(self, link, push: dict) -> None:
-        super().__init__(link)
-        self.push = push
+    push: dict
 
 
+@dataclass(eq=False)
 class Frame(LinkMessage):
-    def __init__(self, link, push: dict) -> None:
-        super().__init__(link)
-        self.push = push
+    push: dict
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, Frame) and message.link is self.link
 
 
+@dataclass(eq=False)
 class Diagnosis(LinkMessage):
     """A diagnosis fired or cleared (docs/protocol.md); the next telemetry lists them too."""
 
-    def __init__(self, link, push: dict) -> None:
-        super().__init__(link)
-        self.push = push
+    push: dict
 
 
+@dataclass(eq=False)
 class Linked(LinkMessage):
     """The connect worker reached the engine: its hello, and the run's history before now."""
 
-    def __init__(self, link, hello: dict, history: tuple) -> None:
-        super().__init__(link)
-        self.hello = hello
-        self.history = history
+    hello: dict
+    history: tuple
 
 
+@dataclass(eq=False)
 class LinkLost(LinkMessage):
-    def __init__(self, link, reason: str) -> None:
-        super().__init__(link)
-        self.reason = reason
+    reason: str
 
 
 PUSH_MESSAGES = {MessageType.TELEMETRY: Telemetry, MessageType.EVENT: EngineEvent,
@@ -106,55 +104,49 @@ def message_for_push(link, push: dict) -> LinkMessage | None:
 # -- screens -> app -----------------------------------------------------------------------------
 
 
+@dataclass(eq=False)
 class EngineRequest(Message):
     """A screen asks for an engine command. The reply comes back as `Replied` to `reply_to`
     (the screen that asked) when given, and is logged in the event log unless `quiet`."""
 
-    def __init__(self, cmd: str, args: dict | None = None, reply_to=None, quiet: bool = False,
-                 timeout: float = 3.0) -> None:
-        super().__init__()
-        self.cmd = cmd
-        self.args = args
-        self.reply_to = reply_to
-        self.quiet = quiet
-        self.timeout = timeout
+    cmd: str
+    args: dict | None = None
+    reply_to: object = None
+    quiet: bool = False
+    timeout: float = 3.0
 
 
+@dataclass(eq=False)
 class RenderEnvStep(Message):
     """A screen asks to watch the previous (-1) or next (+1) env."""
 
-    def __init__(self, delta: int) -> None:
-        super().__init__()
-        self.delta = delta
+    delta: int
 
 
 # -- app -> screens -----------------------------------------------------------------------------
 
 
+@dataclass(eq=False)
 class Replied(Message, bubble=False):
     """The engine's answer to an `EngineRequest` (`reply["ok"]` says whether it was done)."""
 
-    def __init__(self, cmd: str, args: dict | None, reply: dict, link=None, *, quiet: bool = False,
-                 reply_to=None, on_reply=None) -> None:
-        super().__init__()
-        self.cmd = cmd
-        self.args = args
-        self.reply = reply
-        self.link = link
-        # Where the app sends it on (set on the copy the request worker posts to the app).
-        self.quiet = quiet
-        self.reply_to = reply_to
-        self.on_reply = on_reply
+    cmd: str
+    args: dict | None
+    reply: dict
+    link: object = None
+    # Where the app sends it on (set on the copy the request worker posts to the app).
+    quiet: bool = field(default=False, kw_only=True)
+    reply_to: object = field(default=None, kw_only=True)
+    on_reply: object = field(default=None, kw_only=True)
 
 
+@dataclass(eq=False)
 class RunChanged(Message, bubble=False):
     """The store changed. `parts` says what ("numbers", "frame"); `urgent` asks to redraw now
     rather than at the screen's next redraw slot (a key's effect should show at once)."""
 
-    def __init__(self, parts: frozenset[str], urgent: bool = False) -> None:
-        super().__init__()
-        self.parts = parts
-        self.urgent = urgent
+    parts: frozenset[str]
+    urgent: bool = False
 
     def can_replace(self, message: Message) -> bool:
         if not isinstance(message, RunChanged):
@@ -164,32 +156,29 @@ class RunChanged(Message, bubble=False):
         return True
 
 
+@dataclass(eq=False)
 class LinkStateChanged(Message, bubble=False):
     """The link's state (None: linked and answering) and whether a link exists at all."""
 
-    def __init__(self, state: str | None, linked: bool) -> None:
-        super().__init__()
-        self.state = state
-        self.linked = linked
+    state: str | None
+    linked: bool
 
 
+@dataclass(eq=False)
 class RenderEnvChanged(Message, bubble=False):
-    def __init__(self, index: int) -> None:
-        super().__init__()
-        self.index = index
+    index: int
 
 
 # -- a sweep driver's status (its socket answers requests; the sweep view asks once a second) --
 
 
+@dataclass(eq=False)
 class SweepStatus(Message, bubble=False):
     """The driver's snapshot (engine/sweep/snapshot.py); `live` is False when it came from
     status.json because no driver answers (the sweep has ended, or its driver died)."""
 
-    def __init__(self, snapshot: dict, live: bool) -> None:
-        super().__init__()
-        self.snapshot = snapshot
-        self.live = live
+    snapshot: dict
+    live: bool
 
     def can_replace(self, message: Message) -> bool:
         return isinstance(message, SweepStatus)
