@@ -62,8 +62,8 @@ def iter_recording(path: str | os.PathLike):
             yield image
 
 
-def _gif_repeats(path: Path) -> list[int]:
-    """How many frame times each GIF frame lasts: its delay over the shortest common one."""
+def _gif_timing(path: Path) -> tuple[list[int], int]:
+    """(each frame's delay in ms, their greatest common divisor: the frame time; 0 if none)."""
     import math
 
     from PIL import Image
@@ -73,7 +73,12 @@ def _gif_repeats(path: Path) -> list[int]:
         for index in range(getattr(image, "n_frames", 1)):
             image.seek(index)
             delays.append(int(image.info.get("duration", 0)))
-    base = math.gcd(*delays) if any(delays) else 0
+    return delays, (math.gcd(*delays) if any(delays) else 0)
+
+
+def _gif_repeats(path: Path) -> list[int]:
+    """How many frame times each GIF frame lasts: its delay over the shortest common one."""
+    delays, base = _gif_timing(path)
     return [max(1, d // base) if base else 1 for d in delays]
 
 
@@ -85,18 +90,9 @@ def read_recording(path: str | os.PathLike) -> list[np.ndarray]:
 def recording_fps(path: str | os.PathLike) -> float:
     """The frame rate `iter_recording` plays `path` at: a GIF's shortest common frame delay,
     an MP4's own rate (10 when the file names none)."""
-    import math
-
     path = Path(path)
     if path.suffix.lower() == ".gif":
-        from PIL import Image
-
-        with Image.open(path) as image:
-            delays = []
-            for index in range(getattr(image, "n_frames", 1)):
-                image.seek(index)
-                delays.append(int(image.info.get("duration", 0)))
-        base = math.gcd(*delays) if any(delays) else 0
+        _, base = _gif_timing(path)
         return 1000.0 / base if base else 10.0
     _, imageio_v3 = encoder(path.suffix.lower())
     try:
