@@ -122,11 +122,9 @@ class AleVectorBlock(PufferEnv):
             self.ale.close()
             raise
         self.seed = int(seed)
-        self.log_interval = int(log_interval)
+        self._start_log(log_interval)
         self._returns = np.zeros(num_envs, np.float64)
         self._lengths = np.zeros(num_envs, np.int64)
-        self._log = {"episode_return": 0.0, "episode_length": 0.0, "score": 0.0, "n": 0.0}
-        self._steps_since_log = 0
         self._actions = np.zeros(num_envs, np.int32)
 
     def reset(self, seed: int | None = None):
@@ -161,21 +159,12 @@ class AleVectorBlock(PufferEnv):
             if cut.any():  # same-step autoreset: the observation that ended the episode
                 self.final_observations[rows[cut]] = info["final_obs"][cut]
             done = rows[ended]
-            n = len(done)
-            self._log["episode_return"] += float(self._returns[done].sum())
-            self._log["score"] += float(self._returns[done].sum())
-            self._log["episode_length"] += float(self._lengths[done].sum())
-            self._log["n"] += n
+            self._log_episodes(self._returns[done].sum(), self._lengths[done].sum(),
+                               episodes=len(done))
             self._returns[done] = 0
             self._lengths[done] = 0
-        infos = []
-        self._steps_since_log += 1
-        if self._steps_since_log >= self.log_interval and self._log["n"]:
-            self._steps_since_log = 0
-            n = self._log["n"]
-            infos.append({**{k: v / n for k, v in self._log.items() if k != "n"}, "n": n})
-            self._log = dict.fromkeys(self._log, 0.0)
-        return self.observations, self.rewards, self.terminals, self.truncations, infos
+        return self.observations, self.rewards, self.terminals, self.truncations, \
+            self._logs_due()
 
     def frame(self, env_index: int = 0):
         """The newest grey frame of the env's stack, as an RGB image."""

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import numbers
 import os
 
 import gymnasium
@@ -30,7 +29,6 @@ from puffer_tui.engine.native import frames
 from puffer_tui.engine.native.pufferenv import EnvLayout, PufferEnv
 from puffer_tui.envs.gym_spaces import ActionLayout, ObservationLayout
 
-LOG_FIELDS = ("episode_return", "episode_length", "score")
 FRAME_MODES = ("rgb_array", "ansi")  # the render modes frame() draws
 AUTO = "auto"
 
@@ -62,7 +60,7 @@ class GymnasiumPufferEnv(PufferEnv):
         env_kwargs: dict | None = None,
         optional_kwargs: tuple = (),
     ):
-        if log_interval < 1:
+        if log_interval < 1:  # before any env is built
             raise ValueError(f"log_interval must be >= 1, got {log_interval}")
         if num_envs < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
@@ -100,11 +98,9 @@ class GymnasiumPufferEnv(PufferEnv):
             self.close()
             raise
         self.seed = int(seed)
-        self.log_interval = int(log_interval)
+        self._start_log(log_interval)
         self._episode_return = [0.0] * num_envs
         self._episode_length = [0] * num_envs
-        self._log = dict.fromkeys((*LOG_FIELDS, "n"), 0.0)
-        self._steps_since_log = 0
         self._reset_done = False
         self._render_error: str | None = None
 
@@ -164,8 +160,7 @@ class GymnasiumPufferEnv(PufferEnv):
         self.masks[:] = True
         self._episode_return = [0.0] * self.num_envs
         self._episode_length = [0] * self.num_envs
-        self._log = dict.fromkeys(self._log, 0.0)
-        self._steps_since_log = 0
+        self._start_log(self.log_interval)
         self._reset_done = True
         return self.observations, []
 
@@ -208,34 +203,12 @@ class GymnasiumPufferEnv(PufferEnv):
         self.rewards[:] = rewards
         self.terminals[:] = terminals
         self.truncations[:] = truncations
-        infos = []
-        self._steps_since_log += 1
-        if self._steps_since_log >= self.log_interval:
-            self._steps_since_log = 0
-            log = self.log()
-            if log:
-                infos.append(log)
-        return self.observations, self.rewards, self.terminals, self.truncations, infos
-
-    def log(self) -> dict:
-        """Averaged stats of the episodes finished since the last call ({} if none)."""
-        n = self._log["n"]
-        if n <= 0:
-            return {}
-        averaged = {key: self._log[key] / n for key in LOG_FIELDS}
-        averaged["n"] = n
-        self._log = dict.fromkeys(self._log, 0.0)
-        return averaged
+        return self.observations, self.rewards, self.terminals, self.truncations, \
+            self._logs_due()
 
     def _end_episode(self, i: int, info: dict) -> None:
-        episode_return = float(self._episode_return[i])
-        score = info.get("score") if isinstance(info, dict) else None
-        if not isinstance(score, numbers.Real) or isinstance(score, bool):
-            score = episode_return
-        self._log["episode_return"] += episode_return
-        self._log["episode_length"] += float(self._episode_length[i])
-        self._log["score"] += float(score)
-        self._log["n"] += 1.0
+        self._log_episodes(self._episode_return[i], self._episode_length[i],
+                           info.get("score") if isinstance(info, dict) else None)
         self._episode_return[i] = 0
         self._episode_length[i] = 0
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import importlib
-import numbers
 import pickle
 import sys
 import types
@@ -26,7 +25,6 @@ from puffer_tui.engine.native.pufferenv import PufferEnv
 from puffer_tui.envs.gym_emulation import FRAME_MODES, _quiet_headless_sdl, _takes_render_mode
 from puffer_tui.envs.gym_spaces import ActionLayout, ObservationLayout
 
-LOG_FIELDS = ("episode_return", "episode_length", "score")
 INSTALL_HINT = "pip install 'puffer-tui[pettingzoo]' (or: pip install pettingzoo mpe2)"
 
 
@@ -71,12 +69,10 @@ class PettingZooPufferEnv(PufferEnv):
             self.close()
             raise
         self.seed = int(seed)
-        self.log_interval = int(log_interval)
+        self._start_log(log_interval)
         self._row = {agent: j for j, agent in enumerate(self.agents)}
         self._returns = np.zeros(self.num_agents, np.float64)
         self._lengths = np.zeros(self.num_agents, np.int64)
-        self._log = dict.fromkeys((*LOG_FIELDS, "n"), 0.0)
-        self._steps_since_log = 0
         self._reset_done = False
 
     def unflatten_observations(self, flat):
@@ -109,8 +105,7 @@ class PettingZooPufferEnv(PufferEnv):
         self.truncations[:] = False
         self._returns[:] = 0
         self._lengths[:] = 0
-        self._log = dict.fromkeys(self._log, 0.0)
-        self._steps_since_log = 0
+        self._start_log(self.log_interval)
         self._reset_done = True
         return self.observations, []
 
@@ -148,38 +143,15 @@ class PettingZooPufferEnv(PufferEnv):
             if not env.agents:  # everyone is done: autoreset in this step
                 observations, _ = env.reset()
             self._write_present(i, env, observations)
-        infos = []
-        self._steps_since_log += 1
-        if self._steps_since_log >= self.log_interval:
-            self._steps_since_log = 0
-            log = self.log()
-            if log:
-                infos.append(log)
-        return self.observations, self.rewards, self.terminals, self.truncations, infos
-
-    # -- logs --------------------------------------------------------------------------------
+        return self.observations, self.rewards, self.terminals, self.truncations, \
+            self._logs_due()
 
     def _end_episode(self, row: int, info) -> None:
-        episode_return = float(self._returns[row])
-        score = info.get("score") if isinstance(info, dict) else None
-        if not isinstance(score, numbers.Real) or isinstance(score, bool):
-            score = episode_return
-        self._log["episode_return"] += episode_return
-        self._log["episode_length"] += float(self._lengths[row])
-        self._log["score"] += float(score)
-        self._log["n"] += 1.0
+        """One agent's episode ended (the log averages per agent)."""
+        self._log_episodes(self._returns[row], self._lengths[row],
+                           info.get("score") if isinstance(info, dict) else None)
         self._returns[row] = 0.0
         self._lengths[row] = 0
-
-    def log(self) -> dict:
-        """Per-agent averages of the episodes finished since the last call ({} if none)."""
-        n = self._log["n"]
-        if n <= 0:
-            return {}
-        averaged = {key: self._log[key] / n for key in LOG_FIELDS}
-        averaged["n"] = n
-        self._log = dict.fromkeys(self._log, 0.0)
-        return averaged
 
     def frame(self, env_index: int = 0):
         """Env `env_index`'s render() (all its agents in one picture): an RGB image within the

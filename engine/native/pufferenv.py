@@ -8,6 +8,7 @@ place: the arrays returned by reset/step are the buffers themselves, not copies.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,9 @@ from puffer_tui.engine.native.buffers import (
     check_buffers,
 )
 from puffer_tui.engine.native.settings import Setting, resolve_settings
+
+# the standard log of an episode (the C envs' PUFFER_STANDARD_LOG, the Python envs' below)
+LOG_FIELDS = ("episode_return", "episode_length", "score")
 
 
 @dataclass(frozen=True)
@@ -100,6 +104,45 @@ class PufferEnv:
         self._actions_checker.raise_bad(actions, index, self.name)
 
     # -- the API subclasses implement ---------------------------------------------------------
+
+    # -- the episode log: sums kept here for envs stepped in Python (C envs keep theirs) -----
+
+    def _start_log(self, log_interval: int) -> None:
+        if log_interval < 1:
+            raise ValueError(f"log_interval must be >= 1, got {log_interval}")
+        self.log_interval = int(log_interval)
+        self._log = dict.fromkeys((*LOG_FIELDS, "n"), 0.0)
+        self._steps_since_log = 0
+
+    def _log_episodes(self, episode_return: float, length: float, score=None,
+                      episodes: float = 1.0) -> None:
+        """Add finished episodes (sums over them); `score` defaults to the return, and an
+        env's own score counts only when it is a real number."""
+        if not isinstance(score, numbers.Real) or isinstance(score, bool):
+            score = episode_return
+        self._log["episode_return"] += float(episode_return)
+        self._log["episode_length"] += float(length)
+        self._log["score"] += float(score)
+        self._log["n"] += float(episodes)
+
+    def log(self) -> dict:
+        """Averaged stats of the episodes finished since the last call ({} if none)."""
+        n = self._log["n"]
+        if n <= 0:
+            return {}
+        averaged = {key: self._log[key] / n for key in LOG_FIELDS}
+        averaged["n"] = n
+        self._log = dict.fromkeys(self._log, 0.0)
+        return averaged
+
+    def _logs_due(self) -> list[dict]:
+        """step()'s infos: the averaged log every `log_interval` steps, when episodes ended."""
+        self._steps_since_log += 1
+        if self._steps_since_log < self.log_interval:
+            return []
+        self._steps_since_log = 0
+        log = self.log()
+        return [log] if log else []
 
     def reset(self, seed: int | None = None):
         """Start every env's episode; returns (observations, infos)."""
@@ -202,14 +245,8 @@ class NativeEnv(PufferEnv):
         bad = self._c.step()
         if bad >= 0:
             self._raise_out_of_range(self.actions, bad)
-        infos = []
-        self._steps_since_log += 1
-        if self._steps_since_log >= self.log_interval:
-            self._steps_since_log = 0
-            log = self.log()
-            if log:
-                infos.append(log)
-        return self.observations, self.rewards, self.terminals, self.truncations, infos
+        return self.observations, self.rewards, self.terminals, self.truncations, \
+            self._logs_due()
 
     def get_state(self) -> dict:
         """The C envs' state bytes (structs, heap blocks, RNG streams and logs, see
