@@ -77,6 +77,17 @@ CASES = [  # the fix comparisons first: they take 2 x seeds runs each
     Case("healthy cartpole", None, "cartpole", "defaults", {}),
     Case("healthy password", None, "password", "defaults", {}),
     Case("healthy gym:CartPole-v1", None, "gym:CartPole-v1", "preset CartPole-v1.toml", {}),
+    # a preset whose own budget takes hours on 2 cores runs on a shorter one
+    Case("healthy breakout", None, "breakout", "defaults (50M steps)", {}),
+    Case("healthy snake", None, "snake", "defaults, 20M steps",
+         {"train.total_timesteps": 20_000_000}),
+    Case("healthy gym:Acrobot-v1", None, "gym:Acrobot-v1", "preset classic-control.toml", {}),
+    Case("healthy gym:Pendulum-v1", None, "gym:Pendulum-v1", "preset continuous-control.toml",
+         {}),
+    Case("healthy gym:HalfCheetah-v5", None, "gym:HalfCheetah-v5", "preset mujoco.toml, 500k",
+         {"train.total_timesteps": 500_000}),
+    Case("healthy gym:Hopper-v5", None, "gym:Hopper-v5", "preset mujoco.toml, 500k",
+         {"train.total_timesteps": 500_000}),
 ]
 
 
@@ -91,16 +102,19 @@ def final_score(run_dir: Path) -> float | None:
 
 
 def train(case: Case, seed: int, runs_root: Path, apply_fix: bool,
-          timeout: float = 900.0) -> dict:
+          timeout: float = 900.0, overrides: dict | None = None) -> dict:
     """One engine run of `case`; with `apply_fix` the rule's suggestion is `set` live as it
-    fires. Returns what fired when, what was applied, the outcome and the cost."""
+    fires, or, for a restart suggestion, the run is stopped there and trained again from
+    the start with the suggested value (the outcome is the new run's). Returns what fired
+    when, what was applied, the outcome and the cost."""
     from puffer_tui.app.engine_client import EngineClient
     from puffer_tui.app.engine_launcher import launch_engine
     from puffer_tui.app.run_start import prepare_new_run
     from puffer_tui.engine.diagnosis.doctor import TRACE_ENV
     from puffer_tui.engine.shared import run_dir as rd
 
-    run_dir = prepare_new_run(case.env, {**case.overrides, "train.seed": seed}, runs_root)
+    run_dir = prepare_new_run(case.env, {**case.overrides, **(overrides or {}),
+                                         "train.seed": seed}, runs_root)
     os.environ[TRACE_ENV] = str(run_dir / TRACE_FILE)
     try:
         handle = launch_engine(run_dir)
@@ -117,19 +131,57 @@ def train(case: Case, seed: int, runs_root: Path, apply_fix: bool,
                         continue
                     fired.setdefault(push["rule"], push.get("epoch"))
                     suggestion = push.get("suggestion") or {}
-                    if apply_fix and applied is None and push["rule"] == case.rule \
-                            and suggestion.get("live"):
+                    if not (apply_fix and applied is None and push["rule"] == case.rule
+                            and "to" in suggestion):
+                        continue
+                    if suggestion.get("live"):
                         reply = client.request("set", key=suggestion["key"],
                                                value=suggestion["to"])
                         applied = {"key": suggestion["key"], "to": suggestion["to"],
                                    "epoch": push.get("epoch"), "ok": reply.get("ok"),
                                    "applies": reply.get("applies")}
+                    else:  # what the user would do: stop, and train again with the change
+                        client.request("stop", checkpoint=False)
+                        applied = {"key": suggestion["key"], "to": suggestion["to"],
+                                   "epoch": push.get("epoch"), "restart": True}
     finally:
         if handle.poll() is None and time.monotonic() >= deadline:
             handle.process.terminate()
         handle.wait(60)
-    return {"seed": seed, "run": str(run_dir), "fired": fired, "applied": applied,
-            "score": final_score(run_dir), **cost(run_dir)}
+    result = {"seed": seed, "run": str(run_dir), "fired": fired, "applied": applied,
+              "score": final_score(run_dir), **cost(run_dir)}
+    if applied and applied.get("restart"):
+        again = train(case, seed, runs_root, False, timeout,
+                      {**(overrides or {}), applied["key"]: applied["to"]})
+        result.update(score=again["score"], restarted=again)
+    return result
+
+
+def trace_from_metrics(run_dir: Path, out: Path, epochs: int | None = None) -> int:
+    """A run's metrics.jsonl as a trace (the rules' signals found in each row, the engine's
+    own `row_signals`, and the settings from its config.toml): the epochs of a run trained
+    without a trace, e.g. a healthy run on which a rule once fired. The batch's signals (reward
+    and observation scales, ends, returns' spread) are not in the rows: the rules that read
+    them stay quiet on such a trace. Returns the epochs written."""
+    import tomllib
+
+    from puffer_tui.engine.diagnosis.doctor import row_signals
+    from puffer_tui.engine.runtime.metrics import read_metrics
+    from puffer_tui.engine.shared.metrics_file import grouped
+
+    config = tomllib.loads((run_dir / "config.toml").read_text())
+    train_, vec = config.get("train", {}), config.get("vec", {})
+    settings = {k: train_[k] for k in ("learning_rate", "ent_coef", "vf_coef", "gamma",
+                                       "max_grad_norm", "total_timesteps") if k in train_}
+    settings["num_workers"] = vec.get("num_workers", 1)
+    rows, last = read_metrics(run_dir)[:epochs], 0
+    with out.open("w", encoding="utf-8") as f:
+        for row in rows:
+            signals = row_signals(grouped(row), int(row["global_step"]) - last)
+            last = int(row["global_step"])
+            f.write(json.dumps({"signals": signals, "settings": settings,
+                                "uptime": row.get("uptime")}) + "\n")
+    return len(rows)
 
 
 def cost(run_dir: Path) -> dict:
@@ -203,7 +255,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="write the results here as JSON")
     parser.add_argument("--fixtures", type=Path, help="copy each case's first trace here")
     parser.add_argument("--runs-dir", type=Path, help="keep the runs here (default: a temp dir)")
+    parser.add_argument("--trace-from", nargs=2, type=Path, metavar=("RUN_DIR", "OUT"),
+                        help="write RUN_DIR's metrics.jsonl as a trace to OUT, and stop")
     args = parser.parse_args(argv)
+    if args.trace_from:
+        run, out = args.trace_from
+        if not (run / "metrics.jsonl").is_file():
+            parser.exit(2, f"doctor: {run} has no metrics.jsonl; give a run directory\n")
+        print(f"{trace_from_metrics(run, out)} epochs -> {out}")
+        return 0
     wanted = {w.strip() for w in args.only.split(",") if w.strip()}
     unknown = wanted - {c.name for c in CASES} - {c.rule for c in CASES} - {"healthy"}
     if unknown or args.seeds < 1:

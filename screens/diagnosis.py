@@ -25,13 +25,15 @@ from puffer_tui.app.widgets.diagnosis_line import (
 )
 
 
-def describe(diagnosis: dict, selected: bool, applied: bool) -> Text:
-    """One diagnosis as the screen shows it."""
+def describe(diagnosis: dict, selected: bool, applied: bool, cause: str | None = None) -> Text:
+    """One diagnosis as the screen shows it (`cause`: the root it follows from, if any)."""
     severity = diagnosis.get("severity", "warning")
     text = Text()
     text.append("▶ " if selected else "  ", "bold")
     text.append(f"{MARKS.get(severity, '●')} {diagnosis.get('rule')}",
                 SEVERITY_STYLES.get(severity, ""))
+    if cause:
+        text.append(f"  follows from {cause}", "italic")
     text.append(f"  epoch {diagnosis.get('epoch')}, step {diagnosis.get('global_step') or 0:,}\n",
                 "dim")
     text.append(f"  {diagnosis.get('text', '')}\n")
@@ -88,22 +90,27 @@ class DiagnosisScreen(ModalScreen[None]):
 
     @property
     def selected(self) -> dict | None:
-        shown = self.line.shown
+        shown = self.line.ordered
         if not shown:
             return None
         self.index %= len(shown)
         return shown[self.index]
 
     def draw(self) -> None:
-        shown = self.line.shown
+        groups = self.line.groups
         body = Text()
-        if not shown:
+        if not groups:
             body.append("No diagnosis in force: every rule is quiet.", "dim")
         selected = self.selected
-        for diagnosis in shown:
-            body.append_text(describe(diagnosis, diagnosis is selected,
-                                      diagnosis.get("rule") in self.line.applied))
-            body.append("\n")
+        for root, rest in groups:  # each cause, then what follows from it (indented)
+            for diagnosis in (root, *rest):
+                part = describe(diagnosis, diagnosis is selected,
+                                diagnosis.get("rule") in self.line.applied,
+                                None if diagnosis is root else root.get("rule"))
+                if diagnosis is not root:
+                    part = Text("\n").join(Text("    ") + ln for ln in part.split("\n"))
+                body.append_text(part)
+                body.append("\n")
         self.query_one("#diagnoses", Static).update(body)
         self.refresh_bindings()
 

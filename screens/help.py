@@ -20,6 +20,11 @@ HELP = """\
 - `r` full-screen render of one environment; `[` `]` previous / next env
 - `l` plot the next loss curve
 - `v` replay the run's newest recording in the env panel (shown once one exists; any key stops)
+- `a` apply the diagnosis line's suggested change (a live `set`, acknowledged in the event
+  log; offered only while the line shows one), `x` hide the diagnosis (the engine silences
+  that rule for this run), `d` the diagnoses in full: evidence, the epochs, what follows from
+  what (`n` next, `a` and `x` there too). The line and these keys appear only while a
+  diagnosis is in force
 - `ctrl+p` command palette (every action above, by name)
 - `?` this help
 - `b` back to the launcher (once the run has finished or stopped)

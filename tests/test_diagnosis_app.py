@@ -115,3 +115,64 @@ def test_a_cleared_push_removes_its_rule_and_a_fired_one_replaces_it():
         ["obs_scale"]
     again = merge_diagnosis(state, {**KL, "epoch": 9})
     assert [(d["rule"], d["epoch"]) for d in again] == [("obs_scale", 2), ("kl_blowup", 9)]
+
+
+COLLAPSE = {"type": "diagnosis", "time": 1_790_000_045.0, "rule": "policy_collapse",
+            "status": "fired", "epoch": 5, "global_step": 327680, "severity": "error",
+            "text": "policy collapsed: entropy 0.0026 of at most 1.61 while the score stayed "
+                    "at 0.0283: it stopped exploring before it learned",
+            "evidence": {"entropy": 0.0026, "entropy_max": 1.61, "epochs": [4, 5]},
+            "suggestion": None, "hint": "lower train.learning_rate",
+            "explained_by": ["kl_blowup"], "follows": "kl_blowup"}
+
+
+async def test_what_follows_from_the_cause_is_folded_under_it():
+    app = OfflineApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        push(app, KL)
+        push(app, COLLAPSE)  # the more recent, equally severe: still folded under its cause
+        await settle(pilot, app, lambda: "1 follow" in screen_text(app), "the folded line")
+        line = next(ln for ln in screen_text(app).splitlines() if "kl_blowup" in ln)
+        assert "policy_collapse" not in line and "+1" not in line  # the line says one thing
+        await pilot.press("d")
+        await settle(pilot, app, lambda: isinstance(app.screen, DiagnosisScreen), "the screen")
+        text = screen_text(app)
+        assert "follows from kl_blowup" in text and "entropy_max" in text  # evidence kept
+        assert text.index("kl_blowup") < text.index("policy_collapse")
+        await pilot.press("escape")
+        await pilot.press("x")  # the cause hidden: what followed from it is its own line now
+        await settle(pilot, app, lambda: "✖ policy_collapse" in screen_text(app), "the next")
+
+
+def footer(app) -> str:
+    return screen_text(app).splitlines()[-1]
+
+
+async def test_the_footer_offers_each_key_only_while_it_does_something():
+    app = OfflineApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.2)
+        assert "Fix" not in footer(app) and "Hide" not in footer(app)  # nothing in force
+        push(app, OBS)  # a restart: nothing to apply live
+        await settle(pilot, app, lambda: "x Hide" in footer(app), "x for the restart one")
+        assert "a Fix" not in footer(app)
+        push(app, KL)  # more severe, with a live change: `a` comes
+        await settle(pilot, app, lambda: "a Fix" in footer(app), "a for the live one")
+        await pilot.press("a")
+        await settle(pilot, app, lambda: "a Fix" not in footer(app), "a gone once sent")
+        assert "x Hide" in footer(app) and app.sent[-1][0] == "set"
+        await pilot.press("x")  # kl_blowup hidden: obs_scale's restart on top, still no `a`
+        await settle(pilot, app, lambda: "obs_scale" in screen_text(app), "the next one")
+        assert "a Fix" not in footer(app) and "x Hide" in footer(app)
+        await pilot.press("x")
+        await settle(pilot, app, lambda: "Hide" not in footer(app), "the keys gone")
+
+
+async def test_the_help_lists_the_diagnosis_keys():
+    app = OfflineApp()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await settle(pilot, app, lambda: "puffer-tui keys" in screen_text(app), "the help")
+        from puffer_tui.screens.help import HELP
+        for key in ("`a` apply the diagnosis", "`x` hide the diagnosis", "`d` the diagnoses"):
+            assert key in HELP

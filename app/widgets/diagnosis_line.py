@@ -1,8 +1,9 @@
 """The dashboard's diagnosis line: what the engine's diagnosis rules say is going wrong.
 
 One line under the run header, shown only while a diagnosis is in force (telemetry's
-`diagnoses`, docs/protocol.md): the most severe one's text, its suggested change and how
-many more there are. The dashboard's keys act on that one (`a` applies its suggestion with
+`diagnoses`, docs/protocol.md): the most severe cause's text, its suggested change, how many
+diagnoses follow from it (folded under it: a learning rate far too high also collapses the
+policy and blows up the value loss; the line names the cause) and how many other causes. The dashboard's keys act on that one (`a` applies its suggestion with
 the ordinary live `set`, `x` dismisses it: silenced for the run, `d` opens the evidence);
 this module holds what those keys do, so the screen only binds them.
 """
@@ -27,6 +28,34 @@ def in_force(telemetry: dict, dismissed: set[str]) -> list[dict]:
              and d.get("rule") and d.get("rule") not in dismissed]
     return sorted(found, key=lambda d: (SEVERITY_ORDER.get(d.get("severity"), 3),
                                         d.get("epoch") or 0))
+
+
+def root_of(diagnosis: dict, by_rule: dict[str, dict]) -> dict:
+    """The diagnosis in force that explains `diagnosis`, followed to the one that nothing in
+    force explains (each fired diagnosis lists its possible causes in `explained_by`); itself
+    when none does."""
+    root, seen = diagnosis, {diagnosis.get("rule")}
+    while True:
+        cause = next((c for c in root.get("explained_by") or ()
+                      if c in by_rule and c not in seen), None)
+        if cause is None:
+            return root
+        root = by_rule[cause]
+        seen.add(cause)
+
+
+def folded(diagnoses: list[dict]) -> list[tuple[dict, list[dict]]]:
+    """The diagnoses as (root, the ones that follow from it), roots in the given order (most
+    severe first): one cause, one line; its consequences under it."""
+    by_rule = {d.get("rule"): d for d in diagnoses}
+    groups: dict[str, tuple[dict, list[dict]]] = {}
+    for d in diagnoses:
+        root = root_of(d, by_rule)
+        group = groups.setdefault(root.get("rule"), (root, []))
+        if root is not d:
+            group[1].append(d)
+    return [groups[d.get("rule")] for d in diagnoses if d.get("rule") in groups
+            and groups[d.get("rule")][0] is d]
 
 
 def merge_diagnosis(telemetry: dict, push: dict) -> list[dict]:
@@ -72,15 +101,26 @@ class DiagnosisLine(Static):
         super().__init__("", markup=False, **kwargs)
         self.dismissed: set[str] = set()  # dismissed here (a finished run: nothing to tell)
         self.applied: set[str] = set()  # rules whose suggestion was sent: waiting to clear
+        self._keys: tuple = (None, False)  # what the footer's keys were last offered for
 
     @property
     def shown(self) -> list[dict]:
         return [d for d in self.diagnoses if d.get("rule") not in self.dismissed]
 
     @property
+    def groups(self) -> list[tuple[dict, list[dict]]]:
+        """The shown diagnoses folded under their causes (`folded`), most severe root first."""
+        return folded(self.shown)
+
+    @property
+    def ordered(self) -> list[dict]:
+        """Every shown diagnosis, each root followed by those it explains."""
+        return [d for root, rest in self.groups for d in (root, *rest)]
+
+    @property
     def top(self) -> dict | None:
-        shown = self.shown
-        return shown[0] if shown else None
+        groups = self.groups
+        return groups[0][0] if groups else None
 
     def show(self, telemetry: dict) -> None:
         self.diagnoses = in_force(telemetry, set())
@@ -88,6 +128,11 @@ class DiagnosisLine(Static):
     def watch_diagnoses(self, diagnoses: list) -> None:
         top = self.top
         self.set_class(top is not None, "-shown")
+        keys = (top and top.get("rule"), self._can_apply(top))
+        if keys != self._keys:  # another one on top, or its fix sent: the footer's keys change
+            self._keys = keys
+            sync = getattr(self.screen, "sync_footer", self.screen.refresh_bindings)
+            self.call_later(sync)
         if top is None:
             self.update("")
             return
@@ -95,9 +140,11 @@ class DiagnosisLine(Static):
         line = Text(no_wrap=True, overflow="ellipsis")
         line.append(f"{MARKS.get(severity, '●')} {top.get('rule')}",
                     SEVERITY_STYLES.get(severity, ""))
-        more = len(self.shown) - 1
-        if more:
-            line.append(f" (+{more})", "dim")
+        groups = self.groups
+        follow, more = len(groups[0][1]), len(groups) - 1
+        counts = ([f"{follow} follow"] if follow else []) + ([f"+{more}"] if more else [])
+        if counts:
+            line.append(f" ({', '.join(counts)})", "dim")
         # at 80 columns the change comes first: the text is cut, the fix must not be
         fix = suggestion_label(top)
         if top.get("rule") in self.applied:
@@ -114,11 +161,15 @@ class DiagnosisLine(Static):
 
     def allows(self, action: str, can_steer: bool) -> bool:
         """Whether a key is offered now: `d`/`x` while one is shown, `a` when it has a live
-        suggestion and the run can be steered (a finished run: no apply)."""
+        suggestion not applied yet and the run can be steered (a finished run: no apply)."""
         top = self.top
         if action == "diagnosis_apply":
-            return can_steer and live_suggestion(top) is not None
+            return can_steer and self._can_apply(top)
         return top is not None
+
+    def _can_apply(self, diagnosis: dict | None) -> bool:
+        """A live change not sent yet (once sent, the line says `✓ applied`)."""
+        return live_suggestion(diagnosis) is not None and diagnosis["rule"] not in self.applied
 
     def apply(self, sender, can_steer: bool, diagnosis: dict | None = None) -> None:
         """Send the suggested change of `diagnosis` (the top one) as the editor sends a

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import deque
 
-from puffer_tui.engine.diagnosis.rules import RULES, Finding, _num
+from puffer_tui.engine.diagnosis.rules import EXPLAINED_BY, RULES, Finding, _num
 from puffer_tui.engine.shared.protocol import CLEARED, DIAGNOSIS_RULES, FIRED, MessageType
 
 HISTORY = 64  # epochs the rules look back over (plateau wants 30 with episodes)
@@ -36,7 +36,8 @@ def event_text(message: dict) -> str:
     if message["status"] == CLEARED:
         why = "silenced for this run" if message.get("silenced") else "the condition ended"
         return f"diagnosis {rule} cleared at epoch {message.get('epoch')}: {why}"
-    text = f"diagnosis {rule}: {message['text']}"
+    after = f" (follows from {message['follows']})" if message.get("follows") else ""
+    text = f"diagnosis {rule}{after}: {message['text']}"
     suggested = suggestion_text(message.get("suggestion"))
     if suggested:
         text += f"; suggested: {suggested}"
@@ -48,7 +49,7 @@ def event_text(message: dict) -> str:
 def row_entry(message: dict) -> dict:
     """What metrics.jsonl's `diagnoses` field keeps of a message (no evidence: events.log
     and the push carry it)."""
-    keep = ("rule", "status", "severity", "text", "suggestion", "silenced")
+    keep = ("rule", "status", "severity", "text", "suggestion", "silenced", "follows")
     return {k: message[k] for k in keep if message.get(k) not in (None, "", False)}
 
 
@@ -78,12 +79,27 @@ class Diagnoser:
             finding = rule(history, ctx, name in self.active)
             if finding is not None and name not in self.active:
                 message = self._message(name, FIRED, signals, finding)
+                cause = self.cause_of(name)
+                if cause:  # said in the event line; clients fold it by `explained_by`
+                    message["follows"] = cause
                 self.active[name] = message
                 messages.append(message)
             elif finding is None and name in self.active:
                 del self.active[name]
                 messages.append(self._message(name, CLEARED, signals))
         return messages
+
+    def cause_of(self, rule: str) -> str | None:
+        """The root of `rule` among the diagnoses in force now (following EXPLAINED_BY up to
+        one that nothing in force explains), or None when nothing in force explains it."""
+        root, seen = None, {rule}
+        while True:
+            cause = next((c for c in EXPLAINED_BY.get(root or rule, ())
+                          if c in self.active and c not in seen), None)
+            if cause is None:
+                return root
+            root = cause
+            seen.add(cause)
 
     def silence(self, rule: str, signals: dict | None = None) -> dict | None:
         """Silence `rule` for the rest of the run; the `cleared` message if it was active."""
@@ -117,5 +133,6 @@ class Diagnoser:
         if finding is not None:
             message.update(severity=finding.severity, text=finding.text,
                            evidence={**finding.evidence, "epochs": finding.epochs},
-                           suggestion=finding.suggestion, hint=finding.hint)
+                           suggestion=finding.suggestion, hint=finding.hint,
+                           explained_by=list(EXPLAINED_BY.get(rule, ())))
         return message
