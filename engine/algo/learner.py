@@ -6,6 +6,13 @@ moved since collection; segments are drawn by priority, their advantages normali
 importance-weighted, and the PPO loss is minimised with Adam (or Muon, engine/algo/optimizers.py)
 and gradient-norm clipping.
 
+`shuffle_steps` (feedforward policies): minibatches are single steps, each epoch a fresh
+permutation of the whole batch (standard PPO). Whole segments are what an LSTM needs, but for an
+MLP they are correlated data: a minibatch of one or a few segments holds one or a few
+trajectories' consecutive steps, and normalizing advantages within it removes the difference
+between those trajectories (on Hopper-v5 a minibatch of one 64-step segment learned to about
+900 at 500k steps; see envs/gym_presets/mujoco.toml).
+
 `precision` "bfloat16" runs the policy's forward (and so its backward) under torch.autocast:
 matrix products in bfloat16, the heads' outputs cast back to float32 before the loss, whose
 arithmetic, like the advantages and the optimizer's state, stays float32.
@@ -83,8 +90,27 @@ class Learner:
         advantages = torch.empty_like(values)
         recurrent = "state_h" in data
 
-        mb_segments = max(1, min(segments, train.minibatch_size // horizon))
-        minibatches = train.update_epochs * max(1, segments // mb_segments)
+        # Shuffled steps: the batch seen as [segments * horizon, 1] (views of the same
+        # storage, so the refreshed values and ratios land where the advantages read them).
+        shuffle = bool(getattr(train, "shuffle_steps", False))
+        if shuffle and recurrent:
+            raise ValueError("train.shuffle_steps is for feedforward policies: an LSTM "
+                             "replays whole segments (set shuffle_steps false)")
+        rows, cols = (segments * horizon, 1) if shuffle else (segments, horizon)
+
+        def by_row(t: torch.Tensor) -> torch.Tensor:
+            return t.reshape(rows, cols, *t.shape[2:])  # a view: all are contiguous
+
+        obs_rows, actions_rows = by_row(data["observations"]), by_row(data["actions"])
+        logprob_rows, starts_rows = by_row(data["logprobs"]), by_row(starts)
+        collected_rows, values_rows = by_row(data["values"]), by_row(values)
+        ratio_rows, valid_rows, adv_rows = by_row(ratio), by_row(valid), by_row(advantages)
+        if shuffle:
+            mb_rows = max(1, min(rows, train.minibatch_size))
+        else:
+            mb_rows = max(1, min(segments, train.minibatch_size // horizon))
+        per_epoch = max(1, rows // mb_rows)
+        minibatches = train.update_epochs * per_epoch
         sums = {name: torch.zeros((), device=device) for name in STAT_NAMES}
         ev = 0.0
         # pre-clip gradient norms, for engine/diagnosis/rules.py (summed on the device: no sync)
@@ -103,27 +129,34 @@ class Learner:
                                   out=advantages, final_values=data.get("final_values"))
             if i == 0:
                 ev = explained_variance(values, advantages + values, valid)
-            probs = segment_priorities(advantages, train.prio_alpha, valid)
-            beta = annealed_beta(train.prio_beta0, progress(train, global_step, schedule))
-            idx, weights = sample_segments(probs, mb_segments, beta)
+            if shuffle:  # every step once an epoch, uniformly: no priorities, weights 1
+                if i % per_epoch == 0:
+                    order = torch.randperm(rows, device=device)
+                part = i % per_epoch
+                idx = order[part * mb_rows:(part + 1) * mb_rows]
+                weights = 1.0
+            else:
+                probs = segment_priorities(advantages, train.prio_alpha, valid)
+                beta = annealed_beta(train.prio_beta0, progress(train, global_step, schedule))
+                idx, weights = sample_segments(probs, mb_rows, beta)
 
-            mb_obs = data["observations"][idx]
+            mb_obs = obs_rows[idx]
             state = (data["state_h"][idx], data["state_c"][idx]) if recurrent else None
             with self.autocast(device):
-                params, new_value = self.train_forward(mb_obs, state, starts[idx])
+                params, new_value = self.train_forward(mb_obs, state, starts_rows[idx])
             params, new_value = params.float(), new_value.float()  # no-ops in float32
-            flat_actions = data["actions"][idx].reshape(mb_segments * horizon, -1)
+            flat_actions = actions_rows[idx].reshape(mb_rows * cols, -1)
             new_logprob, entropy = self.policy.actor.evaluate(params, flat_actions)
 
-            mb_valid = valid[idx]
-            mb_adv = advantages[idx]
+            mb_valid = valid_rows[idx]
+            mb_adv = adv_rows[idx]
             # the value targets and the value clip's reference: the values the advantages
             # were computed with (refreshed ones, or the collected ones)
-            mb_values = values[idx] if train.refresh_advantages else data["values"][idx]
+            mb_values = values_rows[idx] if train.refresh_advantages else collected_rows[idx]
             returns = mb_adv + mb_values
             norm_adv = normalize_advantages(mb_adv, mb_valid) * weights
             loss, stats, new_ratio = ppo_loss(
-                new_logprob, data["logprobs"][idx].reshape(-1), entropy, new_value,
+                new_logprob, logprob_rows[idx].reshape(-1), entropy, new_value,
                 mb_values.reshape(-1), norm_adv.reshape(-1), returns.reshape(-1),
                 mb_valid.reshape(-1), train.clip_coef, train.vf_clip_coef, train.vf_coef,
                 train.ent_coef)
@@ -137,8 +170,8 @@ class Learner:
                 grad_clipped += (norm.detach() > train.max_grad_norm).float()
             self.optimizer.step()
 
-            ratio[idx] = new_ratio.detach().view(mb_segments, horizon)
-            values[idx] = new_value.detach().view(mb_segments, horizon)
+            ratio_rows[idx] = new_ratio.detach().view(mb_rows, cols)
+            values_rows[idx] = new_value.detach().view(mb_rows, cols)
             for name in STAT_NAMES:
                 sums[name] += stats[name]
 

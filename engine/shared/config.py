@@ -336,7 +336,13 @@ def _check_consistency(c: Config) -> None:
     if t.separate_critic and t.policy == "lstm":
         raise ConfigError("train.separate_critic is for MLP policies; with train.policy lstm "
                           "the actor and critic share the LSTM (set separate_critic false)")
-    if t.minibatch_size % t.horizon:
+    if t.shuffle_steps and t.policy == "lstm":
+        raise ConfigError("train.shuffle_steps is for MLP policies; an LSTM replays whole "
+                          "segments (set shuffle_steps false)")
+    if t.shuffle_steps and t.prio_alpha > 0:
+        raise ConfigError(f"train.shuffle_steps draws steps uniformly; train.prio_alpha "
+                          f"({t.prio_alpha}) prioritizes segments: set prio_alpha 0")
+    if t.minibatch_size % t.horizon and not t.shuffle_steps:
         raise ConfigError(
             f"train.minibatch_size ({t.minibatch_size}) must be a multiple of train.horizon "
             f"({t.horizon}): minibatches are whole segments"
