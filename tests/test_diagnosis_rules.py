@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from puffer_tui.engine.diagnosis.rules import EXPLAINED_BY, RULES
+from puffer_tui.engine.diagnosis.rules import EXPLAINED_BY, RULES, kl_blowup
 from puffer_tui.engine.diagnosis.state import Diagnoser, event_text, suggestion_text
 from puffer_tui.engine.shared.protocol import DIAGNOSIS_RULES
 
@@ -161,7 +161,13 @@ def test_the_suggestions_are_the_editors_set_or_a_restart():
     assert first["live"] is False and first["to"] == pytest.approx(first["from"] / 10)
     assert first["restart"] == f"--train.learning-rate {first['to']:g}"
     assert kl[0]["evidence"]["entropy"] < 0.2 * kl[0]["evidence"]["entropy_max"]
-    assert f"puffer-tui train ENV --train.learning-rate {first['to']:g}" in kl[0]["hint"]
+    # the command (the fixture's settings name no env: ENV; the engine's name it), and no
+    # checkpoint to go back to when the very first epoch blew up
+    assert kl[0]["hint"].endswith(f"puffer-tui train ENV --train.learning-rate {first['to']:g}")
+    named = kl_blowup([epochs("kl_blowup")[0]["signals"]],
+                      {**epochs("kl_blowup")[0]["settings"], "env_name": "gym:CartPole-v1"},
+                      False)
+    assert "puffer-tui train gym:CartPole-v1 --train.learning-rate 0.015" in named.hint
     # later, with the entropy back, a new blow-up can still be caught live
     lr = next(m["suggestion"] for m in kl if m["suggestion"]["live"])
     assert lr["to"] == pytest.approx(lr["from"] / 10, rel=0.05)

@@ -48,8 +48,8 @@ def entropy_max(action_space) -> float | None:
 def settings_of(trainer) -> dict:
     """The run's current settings the rules compare with (live ones change under them)."""
     train = trainer.config.train
-    return {"learning_rate": train.learning_rate, "ent_coef": train.ent_coef,
-            "vf_coef": train.vf_coef, "reward_clamp": train.reward_clamp,
+    return {"env_name": trainer.config.env_name, "learning_rate": train.learning_rate,
+            "ent_coef": train.ent_coef, "vf_coef": train.vf_coef, "reward_clamp": train.reward_clamp,
             "gamma": train.gamma, "max_grad_norm": train.max_grad_norm,
             "normalize_rewards": train.normalize_rewards,
             "normalize_observations": train.normalize_observations,

@@ -147,9 +147,10 @@ def kl_blowup(history, ctx, active):
             {**evidence, "entropy": entropy, "entropy_max": top}, epochs,
             {"key": "train.learning_rate", "from": lr, "to": to, "live": False,
              "restart": f"--train.learning-rate {to:g}"},
-            hint=f"a live change cannot revive it: puffer-tui train ENV --train.learning-rate "
-                 f"{to:g}, or puffer-tui train --from RUN/CHECKPOINT --train.learning-rate "
-                 f"{to:g} with a checkpoint saved before epoch {first}")
+            hint=f"a live change cannot revive it: puffer-tui train {ctx.get('env_name') or 'ENV'}"
+                 f" --train.learning-rate {to:g}" + (
+                     f", or puffer-tui train --from RUN/CHECKPOINT --train.learning-rate {to:g}"
+                     f" from a checkpoint saved before epoch {first}" if first > 1 else ""))
     return Finding(ERROR, text, evidence, epochs,
                    {"key": "train.learning_rate", "from": lr, "to": to, "live": True})
 
