@@ -221,7 +221,9 @@ def critic_blind(history, ctx, active):
     explained variance noise (-5 on a solved CartPole or password): not a blind critic."""
     n = 3 if active else 15
     ev = _last(history, "explained_variance", n)
-    spread = _last(history, "return_spread", n)
+    # the spread is measured only in epochs under 0.1 (engine/diagnosis/doctor.py): holding
+    # does not read it, or the first epoch at 0.1 would clear it (and the next refire it)
+    spread = [] if active else _last(history, "return_spread", n)
     if ev is None or spread is None or int(history[-1].get("epoch", 0)) < 20:
         return None
     if active and all(e > 0.2 for e in ev):
@@ -238,7 +240,8 @@ def critic_blind(history, ctx, active):
         WARNING, f"the critic is blind: explained variance {ev[-1]:.2f} for {len(ev)} epochs "
         f"(useful above 0.3); advantages are noise", {"explained_variance": ev[-1],
                                                       "mean": statistics.fmean(ev),
-                                                      "return_spread": spread[-1],
+                                                      "return_spread": spread[-1]
+                                                      if spread else None,
                                                       "vf_coef": vf},
         _epochs(history, n), suggestion,
         hint="check the reward scale, train.gamma and the observations")
