@@ -7,6 +7,7 @@ never shows up in the shared environment; a user runs `pip install --no-build-is
 Also: the built-in envs are found from their folders (no table), in their list order.
 """
 
+import importlib.util
 import json
 import os
 import shutil
@@ -169,6 +170,9 @@ def write_package(root: Path) -> Path:
 
 @pytest.mark.skipif(shutil.which("cc") is None and shutil.which("gcc") is None,
                     reason="no C compiler")
+@pytest.mark.skipif(importlib.util.find_spec("Cython") is None,
+                    reason='building a C env needs Cython beside puffer-tui: pip install '
+                           '"cython>=3.0" (README, Write your own C environment)')
 def test_a_new_c_env_in_one_folder_is_built_and_found(tmp_path):
     package = write_package(tmp_path)
     site = tmp_path / "site"
