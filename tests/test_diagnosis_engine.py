@@ -105,3 +105,39 @@ def test_a_healthy_tiny_run_fires_nothing(tmp_path):
     assert [r["diagnoses"] for r in rows if r.get("diagnoses")] == []
     assert "diagnosis" not in (run / rd.EVENTS_FILE).read_text()
     json.dumps(rows)  # the rows stay plain JSON
+
+
+def test_the_observation_scan_runs_every_third_epoch_at_least_when_over_budget():
+    # a doctor over its cost budget (a run's first epochs, or tiny epochs) skips the scan,
+    # but never for more than two epochs running: obs_scale wants 2 measures in 10 epochs
+    import types
+
+    import torch
+
+    from puffer_tui.engine.diagnosis.doctor import Doctor
+
+    segments, horizon = 8, 16
+    buffer = types.SimpleNamespace(
+        masks=torch.ones(segments, horizon), rewards=torch.zeros(segments, horizon),
+        terminals=torch.zeros(segments, horizon), truncations=torch.zeros(segments, horizon),
+        observations=torch.rand(segments, horizon, 4) * torch.tensor([1.0, 1e4, 1.0, 1.0]),
+        values=torch.zeros(segments, horizon), final_values=torch.zeros(segments, horizon))
+    train = types.SimpleNamespace(learning_rate=3e-4, ent_coef=0.0, vf_coef=0.5,
+                                  reward_clamp=0.0, gamma=0.99, max_grad_norm=0.0,
+                                  normalize_rewards=False, normalize_observations=False,
+                                  total_timesteps=10**6)
+    trainer = types.SimpleNamespace(
+        config=types.SimpleNamespace(train=train, vec=types.SimpleNamespace(num_workers=1),
+                                     env_name="test"),
+        global_step=0, num_agents=segments, buffer=buffer, learner=None,
+        vecenv=types.SimpleNamespace(single_action_space=types.SimpleNamespace(n=2)))
+    events = types.SimpleNamespace(emit=lambda *a: None, info=lambda *a: None)
+    doctor = Doctor(trainer, events)
+    doctor.seconds = 1.0  # far over budget for the uptimes below
+    scanned = []
+    for epoch in range(1, 13):
+        row = {"epoch": epoch, "global_step": epoch * 128, "uptime": 0.001 * epoch}
+        doctor.examine(row)
+        scanned.append("obs_ratio" in doctor._last_signals)
+    assert scanned.count(True) >= 4 and "False, False, False" not in str(scanned), scanned
+    assert any(m["rule"] == "obs_scale" for m in doctor.active())  # and it still fires

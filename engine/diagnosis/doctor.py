@@ -30,6 +30,7 @@ SAMPLE_ROWS = 1024  # observation rows measured per epoch at most (a column 1000
 # the share of training time under which the observation scan runs every epoch; above it,
 # on the epochs that bring the doctor back under (breakout's 0.06 s epochs: about 1 in 2)
 SCAN_BUDGET = 0.004
+SCAN_EVERY = 3  # the scan runs every third epoch at least (a run's first epochs cost most)
 RETURN_SEGMENTS = 256  # segments whose returns are computed per epoch at most
 TRACE_ENV = "PUFFER_TUI_DIAGNOSIS_TRACE"
 
@@ -162,6 +163,7 @@ class Doctor:
         self.seconds = 0.0  # time spent diagnosing, for benchmarks/doctor.py
         self._last_step = trainer.global_step
         self._last_signals: dict = {}
+        self._unscanned = 0  # epochs since the observation scan last ran
         trace = os.environ.get(TRACE_ENV)
         self._trace = open(trace, "a", encoding="utf-8") if trace else None  # noqa: SIM115
 
@@ -178,8 +180,11 @@ class Doctor:
         train = trainer.config.train
         # the observation scan (half the cost) skips the epochs the doctor is over budget:
         # columns' scales change slowly, and obs_scale reads the last ones measured
+        # ... but at least every SCAN_EVERY epochs (obs_scale wants 2 measures in 10)
         uptime = row.get("uptime")
-        scan = not isinstance(uptime, (int, float)) or self.seconds <= SCAN_BUDGET * uptime
+        scan = not isinstance(uptime, (int, float)) or self.seconds <= SCAN_BUDGET * uptime \
+            or self._unscanned >= SCAN_EVERY - 1
+        self._unscanned = 0 if scan else self._unscanned + 1
         signals.update(batch_signals(trainer.buffer, train.normalize_observations, scan))
         if (signals.get("explained_variance") or 0.0) < 0.1:  # only critic_blind reads it
             signals["return_spread"] = return_spread(trainer.buffer, train.gamma)
