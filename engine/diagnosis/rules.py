@@ -2,8 +2,8 @@
 
 Each rule is a small function `rule(history, ctx, active) -> Finding | None` over the run's
 recent epochs (`history`, oldest first; each a flat dict of signals, see SIGNALS) and the
-run's current settings (`ctx`: learning_rate, ent_coef, gamma, max_grad_norm,
-normalize_rewards, normalize_observations, entropy_max, num_workers). It returns a Finding
+run's current settings (`ctx`: env_name, learning_rate, ent_coef, gamma, max_grad_norm,
+normalize_rewards, normalize_observations, entropy_max, num_workers, total_timesteps). It returns a Finding
 while its condition holds, None otherwise; `active` says whether it has fired already, so
 a rule may keep holding on a looser threshold than the one that fired it (no flicker).
 engine/diagnosis/doctor.py runs them after each epoch, fires and clears them and makes the
