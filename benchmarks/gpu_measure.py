@@ -21,7 +21,6 @@ import statistics
 import subprocess
 import sys
 import threading
-import time
 
 
 class UtilisationSampler:
@@ -83,9 +82,10 @@ class UtilisationSampler:
 def measure(env: str, overrides: dict, rounds: int, seconds: float) -> dict:
     import torch
 
+    from puffer_tui.benchmarks.train import timed_epochs
     from puffer_tui.engine.algo.trainer import Trainer
     from puffer_tui.engine.shared.config import load_config
-    from puffer_tui.engine.shared.protocol import TIMING, TIMING_KEYS
+    from puffer_tui.engine.shared.protocol import TIMING_KEYS
 
     # a budget the run never reaches while measured (bench train does the same)
     config = load_config(env, {"train.total_timesteps": 10**12, **overrides})
@@ -100,16 +100,8 @@ def measure(env: str, overrides: dict, rounds: int, seconds: float) -> dict:
         sampler = UtilisationSampler(trainer.device.index or 0) if cuda else None
         with sampler or _nothing():
             for _ in range(rounds):
-                start_step, start = trainer.global_step, time.perf_counter()
-                while True:
-                    row = trainer.run_epoch()
-                    epochs += 1
-                    for key in TIMING_KEYS:
-                        totals[key] += float(row[TIMING].get(key, 0.0))
-                    elapsed = time.perf_counter() - start
-                    if elapsed >= seconds:
-                        break
-                steps = trainer.global_step - start_step
+                steps, round_epochs, elapsed = timed_epochs(trainer, seconds, totals)
+                epochs += round_epochs
                 steps_total += steps
                 round_sps.append(steps / elapsed)
         timed = sum(totals.values()) or 1.0

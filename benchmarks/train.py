@@ -30,25 +30,28 @@ def add_arguments(p):
     p.set_defaults(accepts_extra=True)
 
 
+def timed_epochs(trainer, seconds: float, totals: dict) -> tuple[int, int, float]:
+    """(steps, epochs, wall seconds) of whole epochs run until `seconds` have passed (or the
+    budget is spent); each epoch's timing shares are added into `totals`."""
+    start_step, start, epochs = trainer.global_step, time.perf_counter(), 0
+    while True:
+        row = trainer.run_epoch()
+        epochs += 1
+        for key in TIMING_KEYS:
+            totals[key] += float(row[TIMING].get(key, 0.0))
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds or trainer.done:
+            return trainer.global_step - start_step, epochs, elapsed
+
+
 def measure(config, seconds: float) -> dict:
     from puffer_tui.engine.algo.trainer import Trainer
 
     trainer = Trainer(config)
     try:
         trainer.run_epoch()  # warm-up: not measured
-        start_step = trainer.global_step
         totals = dict.fromkeys(TIMING_KEYS, 0.0)
-        epochs = 0
-        start = time.perf_counter()
-        while True:
-            row = trainer.run_epoch()
-            epochs += 1
-            for key in TIMING_KEYS:
-                totals[key] += float(row[TIMING].get(key, 0.0))
-            elapsed = time.perf_counter() - start
-            if elapsed >= seconds or trainer.done:
-                break
-        steps = trainer.global_step - start_step
+        steps, epochs, elapsed = timed_epochs(trainer, seconds, totals)
         import torch
 
         threads = torch.get_num_threads()  # what the trainer chose (train.torch_threads 0: auto)
