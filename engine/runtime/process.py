@@ -42,16 +42,14 @@ from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.fault_handling import FaultHandling, check_memory, tidy_leftovers
 from puffer_tui.engine.runtime.frame_source import FrameSource
 from puffer_tui.engine.runtime.metrics import MetricsWriter, truncate_after
-from puffer_tui.engine.runtime.telemetry import Telemetry
+from puffer_tui.engine.runtime.telemetry import Telemetry, TrainerFeed
 from puffer_tui.engine.shared import checkpoint as ckpt
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.config import Config, load, schema
 from puffer_tui.engine.shared.health import NonFiniteError, is_disk_full
 from puffer_tui.engine.shared.protocol import (
-    DIAGNOSES,
     EVAL,
     LAUNCH_ID_ENV,
-    MessageType,
     RunState,
     palette_to_wire,
     schema_to_wire,
@@ -124,7 +122,7 @@ class Engine(FaultHandling):
         except Exception as e:  # an estimate that fails must not stop a run that may fit
             self.events.warning(f"could not estimate the memory this run needs: {e}")
         tidy_leftovers(self.run_dir)
-        self.telemetry = Telemetry(self.config, self.run_dir.name, self.state, self._trainer)
+        self.telemetry = Telemetry(self.config, self.run_dir.name, self.state)
         self.server = ControlServer(
             rd.socket_path(self.run_dir), self.commands, self.state, self.frames, self.hello,
             self._snapshot,
@@ -189,6 +187,8 @@ class Engine(FaultHandling):
                                            self._evaluation_interrupted)
             self.doctor = Doctor(self.trainer, self.events, self.server and self.server.publish_event)
             self.commands.handle("diagnosis", self.doctor.command)
+        if self.telemetry is not None:  # handed what it shows: the trainer's feed, diagnoses
+            self.telemetry.attach(TrainerFeed.of(self.trainer), self.doctor.active)
         if self.metrics is not None and self.metrics.tensorboard_error:
             self.events.warning(f"TensorBoard is installed but unusable, metrics.jsonl only "
                                 f"({self.metrics.tensorboard_error})")
@@ -293,7 +293,7 @@ class Engine(FaultHandling):
     def _shutdown(self, previous_handlers) -> None:
         final = None
         try:
-            final = {"type": MessageType.TELEMETRY, **self._snapshot()} if self.telemetry else None
+            final = self.telemetry.snapshot().push() if self.telemetry else None
         except Exception:
             pass
         try:
@@ -373,9 +373,7 @@ class Engine(FaultHandling):
         return self.trainer
 
     def _snapshot(self) -> dict:
-        # telemetry plus the diagnoses in force, for clients that attach after they fired
-        doctor = self.doctor
-        return {**self.telemetry.snapshot(), DIAGNOSES: doctor.active() if doctor else []}
+        return self.telemetry.snapshot().to_wire()
 
     def _frame(self, env: int, view: str = "env"):
         return self.trainer.frame(env, view) if self.trainer is not None else None
