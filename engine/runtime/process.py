@@ -125,7 +125,7 @@ class Engine(FaultHandling):
         self.telemetry = Telemetry(self.config, self.run_dir.name, self.state)
         self.server = ControlServer(
             rd.socket_path(self.run_dir), self.commands, self.state, self.frames, self.hello,
-            self._snapshot,
+            self.telemetry.wire,
             env_name=self.config.env_name, num_envs=self.config.vec.num_envs,
         )
         try:
@@ -371,9 +371,6 @@ class Engine(FaultHandling):
 
     def _trainer(self):
         return self.trainer
-
-    def _snapshot(self) -> dict:
-        return self.telemetry.snapshot().to_wire()
 
     def _frame(self, env: int, view: str = "env"):
         return self.trainer.frame(env, view) if self.trainer is not None else None

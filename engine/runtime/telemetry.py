@@ -81,6 +81,10 @@ class Telemetry:
         for clients that attach after they fired."""
         self.feed, self.diagnoses = feed, diagnoses
 
+    def wire(self) -> dict:
+        """The snapshot as the control server sends it (its `telemetry_fn`)."""
+        return self.snapshot().to_wire()
+
     def snapshot(self) -> TelemetrySnapshot:
         feed, row, state = self.feed, self.last_row, self.state.run_state
         progress = dict(feed.progress() or {}) if feed is not None else {}
