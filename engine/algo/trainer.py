@@ -401,9 +401,8 @@ class Trainer:
         return self.apply_live(check_live(key, value, self.config.env_name))
 
     def apply_live(self, change: LiveChange) -> tuple[object, str]:
-        """A live change the schema has checked once (protocol.check_live, the server's `set`);
-        what is left is this run's: the whole config still consistent, the steps done.
-        Returns (value, when it applies)."""
+        """(value, when it applies) of a change the schema checked once (protocol.check_live);
+        what is left is this run's: the whole config still consistent, the steps done."""
         spec, new_value = change, change.value
         apply(self.config, {change.key: new_value})  # the whole config (e.g. prio_alpha)
         if spec.key == "train.total_timesteps":  # the end moves: the schedules move with it
