@@ -42,10 +42,9 @@ from puffer_tui.app.widgets.sps_history import SpsHistory
 from puffer_tui.app.widgets.timing_bars import TimingBars
 from puffer_tui.app.widgets.workers_panel import WorkersPanel
 from puffer_tui.engine.shared.protocol import (
-    CLUSTER,
     FINAL_STATES,
-    WORKERS,
     RunState,
+    TelemetrySnapshot,
     palette_from_wire,
 )
 from puffer_tui.screens.confirm import ChoiceDialog
@@ -231,30 +230,28 @@ class DashboardScreen(Screen):
 
     def refresh_panels(self) -> None:
         store = self.store
-        t = store.latest
-        self.query_one(RunHeader).telemetry = {**self._identity(), **t}
+        t = store.latest or TelemetrySnapshot()  # the engine's numbers, shown as they are
+        header = self.query_one(RunHeader)
+        header.identity, header.telemetry = self._identity(), store.latest
         diagnoses = self.query_one(DiagnosisLine)
         before = diagnoses.top
-        diagnoses.show(t)
+        diagnoses.show(t.diagnoses)
         if (before is None) != (diagnoses.top is None):
             self.set_class(diagnoses.top is not None, "-diagnosis")
             self.sync_footer()  # its keys come (or go)
         sps = self.query_one(SpsHistory)
-        sps.samples = list(store.sps)
-        sps.state = store.state
+        sps.samples, sps.now, sps.state = list(store.sps), t.sps, store.state
         timing = self.query_one(TimingBars)
-        timing.percent = t.get("timing_pct") or {}
-        timing.seconds = t.get("timing") or {}
+        timing.percent, timing.seconds = t.timing_pct, t.timing
         stats = self.query_one(EpisodeStats)
         history = {k: list(v) for k, v in store.stats.items()}
         if store.eval_history():  # one point per evaluation, beside the training score
             history[EVAL_SCORE] = store.eval_history()
         stats.trends = {k: store.trend(k) for k in history}
         stats.history = history
-        self.query_one(CpuPanel).gpu = t.get("gpu")
+        self.query_one(CpuPanel).gpu = t.gpu
         workers = self.query_one(WorkersPanel)
-        workers.worker_rows = t.get(WORKERS) or []
-        workers.cluster = t.get(CLUSTER)
+        workers.worker_rows, workers.cluster = t.workers, t.cluster
         workers.set_class(len(workers.worker_rows) > 1 or bool(workers.cluster), "-shown")
         self.query_one(EventLog).show(list(store.events), store.events_seen,
                                       store.events_reordered)

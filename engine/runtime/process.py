@@ -41,15 +41,13 @@ from puffer_tui.engine.runtime.control_server import PROTOCOL_VERSION, ControlSe
 from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.frame_source import FrameSource
 from puffer_tui.engine.runtime.recovery import Recovery, tidy_leftovers
-from puffer_tui.engine.runtime.telemetry import Telemetry
+from puffer_tui.engine.runtime.telemetry import Telemetry, TrainerFeed
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.config import Config, load, schema
 from puffer_tui.engine.shared.health import NonFiniteError, is_disk_full
 from puffer_tui.engine.shared.protocol import (
-    DIAGNOSES,
     EVAL,
     LAUNCH_ID_ENV,
-    MessageType,
     RunState,
     palette_to_wire,
     schema_to_wire,
@@ -122,10 +120,10 @@ class Engine:
         except Exception as e:  # an estimate that fails must not stop a run that may fit
             self.events.warning(f"could not estimate the memory this run needs: {e}")
         tidy_leftovers(self.run_dir)
-        self.telemetry = Telemetry(self.config, self.run_dir.name, self.state, self._trainer)
+        self.telemetry = Telemetry(self.config, self.run_dir.name, self.state)
         self.server = ControlServer(
             rd.socket_path(self.run_dir), self.commands, self.state, self.frames, self.hello,
-            self._snapshot,
+            self.telemetry.wire,
             env_name=self.config.env_name, num_envs=self.config.vec.num_envs,
         )
         try:
@@ -187,6 +185,8 @@ class Engine:
                                            self._evaluation_interrupted)
             self.doctor = Doctor(self.trainer, self.events, self.server and self.server.publish_event)
             self.commands.handle("diagnosis", self.doctor.command)
+        if self.telemetry is not None:  # handed what it shows: the trainer's feed, diagnoses
+            self.telemetry.attach(TrainerFeed.of(self.trainer), self.doctor.active)
         if metrics is not None and metrics.tensorboard_error:
             self.events.warning(f"TensorBoard is installed but unusable, metrics.jsonl only "
                                 f"({metrics.tensorboard_error})")
@@ -273,7 +273,7 @@ class Engine:
     def _shutdown(self, previous_handlers) -> None:
         final = None
         try:
-            final = {"type": MessageType.TELEMETRY, **self._snapshot()} if self.telemetry else None
+            final = self.telemetry.snapshot().push() if self.telemetry else None
         except Exception:
             pass
         try:
@@ -340,11 +340,6 @@ class Engine:
 
     def _trainer(self):
         return self.trainer
-
-    def _snapshot(self) -> dict:
-        # telemetry plus the diagnoses in force, for clients that attach after they fired
-        doctor = self.doctor
-        return {**self.telemetry.snapshot(), DIAGNOSES: doctor.active() if doctor else []}
 
     def _frame(self, env: int, view: str = "env"):
         return self.trainer.frame(env, view) if self.trainer is not None else None
