@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -12,19 +14,7 @@ from textual.widgets import Button, Label
 class ChoiceDialog(ModalScreen[str | None]):
     """Dismisses with the chosen key, or None on Escape."""
 
-    DEFAULT_CSS = """
-    ChoiceDialog { align: center middle; }
-    ChoiceDialog > Vertical {
-        width: 64;
-        height: auto;
-        border: thick $primary;
-        background: $panel;
-        padding: 1 2;
-    }
-    ChoiceDialog Label { width: 1fr; margin-bottom: 1; }
-    ChoiceDialog Horizontal { height: auto; align: center middle; }
-    ChoiceDialog Button { margin: 0 1; }
-    """
+    CSS_PATH = Path(__file__).with_name("confirm.tcss")
 
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
 

@@ -8,6 +8,7 @@ dashboard's line and this screen agree on what was applied or dismissed.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -58,13 +59,7 @@ def describe(diagnosis: dict, selected: bool, applied: bool, cause: str | None =
 
 
 class DiagnosisScreen(ModalScreen[None]):
-    DEFAULT_CSS = """
-    DiagnosisScreen { align: center middle; }
-    DiagnosisScreen > VerticalScroll {
-        width: 90%; max-width: 100; height: 90%;
-        border: round $warning; background: $panel; padding: 0 1;
-    }
-    """
+    CSS_PATH = Path(__file__).with_name("diagnosis.tcss")
     BINDINGS = [
         Binding("a", "apply", "Apply fix"),
         Binding("x", "dismiss_one", "Dismiss"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -81,18 +83,7 @@ dies, its traceback is shown with an offer to resume from the last checkpoint.
 
 
 class HelpScreen(ModalScreen[None]):
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        padding: 0 1;
-        width: 84;
-        max-width: 95%;
-        height: auto;
-        max-height: 90%;
-        border: thick $primary;
-        background: $panel;
-    }
-    """
+    CSS_PATH = Path(__file__).with_name("help.tcss")
 
     BINDINGS = [
         Binding("escape", "dismiss", "Close"),

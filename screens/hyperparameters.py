@@ -8,6 +8,8 @@ under the field. Other fields are read-only: they are fixed when a run starts.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -64,13 +66,7 @@ class FieldRow(Vertical):
 
 
 class HyperparameterScreen(Screen):
-    DEFAULT_CSS = """
-    HyperparameterScreen #status { height: 1; padding: 0 1; background: $boost; }
-    HyperparameterScreen VerticalScroll { padding: 0 1; }
-    HyperparameterScreen .section { text-style: bold; color: $text-accent; margin: 1 0;
-                                    width: 1fr; }
-    HyperparameterScreen .readonly { color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
-    """
+    CSS_PATH = Path(__file__).with_name("hyperparameters.tcss")
 
     BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
     # Open ready to type: the first live field has the focus as soon as the screen is

@@ -5,6 +5,7 @@ Redrawn when the app says the run changed (`RunChanged`), at most ~15 times a se
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 from textual import on
 from textual.app import ComposeResult
@@ -22,9 +23,7 @@ REFRESH_S = 1 / 15  # frames arrive at up to ~15 Hz: draw no more often than tha
 
 
 class RenderScreen(Screen):
-    DEFAULT_CSS = """
-    RenderScreen EnvRender { height: 1fr; width: 1fr; }
-    """
+    CSS_PATH = Path(__file__).with_name("render.tcss")
 
     BINDINGS = [
         Binding("escape,r", "app.pop_screen", "Back"),
