@@ -71,6 +71,7 @@ class PufferEnv:
         self.truncations = buf["truncations"]
         self.masks = buf["masks"]
         self.final_observations = buf["final_observations"]
+        self._reset_done = False  # step() before the first reset() is refused
 
     @property
     def action_space(self) -> spaces.Space:
@@ -102,6 +103,22 @@ class PufferEnv:
 
     def _raise_out_of_range(self, actions, index: int | None = None) -> None:
         self._actions_checker.raise_bad(actions, index, self.name)
+
+    def _begin_step(self, actions) -> None:
+        """step()'s start in every env: refuse a step before reset(), then take the actions."""
+        if not self._reset_done:
+            raise RuntimeError(f"{self.name}: call reset() before step()")
+        self.write_actions(actions)
+
+    def _episodes_begun(self):
+        """reset()'s end in envs stepped in Python (a C env's reset clears its own): no reward
+        or episode end yet, a fresh log, steps allowed. Returns reset()'s (observations, infos)."""
+        self.rewards[:] = 0
+        self.terminals[:] = False
+        self.truncations[:] = False
+        self._start_log(self.log_interval)
+        self._reset_done = True
+        return self.observations, []
 
     # -- the API subclasses implement ---------------------------------------------------------
 
@@ -223,7 +240,6 @@ class NativeEnv(PufferEnv):
             self._actions_checker.nvec,
             self.seed & 0xFFFFFFFFFFFFFFFF,
         )
-        self._reset_done = False
 
     @property
     def frame_shape(self):
@@ -239,9 +255,7 @@ class NativeEnv(PufferEnv):
         return self.observations, []
 
     def step(self, actions):
-        if not self._reset_done:
-            raise RuntimeError(f"{self.name}: call reset() before step()")
-        self.write_actions(actions)
+        self._begin_step(actions)
         bad = self._c.step()
         if bad >= 0:
             self._raise_out_of_range(self.actions, bad)
