@@ -60,10 +60,7 @@ class GymnasiumPufferEnv(PufferEnv):
         env_kwargs: dict | None = None,
         optional_kwargs: tuple = (),
     ):
-        if log_interval < 1:  # before any env is built
-            raise ValueError(f"log_interval must be >= 1, got {log_interval}")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.check_counts(num_envs, log_interval)
         env_creator = _resolve_creator(env_creator)
         self.envs = []
         try:

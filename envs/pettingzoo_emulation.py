@@ -47,10 +47,7 @@ class PettingZooPufferEnv(PufferEnv):
 
     def __init__(self, env_creator, num_envs: int = 1, seed: int = 0, buf: dict | None = None,
                  log_interval: int = 32, env_kwargs: dict | None = None):
-        if log_interval < 1:
-            raise ValueError(f"log_interval must be >= 1, got {log_interval}")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.check_counts(num_envs, log_interval)
         env_creator = _resolve_creator(env_creator)
         self.envs = []
         try:

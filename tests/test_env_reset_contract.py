@@ -9,6 +9,7 @@ from test_pettingzoo_emulation import make_dying_agents
 from puffer_tui.envs import from_gymnasium
 from puffer_tui.envs.pettingzoo_emulation import from_pettingzoo
 from puffer_tui.envs.registry import make
+from puffer_tui.envs.squared import Squared
 
 PYTHON_STEPPED = {
     "gymnasium": lambda: from_gymnasium("CartPole-v1")(num_envs=2),
@@ -46,3 +47,19 @@ def test_reset_starts_from_no_reward_and_no_episode_end(kind):
         assert env.masks.any()
     finally:
         env.close()
+
+
+COUNTED = {  # (num_envs, log_interval) -> an env of each kind
+    "native": lambda n, log: Squared(num_envs=n, log_interval=log),
+    "gymnasium": lambda n, log: from_gymnasium("CartPole-v1", log_interval=log)(num_envs=n),
+    "pettingzoo": lambda n, log: from_pettingzoo(make_dying_agents, log_interval=log)(
+        num_envs=n),
+}
+
+
+@pytest.mark.parametrize("kind", COUNTED)
+def test_impossible_counts_are_refused_naming_the_count(kind):
+    with pytest.raises(ValueError, match="num_envs must be >= 1, got 0"):
+        COUNTED[kind](0, 32)
+    with pytest.raises(ValueError, match="log_interval must be >= 1, got 0"):
+        COUNTED[kind](1, 0)

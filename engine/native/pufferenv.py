@@ -73,6 +73,14 @@ class PufferEnv:
         self.final_observations = buf["final_observations"]
         self._reset_done = False  # step() before the first reset() is refused
 
+    @staticmethod
+    def check_counts(num_envs: int, log_interval: int) -> None:
+        """Refuse impossible counts first, before an env is built (which can be slow)."""
+        if log_interval < 1:
+            raise ValueError(f"log_interval must be >= 1, got {log_interval}")
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+
     @property
     def action_space(self) -> spaces.Space:
         """The joint action space of all rows (handy for sampling)."""
@@ -224,13 +232,12 @@ class NativeEnv(PufferEnv):
         log_interval: int = 32,
         **settings,
     ):
+        self.check_counts(num_envs, log_interval)
         self.settings = self.resolve(settings)
         layout = self.layout(self.settings)
         super().__init__(
             layout.observation_space, layout.action_space, num_envs, layout.agents_per_env, buf
         )
-        if log_interval < 1:
-            raise ValueError(f"log_interval must be >= 1, got {log_interval}")
         self.seed = int(seed)
         self.log_interval = int(log_interval)
         self._frame_shape = layout.frame_shape
