@@ -87,7 +87,6 @@ def changes_text(runs: tuple[RunSeries, ...]) -> Text:
 
 class CompareScreen(Screen):
     # 80x24 first: the plot takes what the two tables below it leave.
-    CSS_PATH = Path(__file__).with_name("compare.tcss")
 
     BINDINGS = [
         Binding("m", "cycle_metric", "Metric"),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -14,7 +12,6 @@ from textual.widgets import Button, Label
 class ChoiceDialog(ModalScreen[str | None]):
     """Dismisses with the chosen key, or None on Escape."""
 
-    CSS_PATH = Path(__file__).with_name("confirm.tcss")
 
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
 

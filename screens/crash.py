@@ -36,7 +36,6 @@ def last_error_text(run_dir: Path | None, max_bytes: int = 256 * 1024) -> str:
 class CrashScreen(ModalScreen[str | None]):
     """Dismisses with "resume", "quit" or None (stay and look at the dashboard)."""
 
-    CSS_PATH = Path(__file__).with_name("crash.tcss")
 
     BINDINGS = [Binding("escape", "dismiss_none", "Close")]
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from pathlib import Path
 
 from textual import on
 from textual.app import ComposeResult, SystemCommand
@@ -65,7 +64,6 @@ class DashboardScreen(ReplayKeys, Screen):
     # 80x24 first (the default terminal): narrow side panels leave the plots room; from 100
     # columns on, the side panels take their full width.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
-    CSS_PATH = Path(__file__).with_name("dashboard.tcss")
 
     BINDINGS = [
         Binding("p", "pause", "Pause"),

@@ -8,7 +8,6 @@ dashboard's line and this screen agree on what was applied or dismissed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -59,7 +58,6 @@ def describe(diagnosis: dict, selected: bool, applied: bool, cause: str | None =
 
 
 class DiagnosisScreen(ModalScreen[None]):
-    CSS_PATH = Path(__file__).with_name("diagnosis.tcss")
     BINDINGS = [
         Binding("a", "apply", "Apply fix"),
         Binding("x", "dismiss_one", "Dismiss"),

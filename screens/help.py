@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -83,8 +81,6 @@ dies, its traceback is shown with an offer to resume from the last checkpoint.
 
 
 class HelpScreen(ModalScreen[None]):
-    CSS_PATH = Path(__file__).with_name("help.tcss")
-
     BINDINGS = [
         Binding("escape", "dismiss", "Close"),
         Binding("question_mark", "dismiss", "Close", show=False),

@@ -8,8 +8,6 @@ under the field. Other fields are read-only: they are fixed when a run starts.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -66,8 +64,6 @@ class FieldRow(Vertical):
 
 
 class HyperparameterScreen(Screen):
-    CSS_PATH = Path(__file__).with_name("hyperparameters.tcss")
-
     BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
     # Open ready to type: the first live field has the focus as soon as the screen is
     # composed. (Focusing it from on_mount was a queued callback: keys typed before it ran

@@ -90,7 +90,6 @@ def field_text(spec, value: str, error: str | None) -> Text:
 class LauncherScreen(Screen):
     # 80x24 first: a 30-column left side (envs, recent runs), the preset on the right with the
     # focused field shown in full below it; wider terminals give the help column more room.
-    CSS_PATH = Path(__file__).with_name("launcher.tcss")
 
     BINDINGS = [
         Binding("ctrl+s", "start", "Start training"),

@@ -5,7 +5,6 @@ Redrawn when the app says the run changed (`RunChanged`), at most ~15 times a se
 from __future__ import annotations
 
 import time
-from pathlib import Path
 
 from textual import on
 from textual.app import ComposeResult
@@ -23,8 +22,6 @@ REFRESH_S = 1 / 15  # frames arrive at up to ~15 Hz: draw no more often than tha
 
 
 class RenderScreen(Screen):
-    CSS_PATH = Path(__file__).with_name("render.tcss")
-
     BINDINGS = [
         Binding("escape,r", "app.pop_screen", "Back"),
         Binding("left_square_bracket", "env(-1)", "Prev env"),

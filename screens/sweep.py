@@ -53,7 +53,6 @@ def objective_text(snap: dict) -> str:
 
 class SweepScreen(Screen):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
-    CSS_PATH = Path(__file__).with_name("sweep.tcss")
 
     BINDINGS = [
         Binding("x", "prune", "Prune"),
