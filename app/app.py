@@ -46,8 +46,10 @@ SOCKET_WAIT_S = 10.0  # how long to wait for the socket of an engine we attach t
 
 class PufferApp(App):
     TITLE = "puffer-tui"
-    CSS = "Screen { background: $surface; }"
-    CSS_PATH = Path(__file__).with_name("panels.tcss")  # absolute: subclasses live elsewhere
+    # The panels' frame, and every screen's layout (one file for the screens' room); absolute
+    # paths, as subclasses (the tests' apps) live elsewhere.
+    CSS_PATH = [Path(__file__).with_name("panels.tcss"),
+                Path(__file__).parents[1] / "screens" / "screens.tcss"]
 
     def __init__(self, run_dir: str | Path | None = None, attach: bool = False,
                  runs_root: str | Path | None = None, sweep_dir: str | Path | None = None):

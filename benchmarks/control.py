@@ -8,12 +8,13 @@ CPU is the user+system time of the engine and its workers (psutil) over a window
 
 from __future__ import annotations
 
-import json
 import shutil
 import statistics
 import tempfile
 import time
 from pathlib import Path
+
+from puffer_tui.benchmarks.output import print_result
 
 
 def add_arguments(p):
@@ -115,21 +116,11 @@ def run(args) -> int:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     result.update(env=config.env_name, backend=config.vec.backend, num_envs=config.vec.num_envs)
-    if args.json:
-        print(json.dumps({"control": result}, indent=2))
-        return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"engine control: {result['env']}, {result['num_envs']} envs, "
-                        f"{result['backend']} backend, {result['processes']} processes")
-    table.add_column("measure")
-    table.add_column("median", justify="right")
-    table.add_column("max", justify="right")
-    for key, label in (("pause_ms", "pause takes effect (ms)"), ("resume_ms", "resume (ms)"),
-                       ("paused_cpu_percent", "CPU while paused (% of a core, all)")):
-        table.add_row(label, f"{result[key]['median']:.1f}", f"{result[key]['max']:.1f}")
-    table.add_row("CPU while running (% of a core, all)", f"{result['running_cpu_percent']:.0f}", "")
-    table.add_row("steps taken while paused", str(result["steps_while_paused"]), "")
-    Console().print(table)
-    return 0
+    rows = [(label, f"{result[key]['median']:.1f}", f"{result[key]['max']:.1f}")
+            for key, label in (("pause_ms", "pause takes effect (ms)"), ("resume_ms", "resume (ms)"),
+                               ("paused_cpu_percent", "CPU while paused (% of a core, all)"))]
+    rows += [("CPU while running (% of a core, all)", f"{result['running_cpu_percent']:.0f}", ""),
+             ("steps taken while paused", str(result["steps_while_paused"]), "")]
+    title = (f"engine control: {result['env']}, {result['num_envs']} envs, "
+             f"{result['backend']} backend, {result['processes']} processes")
+    return print_result("control", result, args.json, title, ("measure", "median", "max"), rows)

@@ -6,10 +6,11 @@ into the env's action buffer each step, as a vectorizer would.
 
 from __future__ import annotations
 
-import json
 import time
 
 import numpy as np
+
+from puffer_tui.benchmarks.output import print_result
 
 ACTION_BLOCK = 1024  # rows of pre-generated actions, cycled
 
@@ -69,17 +70,8 @@ def run(args) -> int:
     results = {}
     for name in names:
         results[name] = measure(name, args.num_envs, args.seconds)
-    if args.json:
-        print(json.dumps({"envs": results}, indent=2))
-        return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"env steps/second, one core, {args.num_envs} envs per process")
-    for col in ("env", "agent-steps/s", "agents", "calls", "seconds"):
-        table.add_column(col, justify="right" if col != "env" else "left")
-    for name, r in results.items():
-        table.add_row(name, f"{r['sps'] / 1e6:,.1f} M", str(r["num_agents"]), f"{r['steps']:,}",
-                      f"{r['seconds']:.2f}")
-    Console().print(table)
-    return 0
+    rows = [(name, f"{r['sps'] / 1e6:,.1f} M", str(r["num_agents"]), f"{r['steps']:,}",
+             f"{r['seconds']:.2f}") for name, r in results.items()]
+    return print_result("envs", results, args.json,
+                        f"env steps/second, one core, {args.num_envs} envs per process",
+                        ("env", "agent-steps/s", "agents", "calls", "seconds"), rows)

@@ -6,9 +6,9 @@ epochs over their wall time; the breakdown is the trainer's own timing of those 
 
 from __future__ import annotations
 
-import json
 import time
 
+from puffer_tui.benchmarks.output import print_result
 from puffer_tui.engine.shared.protocol import TIMING, TIMING_KEYS
 
 
@@ -105,21 +105,11 @@ def run(args) -> int:
 
         return run_peer(config, args.budget, args.json)
     result = measure(config, args.seconds)
-    if args.json:
-        print(json.dumps({"train": result}, indent=2))
-        return 0
-    from rich.console import Console
-    from rich.table import Table
-
-    table = Table(title=f"training {result['env']}: {result['num_envs']} envs, "
-                        f"{result['backend']} backend, {result['torch_threads']} torch threads")
-    table.add_column("measure")
-    table.add_column("value", justify="right")
-    table.add_row("agent-steps/s", f"{result['sps']:,.0f}")
-    table.add_row("steps / epochs", f"{result['steps']:,} / {result['epochs']}")
-    table.add_row("seconds", f"{result['seconds']:.2f}")
-    for key in TIMING_KEYS:
-        table.add_row(f"  {key}", f"{result['timing'][key]:.2f} s  "
-                                  f"({result['timing_pct'][key]:.0f}%)")
-    Console().print(table)
-    return 0
+    rows = [("agent-steps/s", f"{result['sps']:,.0f}"),
+            ("steps / epochs", f"{result['steps']:,} / {result['epochs']}"),
+            ("seconds", f"{result['seconds']:.2f}")]
+    rows += [(f"  {key}", f"{result['timing'][key]:.2f} s  ({result['timing_pct'][key]:.0f}%)")
+             for key in TIMING_KEYS]
+    title = (f"training {result['env']}: {result['num_envs']} envs, "
+             f"{result['backend']} backend, {result['torch_threads']} torch threads")
+    return print_result("train", result, args.json, title, ("measure", "value"), rows)

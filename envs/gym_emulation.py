@@ -60,10 +60,7 @@ class GymnasiumPufferEnv(PufferEnv):
         env_kwargs: dict | None = None,
         optional_kwargs: tuple = (),
     ):
-        if log_interval < 1:  # before any env is built
-            raise ValueError(f"log_interval must be >= 1, got {log_interval}")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.check_counts(num_envs, log_interval)
         env_creator = _resolve_creator(env_creator)
         self.envs = []
         try:
@@ -101,7 +98,6 @@ class GymnasiumPufferEnv(PufferEnv):
         self._start_log(log_interval)
         self._episode_return = [0.0] * num_envs
         self._episode_length = [0] * num_envs
-        self._reset_done = False
         self._render_error: str | None = None
 
     # -- frames: what renderers draw (engine/runtime/frame_source.py asks only while someone watches) --
@@ -154,20 +150,13 @@ class GymnasiumPufferEnv(PufferEnv):
         for i, env in enumerate(self.envs):
             observation, _ = env.reset(seed=self.seed + i)
             self.observation_layout.flatten(observation, out=self.observations[i])
-        self.rewards[:] = 0
-        self.terminals[:] = False
-        self.truncations[:] = False
         self.masks[:] = True
         self._episode_return = [0.0] * self.num_envs
         self._episode_length = [0] * self.num_envs
-        self._start_log(self.log_interval)
-        self._reset_done = True
-        return self.observations, []
+        return self._episodes_begun()
 
     def step(self, actions):
-        if not self._reset_done:
-            raise RuntimeError(f"{self.name}: call reset() before step()")
-        self.write_actions(actions)
+        self._begin_step(actions)
         self.check_action_values()  # write_actions trusts int32 input; check the buffer
         # Per-env work stays in plain Python objects and the buffers are written once per
         # call: numpy scalar reads/writes inside this loop cost as much as CartPole's physics.

@@ -47,10 +47,7 @@ class PettingZooPufferEnv(PufferEnv):
 
     def __init__(self, env_creator, num_envs: int = 1, seed: int = 0, buf: dict | None = None,
                  log_interval: int = 32, env_kwargs: dict | None = None):
-        if log_interval < 1:
-            raise ValueError(f"log_interval must be >= 1, got {log_interval}")
-        if num_envs < 1:
-            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.check_counts(num_envs, log_interval)
         env_creator = _resolve_creator(env_creator)
         self.envs = []
         try:
@@ -73,7 +70,6 @@ class PettingZooPufferEnv(PufferEnv):
         self._row = {agent: j for j, agent in enumerate(self.agents)}
         self._returns = np.zeros(self.num_agents, np.float64)
         self._lengths = np.zeros(self.num_agents, np.int64)
-        self._reset_done = False
 
     def unflatten_observations(self, flat):
         return self.observation_layout.unflatten(flat)
@@ -100,19 +96,12 @@ class PettingZooPufferEnv(PufferEnv):
         for i, env in enumerate(self.envs):
             observations, _ = env.reset(seed=self.seed + i)
             self._write_present(i, env, observations)
-        self.rewards[:] = 0
-        self.terminals[:] = False
-        self.truncations[:] = False
         self._returns[:] = 0
         self._lengths[:] = 0
-        self._start_log(self.log_interval)
-        self._reset_done = True
-        return self.observations, []
+        return self._episodes_begun()
 
     def step(self, actions):
-        if not self._reset_done:
-            raise RuntimeError(f"{self.name}: call reset() before step()")
-        self.write_actions(actions)
+        self._begin_step(actions)
         self.check_action_values()
         self.rewards[:] = 0
         self.terminals[:] = False

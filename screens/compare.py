@@ -87,15 +87,6 @@ def changes_text(runs: tuple[RunSeries, ...]) -> Text:
 
 class CompareScreen(Screen):
     # 80x24 first: the plot takes what the two tables below it leave.
-    DEFAULT_CSS = """
-    CompareScreen #compare-title { height: 1; padding: 0 1; background: $boost;
-                                   text-wrap: nowrap; text-overflow: ellipsis; }
-    CompareScreen ComparePlot { height: 1fr; min-height: 8; border: round $primary 50%; }
-    CompareScreen #compare-bottom { height: 9; }
-    CompareScreen #compare-diff { width: 3fr; height: 1fr; border: round $primary 50%; }
-    CompareScreen #compare-changes-box { width: 2fr; border: round $primary 50%; }
-    CompareScreen #compare-changes { text-wrap: nowrap; text-overflow: ellipsis; }
-    """
 
     BINDINGS = [
         Binding("m", "cycle_metric", "Metric"),

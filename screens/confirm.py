@@ -12,19 +12,6 @@ from textual.widgets import Button, Label
 class ChoiceDialog(ModalScreen[str | None]):
     """Dismisses with the chosen key, or None on Escape."""
 
-    DEFAULT_CSS = """
-    ChoiceDialog { align: center middle; }
-    ChoiceDialog > Vertical {
-        width: 64;
-        height: auto;
-        border: thick $primary;
-        background: $panel;
-        padding: 1 2;
-    }
-    ChoiceDialog Label { width: 1fr; margin-bottom: 1; }
-    ChoiceDialog Horizontal { height: auto; align: center middle; }
-    ChoiceDialog Button { margin: 0 1; }
-    """
 
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
 

@@ -36,20 +36,6 @@ def last_error_text(run_dir: Path | None, max_bytes: int = 256 * 1024) -> str:
 class CrashScreen(ModalScreen[str | None]):
     """Dismisses with "resume", "quit" or None (stay and look at the dashboard)."""
 
-    DEFAULT_CSS = """
-    CrashScreen { align: center middle; }
-    CrashScreen > Vertical {
-        width: 90%;
-        height: 80%;
-        border: thick $error;
-        background: $panel;
-        padding: 0 1;
-    }
-    CrashScreen #crash-title { text-style: bold; color: $error; margin: 1 0; }
-    CrashScreen TextArea { height: 1fr; }
-    CrashScreen Horizontal { height: auto; align: center middle; margin-top: 1; }
-    CrashScreen Button { margin: 0 1; }
-    """
 
     BINDINGS = [Binding("escape", "dismiss_none", "Close")]
 

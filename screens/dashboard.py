@@ -65,27 +65,6 @@ class DashboardScreen(Screen):
     # 80x24 first (the default terminal): narrow side panels leave the plots room; from 100
     # columns on, the side panels take their full width.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
-    DEFAULT_CSS = """
-    DashboardScreen { layout: vertical; }
-    DashboardScreen #top { height: 3fr; min-height: 10; }
-    DashboardScreen #bottom { height: 2fr; min-height: 6; }
-    DashboardScreen #left { width: 32; }
-    DashboardScreen TimingBars { height: 7; }
-    DashboardScreen WorkersPanel { display: none; }
-    DashboardScreen WorkersPanel.-shown { display: block; }
-    DashboardScreen LossPanel { width: 1fr; }
-    DashboardScreen EnvRender { width: 28; }
-    DashboardScreen CpuPanel { width: 32; }
-    DashboardScreen EpisodeStats { width: 1fr; max-width: 56; }
-    DashboardScreen EventLog { width: 1fr; }
-    DashboardScreen.-narrow #left { width: 26; }
-    DashboardScreen.-narrow EnvRender { width: 26; }
-    DashboardScreen.-narrow CpuPanel { width: 26; }
-    DashboardScreen.-narrow EpisodeStats { width: 26; }
-    /* at 80 columns the replay key takes the room of the command palette's hint (^p works) */
-    DashboardScreen.-narrow.-recording FooterKey.-command-palette { display: none; }
-    DashboardScreen.-narrow.-diagnosis FooterKey.-command-palette { display: none; }
-    """
 
     BINDINGS = [
         Binding("p", "pause", "Pause"),

@@ -58,13 +58,6 @@ def describe(diagnosis: dict, selected: bool, applied: bool, cause: str | None =
 
 
 class DiagnosisScreen(ModalScreen[None]):
-    DEFAULT_CSS = """
-    DiagnosisScreen { align: center middle; }
-    DiagnosisScreen > VerticalScroll {
-        width: 90%; max-width: 100; height: 90%;
-        border: round $warning; background: $panel; padding: 0 1;
-    }
-    """
     BINDINGS = [
         Binding("a", "apply", "Apply fix"),
         Binding("x", "dismiss_one", "Dismiss"),

@@ -81,19 +81,6 @@ dies, its traceback is shown with an offer to resume from the last checkpoint.
 
 
 class HelpScreen(ModalScreen[None]):
-    DEFAULT_CSS = """
-    HelpScreen { align: center middle; }
-    HelpScreen > VerticalScroll {
-        padding: 0 1;
-        width: 84;
-        max-width: 95%;
-        height: auto;
-        max-height: 90%;
-        border: thick $primary;
-        background: $panel;
-    }
-    """
-
     BINDINGS = [
         Binding("escape", "dismiss", "Close"),
         Binding("question_mark", "dismiss", "Close", show=False),

@@ -66,14 +66,6 @@ class FieldRow(Vertical):
 
 
 class HyperparameterScreen(Screen):
-    DEFAULT_CSS = """
-    HyperparameterScreen #status { height: 1; padding: 0 1; background: $boost; }
-    HyperparameterScreen VerticalScroll { padding: 0 1; }
-    HyperparameterScreen .section { text-style: bold; color: $text-accent; margin: 1 0;
-                                    width: 1fr; }
-    HyperparameterScreen .readonly { color: $text-muted; text-wrap: nowrap; text-overflow: ellipsis; }
-    """
-
     BINDINGS = [Binding("escape", "app.pop_screen", "Back")]
     # Open ready to type: the first live field has the focus as soon as the screen is
     # composed. (Focusing it from on_mount was a queued callback: keys typed before it ran

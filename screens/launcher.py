@@ -62,20 +62,6 @@ FORM_DELAY_S = 0.15  # the preset form follows the env cursor once it rests this
 class LauncherScreen(Screen):
     # 80x24 first: a 30-column left side (envs, recent runs), the preset on the right with the
     # focused field shown in full below it; wider terminals give the help column more room.
-    DEFAULT_CSS = """
-    LauncherScreen #title { height: 1; padding: 0 1; background: $boost; text-style: bold;
-                            text-wrap: nowrap; text-overflow: ellipsis; }
-    LauncherScreen #left { width: 30; }
-    LauncherScreen #envs { height: 11; border: round $primary 50%; }
-    LauncherScreen #spec-box { height: 3; border: round $primary 50%; }
-    LauncherScreen #runs { height: 1fr; border: round $primary 50%; }
-    LauncherScreen #right { width: 1fr; border: round $primary 50%; padding: 0 1; }
-    LauncherScreen #start-row { height: auto; }
-    LauncherScreen #start-row Button { margin-right: 1; width: auto; min-width: 9; }
-    LauncherScreen #spaces { width: 1fr; text-wrap: nowrap; text-overflow: ellipsis; }
-    LauncherScreen #chosen { height: auto; max-height: 2; color: $text-muted; }
-    LauncherScreen #field { height: 4; border-top: solid $primary 50%; }
-    """
 
     BINDINGS = [
         Binding("ctrl+s", "start", "Start training"),

@@ -22,10 +22,6 @@ REFRESH_S = 1 / 15  # frames arrive at up to ~15 Hz: draw no more often than tha
 
 
 class RenderScreen(Screen):
-    DEFAULT_CSS = """
-    RenderScreen EnvRender { height: 1fr; width: 1fr; }
-    """
-
     BINDINGS = [
         Binding("escape,r", "app.pop_screen", "Back"),
         Binding("left_square_bracket", "env(-1)", "Prev env"),

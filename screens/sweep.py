@@ -53,17 +53,6 @@ def objective_text(snap: dict) -> str:
 
 class SweepScreen(Screen):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
-    DEFAULT_CSS = """
-    SweepScreen { layout: vertical; }
-    SweepScreen #sweep-header { height: 2; padding: 0 1; background: $boost;
-                                text-wrap: nowrap; text-overflow: ellipsis; }
-    SweepScreen TrialTable { height: 1fr; min-height: 6; }
-    SweepScreen #sweep-bottom { height: 1fr; min-height: 8; max-height: 9; }
-    SweepScreen.-wide #sweep-bottom { max-height: 16; }
-    SweepScreen SweepPlot { width: 1fr; }
-    SweepScreen ImportanceBars { width: 40; height: 1fr; padding: 0 1; }
-    SweepScreen.-narrow ImportanceBars { width: 30; }
-    """
 
     BINDINGS = [
         Binding("x", "prune", "Prune"),

@@ -74,24 +74,9 @@ def _fail(message: str) -> int:
 
 def split_extra(extra: list[str]) -> tuple[list[str], dict[str, str]]:
     """(the --env.* tokens, {"train.learning_rate": "1e-4,1e-2,log"} from --sweep.* tokens)."""
-    from puffer_tui.engine.shared.config import ConfigError
+    from puffer_tui.engine.shared.config_flags import take_flags
 
-    env, ranges = [], {}
-    i = 0
-    while i < len(extra):
-        token = extra[i]
-        if not token.startswith(SWEEP_FLAG):
-            env.append(token)
-            i += 1
-            continue
-        key, eq, value = token[len(SWEEP_FLAG):].partition("=")
-        if not eq:
-            if i + 1 >= len(extra):
-                raise ConfigError(f"{token} needs a range: low,high[,log]")
-            i += 1
-            value = extra[i]
-        ranges[key.replace("-", "_")] = value
-        i += 1
+    ranges, env = take_flags(extra, SWEEP_FLAG, "a range: low,high[,log]")
     return env, ranges
 
 

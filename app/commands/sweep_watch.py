@@ -26,10 +26,9 @@ def launch_driver(sweep_dir: Path) -> subprocess.Popen:
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
 
 
-def launch_and_view(sweep_dir: Path, settings, runs_root=None) -> int:
-    """Start the driver, then the app's sweep view; the sweep survives the app (attach again
-    with `puffer-tui attach NAME`)."""
-    from puffer_tui.app.app import run_app
+def start_driver(sweep_dir: Path) -> subprocess.Popen | None:
+    """Launch the driver and wait until its socket answers (or START_TIMEOUT passes); None,
+    with the end of its output on stderr, when it exited with an error first."""
     from puffer_tui.app.engine_launcher import tail
     from puffer_tui.engine.shared import sweep_settings as st
 
@@ -42,6 +41,16 @@ def launch_and_view(sweep_dir: Path, settings, runs_root=None) -> int:
     if process.poll() is not None and process.returncode != 0:
         print(f"puffer-tui sweep: the driver exited with status {process.returncode}:\n"
               f"{tail(sweep_dir / st.DRIVER_OUT_FILE)}", file=sys.stderr)
+        return None
+    return process
+
+
+def launch_and_view(sweep_dir: Path, settings, runs_root=None) -> int:
+    """Start the driver, then the app's sweep view; the sweep survives the app (attach again
+    with `puffer-tui attach NAME`)."""
+    from puffer_tui.app.app import run_app
+
+    if start_driver(sweep_dir) is None:
         return 1
     return int(run_app(sweep_dir=sweep_dir, runs_root=runs_root) or 0)
 
@@ -49,23 +58,15 @@ def launch_and_view(sweep_dir: Path, settings, runs_root=None) -> int:
 def launch_and_watch(sweep_dir: Path, settings, watch: bool = True) -> int:
     from rich.console import Console
 
-    from puffer_tui.app.engine_launcher import tail
     from puffer_tui.engine.shared import sweep_settings as st
     from puffer_tui.engine.shared.sweep_control import ControlError, request
 
     console = Console()
-    process = launch_driver(sweep_dir)
+    process = start_driver(sweep_dir)
+    if process is None:
+        return 1
     sock = sweep_dir / st.SOCKET_FILE
     console.print(f"sweep {settings.name}: driver pid {process.pid}, {sweep_dir}")
-    deadline = time.monotonic() + START_TIMEOUT
-    while process.poll() is None and not _answers(sock):
-        if time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    if process.poll() is not None and process.returncode != 0:
-        print(f"puffer-tui sweep: the driver exited with status {process.returncode}:\n"
-              f"{tail(sweep_dir / st.DRIVER_OUT_FILE)}", file=sys.stderr)
-        return 1
     interrupts = 0
     seen: dict[int, str] = {}
     live = _live(console)

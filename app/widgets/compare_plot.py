@@ -9,6 +9,7 @@ from textual.widget import Widget
 from textual_plotext import PlotextPlot
 
 from puffer_tui.app.compare_data import COMPARE_METRICS, X_AXES, RunSeries
+from puffer_tui.app.widgets.panel import Drawn
 
 # names both plotext and Rich know, so a run has one colour in the plot and the tables
 RUN_COLOURS = ("cyan", "magenta", "green", "yellow", "red", "blue", "white")
@@ -34,10 +35,11 @@ def short_label(name: str, width: int = 24) -> str:
     return name if len(name) <= width else "…" + name[-(width - 1):]
 
 
-class ComparePlot(Widget):
+class ComparePlot(Drawn, Widget):
     """`runs` are the runs' series; `metric` and `x_axis` index COMPARE_METRICS and X_AXES."""
 
     DEFAULT_CLASSES = "panel"
+    DRAWN_FROM = ("runs", "metric", "x_axis")
     DEFAULT_CSS = "ComparePlot PlotextPlot { height: 1fr; }"
 
     runs: reactive[tuple] = reactive(tuple, always_update=True)
@@ -46,21 +48,6 @@ class ComparePlot(Widget):
 
     def compose(self) -> ComposeResult:
         yield PlotextPlot()
-
-    def on_mount(self) -> None:
-        self._draw()
-
-    def watch_runs(self) -> None:
-        self._draw()
-
-    def watch_metric(self) -> None:
-        self._draw()
-
-    def watch_x_axis(self) -> None:
-        self._draw()
-
-    def on_resize(self) -> None:
-        self._draw()
 
     def drawn_series(self) -> list[tuple[str, list[float], list[float]]]:
         """(run name, xs, ys) as plotted now: what the tests check."""

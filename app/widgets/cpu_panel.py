@@ -4,31 +4,19 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.reactive import reactive
-from textual.widget import Widget
 
 from puffer_tui.app.system_monitor import ProcessLoad, SystemSample
 from puffer_tui.app.widgets.format import bar, bytes_text, load_colour
+from puffer_tui.app.widgets.panel import TextPanel
 
 
-class CpuPanel(Widget):
+class CpuPanel(TextPanel):
     """One widget draws all the cores, so 2 or 256 cores cost the same number of widgets."""
 
-    DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
-    DEFAULT_CSS = """
-    CpuPanel {
-        text-wrap: nowrap;
-        text-overflow: ellipsis;
-        height: 1fr;
-        min-height: 5;
-        padding: 0 1;
-    }
-    """
+    BORDER_TITLE = "cpu"
 
     sample: reactive[SystemSample | None] = reactive(None)
     gpu: reactive[dict | None] = reactive(None)
-
-    def on_mount(self) -> None:
-        self.border_title = "cpu"
 
     def render(self) -> Text:
         s = self.sample

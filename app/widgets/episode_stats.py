@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.reactive import reactive
-from textual.widget import Widget
 
 from puffer_tui.app.widgets.format import metric, spark
+from puffer_tui.app.widgets.panel import TextPanel
 
 # The fields every env reports come first, in this order; env-specific ones follow.
 FIRST = ("score", "eval/score", "episode_return", "episode_length")
@@ -23,25 +23,13 @@ def label(key: str, width: int) -> str:
     return name if len(name) <= width else name[:max(width - 1, 0)] + "…"
 
 
-class EpisodeStats(Widget):
+class EpisodeStats(TextPanel):
     """`history` is {field: values per epoch}; `trends` is {field: +1 / 0 / -1}."""
 
-    DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
-    DEFAULT_CSS = """
-    EpisodeStats {
-        text-wrap: nowrap;
-        text-overflow: ellipsis;
-        height: 1fr;
-        min-height: 5;
-        padding: 0 1;
-    }
-    """
+    BORDER_TITLE = "episodes"
 
     history: reactive[dict] = reactive(dict)
     trends: reactive[dict] = reactive(dict)
-
-    def on_mount(self) -> None:
-        self.border_title = "episodes"
 
     def render(self) -> Text:
         if not self.history:

@@ -16,6 +16,7 @@ LEVEL_TAGS = {"info": "inf", "warning": "WRN", "error": "ERR", "app": "app"}
 
 class EventLog(RichLog):
     DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
+    BORDER_TITLE = "events"
     DEFAULT_CSS = """
     EventLog {
         height: 1fr;
@@ -31,9 +32,6 @@ class EventLog(RichLog):
         self.reordered = 0  # the store's reorder count when the log was last drawn whole
         self.events: list[Event] = []  # what is shown, to draw again at a new width
         self._drawn_width = 0
-
-    def on_mount(self) -> None:
-        self.border_title = "events"
 
     def show(self, events: list[Event], total_seen: int, reordered: int = 0) -> None:
         """Append the events not shown yet; `total_seen` counts every event ever stored.

@@ -7,27 +7,17 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from puffer_tui.app.widgets.format import bar
+from puffer_tui.app.widgets.panel import Drawn
 from puffer_tui.app.widgets.trial_table import short_param
 
 
-class ImportanceBars(Static):
+class ImportanceBars(Drawn, Static):
     DEFAULT_CLASSES = "panel"
+    BORDER_TITLE = "parameter importance"
+    DRAWN_FROM = ("importance", "note")
 
     importance: reactive[dict] = reactive(dict)
     note: reactive[str] = reactive("")  # the sweep's word on why there are none (yet)
-
-    def on_mount(self) -> None:
-        self.border_title = "parameter importance"
-        self._draw()
-
-    def watch_importance(self) -> None:
-        self._draw()
-
-    def watch_note(self) -> None:
-        self._draw()
-
-    def on_resize(self) -> None:
-        self._draw()
 
     def _draw(self) -> None:
         if not self.is_mounted:

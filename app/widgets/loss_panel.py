@@ -15,6 +15,7 @@ from textual_plotext import PlotextPlot
 
 from puffer_tui.app.telemetry_store import downsample_xy
 from puffer_tui.app.widgets.format import metric, spark
+from puffer_tui.app.widgets.panel import Drawn
 from puffer_tui.engine.shared.protocol import LOSS_KEYS
 
 LABELS = {
@@ -27,10 +28,13 @@ LABELS = {
 }
 
 
-class LossPanel(Widget):
+class LossPanel(Drawn, Widget):
     """`curves` is {loss name: list of values per epoch}; `steps` the matching global steps."""
 
     DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
+    BORDER_TITLE = "losses"
+    BORDER_SUBTITLE = "l: next curve"
+    DRAWN_FROM = ("curves", "selected")
     DEFAULT_CSS = """
     LossPanel {
         text-wrap: nowrap;
@@ -49,23 +53,9 @@ class LossPanel(Widget):
         yield PlotextPlot()
         yield Static(id="loss-table")
 
-    def on_mount(self) -> None:
-        self.border_title = "losses"
-        self.border_subtitle = "l: next curve"
-        self._draw()
-
     def cycle(self) -> None:
         i = LOSS_KEYS.index(self.selected)
         self.selected = LOSS_KEYS[(i + 1) % len(LOSS_KEYS)]
-
-    def watch_curves(self) -> None:
-        self._draw()
-
-    def watch_selected(self) -> None:
-        self._draw()
-
-    def on_resize(self) -> None:
-        self._draw()
 
     def _draw(self) -> None:
         if not self.is_mounted:

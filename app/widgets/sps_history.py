@@ -12,6 +12,7 @@ from textual.widgets import Sparkline, Static
 
 from puffer_tui.app.telemetry_store import downsample
 from puffer_tui.app.widgets.format import human
+from puffer_tui.app.widgets.panel import Drawn
 from puffer_tui.engine.shared.protocol import RunState
 
 
@@ -26,8 +27,10 @@ def chart_points(samples: list[float], width: int) -> list[float]:
     return [0.0, *downsample(samples, width - 1)]
 
 
-class SpsHistory(Vertical):
+class SpsHistory(Drawn, Vertical):
     DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
+    BORDER_TITLE = "steps / second"
+    DRAWN_FROM = ("samples", "now", "state")
     DEFAULT_CSS = """
     SpsHistory {
         height: 1fr;
@@ -51,22 +54,6 @@ class SpsHistory(Vertical):
         yield Static(id="sps-summary")
         yield Sparkline([], min_color="green", max_color="green", id="sps-chart")
 
-    def on_mount(self) -> None:
-        self.border_title = "steps / second"
-        self._show()
-
-    def watch_samples(self) -> None:
-        self._show()
-
-    def watch_now(self) -> None:
-        self._show()
-
-    def watch_state(self) -> None:
-        self._show()
-
-    def on_resize(self) -> None:
-        self._show()
-
     def _finite(self) -> list[float]:
         return [s for s in self.samples if math.isfinite(s)]
 
@@ -87,7 +74,7 @@ class SpsHistory(Vertical):
         summary.append(human(max(samples)))
         return summary
 
-    def _show(self) -> None:
+    def _draw(self) -> None:
         try:
             summary = self.query_one("#sps-summary", Static)
             chart = self.query_one("#sps-chart", Sparkline)

@@ -10,6 +10,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 from textual_plotext import PlotextPlot
 
+from puffer_tui.app.widgets.panel import Drawn
+
 
 def best_so_far(trials: list[dict], maximize: bool = True) -> tuple[list[int], list[float]]:
     """(trial numbers, best objective value up to each) over completed trials, in trial
@@ -32,25 +34,17 @@ def _finite(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-class SweepPlot(Widget):
+class SweepPlot(Drawn, Widget):
     """`snapshot` is the driver's status (engine/sweep/snapshot.py)."""
 
     DEFAULT_CLASSES = "panel"
+    DRAWN_FROM = ("snapshot",)
     DEFAULT_CSS = "SweepPlot PlotextPlot { height: 1fr; }"
 
     snapshot: reactive[dict] = reactive(dict)
 
     def compose(self) -> ComposeResult:
         yield PlotextPlot()
-
-    def on_mount(self) -> None:
-        self._draw()
-
-    def watch_snapshot(self) -> None:
-        self._draw()
-
-    def on_resize(self) -> None:
-        self._draw()
 
     def _draw(self) -> None:
         if not self.is_mounted:

@@ -4,30 +4,20 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.reactive import reactive
-from textual.widget import Widget
 
 from puffer_tui.app.widgets.format import bar
+from puffer_tui.app.widgets.panel import TextPanel
 from puffer_tui.engine.shared.protocol import TIMING_KEYS
 
 COLOURS = {"env": "green", "forward": "cyan", "copy": "magenta", "learn": "yellow", "misc": "grey50"}
 
 
-class TimingBars(Widget):
-    DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
-    DEFAULT_CSS = """
-    TimingBars {
-        text-wrap: nowrap;
-        text-overflow: ellipsis;
-        height: 7;
-        padding: 0 1;
-    }
-    """
+class TimingBars(TextPanel):
+    BORDER_TITLE = "time per epoch"
+    DEFAULT_CSS = "TimingBars { height: 7; }"  # a row per timing key, and the frame
 
     seconds: reactive[dict] = reactive(dict)
     percent: reactive[dict] = reactive(dict)
-
-    def on_mount(self) -> None:
-        self.border_title = "time per epoch"
 
     def render(self) -> Text:
         if not self.seconds and not self.percent:

@@ -21,6 +21,7 @@ class WorkersPanel(Widget):
     (a worker at less than half the fastest one's pace is drawn in yellow: a straggler)."""
 
     DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
+    BORDER_TITLE = "workers"
     DEFAULT_CSS = """
     WorkersPanel {
         height: auto;
@@ -33,9 +34,6 @@ class WorkersPanel(Widget):
     # not `workers`: Textual's Widget.workers is its worker manager
     worker_rows: reactive[list] = reactive(list, always_update=True, layout=True)
     cluster: reactive[dict | None] = reactive(None, layout=True)
-
-    def on_mount(self) -> None:
-        self.border_title = "workers"
 
     def render(self) -> Table | Text:
         workers = [w for w in self.worker_rows or () if isinstance(w, dict)]

@@ -71,6 +71,15 @@ class PufferEnv:
         self.truncations = buf["truncations"]
         self.masks = buf["masks"]
         self.final_observations = buf["final_observations"]
+        self._reset_done = False  # step() before the first reset() is refused
+
+    @staticmethod
+    def check_counts(num_envs: int, log_interval: int) -> None:
+        """Refuse impossible counts first, before an env is built (which can be slow)."""
+        if log_interval < 1:
+            raise ValueError(f"log_interval must be >= 1, got {log_interval}")
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
 
     @property
     def action_space(self) -> spaces.Space:
@@ -102,6 +111,22 @@ class PufferEnv:
 
     def _raise_out_of_range(self, actions, index: int | None = None) -> None:
         self._actions_checker.raise_bad(actions, index, self.name)
+
+    def _begin_step(self, actions) -> None:
+        """step()'s start in every env: refuse a step before reset(), then take the actions."""
+        if not self._reset_done:
+            raise RuntimeError(f"{self.name}: call reset() before step()")
+        self.write_actions(actions)
+
+    def _episodes_begun(self):
+        """reset()'s end in envs stepped in Python (a C env's reset clears its own): no reward
+        or episode end yet, a fresh log, steps allowed. Returns reset()'s (observations, infos)."""
+        self.rewards[:] = 0
+        self.terminals[:] = False
+        self.truncations[:] = False
+        self._start_log(self.log_interval)
+        self._reset_done = True
+        return self.observations, []
 
     # -- the API subclasses implement ---------------------------------------------------------
 
@@ -207,13 +232,12 @@ class NativeEnv(PufferEnv):
         log_interval: int = 32,
         **settings,
     ):
+        self.check_counts(num_envs, log_interval)
         self.settings = self.resolve(settings)
         layout = self.layout(self.settings)
         super().__init__(
             layout.observation_space, layout.action_space, num_envs, layout.agents_per_env, buf
         )
-        if log_interval < 1:
-            raise ValueError(f"log_interval must be >= 1, got {log_interval}")
         self.seed = int(seed)
         self.log_interval = int(log_interval)
         self._frame_shape = layout.frame_shape
@@ -223,7 +247,6 @@ class NativeEnv(PufferEnv):
             self._actions_checker.nvec,
             self.seed & 0xFFFFFFFFFFFFFFFF,
         )
-        self._reset_done = False
 
     @property
     def frame_shape(self):
@@ -239,9 +262,7 @@ class NativeEnv(PufferEnv):
         return self.observations, []
 
     def step(self, actions):
-        if not self._reset_done:
-            raise RuntimeError(f"{self.name}: call reset() before step()")
-        self.write_actions(actions)
+        self._begin_step(actions)
         bad = self._c.step()
         if bad >= 0:
             self._raise_out_of_range(self.actions, bad)

@@ -29,17 +29,28 @@ def overrides_from_args(args, extra: list[str]) -> dict[str, str]:
         key: value for key, value in vars(args).items()
         if key.startswith(prefixes) and value is not None
     }
-    i = 0
-    while i < len(extra):
-        token = extra[i]
-        if not token.startswith("--env."):
-            raise ConfigError(f"unrecognized argument {token!r}")
-        key, eq, value = token[2:].partition("=")
-        if not eq:
-            if i + 1 >= len(extra):
-                raise ConfigError(f"{token} needs a value")
-            i += 1
-            value = extra[i]
-        overrides[key.replace("-", "_")] = value
-        i += 1
+    settings, others = take_flags(extra, "--env.", "a value")
+    if others:
+        raise ConfigError(f"unrecognized argument {others[0]!r}")
+    overrides.update({f"env.{name}": value for name, value in settings.items()})
     return overrides
+
+
+def take_flags(tokens: list[str], prefix: str, needs: str) -> tuple[dict[str, str], list[str]]:
+    """The flags `PREFIXname=V` / `PREFIXname V` among `tokens` as {name: V} (dashes in the
+    name read as underscores), and the other tokens in order; `needs` says what a flag
+    without a value lacks."""
+    values: dict[str, str] = {}
+    others: list[str] = []
+    rest = iter(tokens)
+    for token in rest:
+        if not token.startswith(prefix):
+            others.append(token)
+            continue
+        name, eq, value = token[len(prefix):].partition("=")
+        if not eq:
+            value = next(rest, None)
+            if value is None:
+                raise ConfigError(f"{token} needs {needs}")
+        values[name.replace("-", "_")] = value
+    return values, others

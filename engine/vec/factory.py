@@ -26,27 +26,11 @@ def make(
             )
         return Serial(env_creator, num_envs=num_envs, seed=seed, **kwargs)
     if backend == "multiprocessing":
-        from puffer_tui.engine.vec.multiprocessing import Multiprocessing
-
-        return Multiprocessing(
-            env_creator,
-            num_envs=num_envs,
-            num_workers=num_workers,
-            batch_size=batch_size,
-            zero_copy=zero_copy,
-            seed=seed,
-            **kwargs,
-        )
-    if backend == "ray":  # Ray is an optional extra: imported only when chosen
-        from puffer_tui.engine.vec.ray import RayVec
-
-        return RayVec(
-            env_creator,
-            num_envs=num_envs,
-            num_workers=num_workers,
-            batch_size=batch_size,
-            zero_copy=zero_copy,
-            seed=seed,
-            **kwargs,
-        )
-    raise ValueError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
+        from puffer_tui.engine.vec.multiprocessing import Multiprocessing as Pool
+    elif backend == "ray":  # Ray is an optional extra: imported only when chosen
+        from puffer_tui.engine.vec.ray import RayVec as Pool
+    else:
+        raise ValueError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
+    # the two worker pools take the same arguments
+    return Pool(env_creator, num_envs=num_envs, num_workers=num_workers, batch_size=batch_size,
+                zero_copy=zero_copy, seed=seed, **kwargs)

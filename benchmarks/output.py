@@ -1,0 +1,25 @@
+"""How a bench prints its result: `{name: result}` as JSON with --json, else a rich table
+whose first column is the row's label (left) and the others figures (right)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+
+
+def print_result(name: str, result, as_json: bool, title: str, columns: Sequence[str],
+                 rows: Iterable[Sequence[str]]) -> int:
+    """Print the result one way or the other; returns the command's exit status (0)."""
+    if as_json:
+        print(json.dumps({name: result}, indent=2))
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for i, column in enumerate(columns):
+        table.add_column(column, justify="right" if i else "left")
+    for row in rows:
+        table.add_row(*row)
+    Console().print(table)
+    return 0
