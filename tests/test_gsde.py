@@ -16,6 +16,7 @@ from puffer_tui.engine.algo.policy import make_policy
 from puffer_tui.engine.algo.sde_noise import SDENoise
 from puffer_tui.engine.algo.trainer import Trainer
 from puffer_tui.engine.shared.config import load_config
+from puffer_tui.engine.shared.protocol import ENV
 
 BOX = spaces.Box(-1.0, 1.0, (2,), np.float32)
 OBS = spaces.Box(-5.0, 5.0, (3,), np.float32)
@@ -138,3 +139,21 @@ def test_a_resumed_run_draws_the_matrices_the_run_would_have():
         torch.testing.assert_close(resumed.buffer.exploration.eps, straight, rtol=0, atol=0)
         resumed.run_epoch()  # and collects and learns with them
         assert resumed.policy.actor.log_std.shape == (16, 1)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_held_noise_reaches_the_mountain_car_flag_where_white_noise_does_not(seed):
+    # MountainCarContinuous-v0: 999 steps an episode, so in one collection of 128 steps per env
+    # an episode ends only at the flag. The untrained policy's white noise (std 1) cannot pump
+    # the car's energy up; a matrix held for the collection is a state-dependent push that
+    # often can (SB3's reason to run the zoo's MountainCar with gSDE).
+    ends = {}
+    for exploration in ("gsde", "gaussian"):
+        config = load_config("gym:MountainCarContinuous-v0", {
+            "vec.backend": "serial", "train.seed": seed, "train.exploration": exploration,
+            "train.init_log_std": 0.0, "train.update_epochs": 1, "train.torch_threads": 1,
+            "train.sde_sample_freq": 0})
+        with Trainer(config) as trainer:
+            ends[exploration] = trainer.run_epoch()[ENV]
+    assert ends["gsde"]["episodes"] >= 1 and ends["gsde"]["episode_return"] > 90, ends
+    assert ends["gaussian"]["episodes"] == 0, ends
