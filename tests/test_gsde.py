@@ -157,3 +157,16 @@ def test_held_noise_reaches_the_mountain_car_flag_where_white_noise_does_not(see
             ends[exploration] = trainer.run_epoch()[ENV]
     assert ends["gsde"]["episodes"] >= 1 and ends["gsde"]["episode_return"] > 90, ends
     assert ends["gaussian"]["episodes"] == 0, ends
+
+
+def test_gsde_on_discrete_actions_is_refused_in_one_line_before_a_run_exists(tmp_path, capsys):
+    from puffer_tui.app.cli import main
+
+    runs = tmp_path / "runs"
+    code = main(["train", "cartpole", "--headless", "--runs-dir", str(runs),
+                 "--train.exploration", "gsde"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert "train.exploration gsde is for Box actions" in err and "Discrete(2)" in err
+    assert "--train.exploration gaussian" in err
+    assert not runs.exists() or not any(runs.iterdir())
