@@ -11,6 +11,17 @@ action and its log-probability are those of the Gaussian sample u itself:
   sampled; its log-prob would be wrong wherever u lies outside the bounds.
 - "tanh": low + (tanh(u) + 1) / 2 * (high - low). The change of variables' log-Jacobian
   depends on u only, so it cancels in PPO's ratio: the Gaussian log-prob of u is enough.
+
+gSDE (train.exploration "gsde"; generalized state-dependent exploration, Raffin et al. 2021):
+the noise is a function of the state, u = mean + f(s) @ W, where f(s) is the actor's last
+hidden layer and W [hidden, actions] ~ N(0, sigma^2) is held fixed for train.sde_sample_freq
+steps of each env (engine/algo/sde_noise.py), so the exploration is smooth in time instead of
+white noise that a low-pass system like MountainCar's car averages away. log_std is then a
+[hidden, actions] matrix (initial value train.init_log_std). For one step u is Gaussian with
+variance f(s)^2 @ sigma^2 per action: that is the log-prob. The features are detached in it (as
+SB3 does by default): the variance trains sigma only, not the layers that compute f. The
+action params carry the features after the mean: [mean | f(s)], so that the learner and the
+collector need no other input.
 """
 
 from __future__ import annotations
@@ -22,9 +33,13 @@ import torch
 from gymnasium import spaces
 from torch import nn
 
+from puffer_tui.engine.algo.sde_noise import SDENoise
+
 LOG_2PI = math.log(2 * math.pi)
 LOG_STD_MIN, LOG_STD_MAX = -5.0, 2.0  # std in [0.0067, 7.4]: no collapse, no blow-up
 SQUASHES = ("clip", "tanh")
+EXPLORATIONS = ("gaussian", "gsde")
+SDE_VARIANCE_FLOOR = 1e-6  # a state whose features are all ~0 still has a finite log-prob
 
 
 def _categorical_sample(logits: torch.Tensor, deterministic: bool) -> torch.Tensor:
@@ -53,12 +68,20 @@ class ActionHead(nn.Module):
     """hidden -> distribution parameters; sample() and evaluate() for one action space."""
 
     def __init__(self, action_space: spaces.Space, hidden_size: int, init_log_std: float = 0.0,
-                 squash: str = "clip"):
+                 squash: str = "clip", exploration: str = "gaussian"):
         super().__init__()
         if squash not in SQUASHES:
             raise ValueError(f"action squash must be one of {', '.join(SQUASHES)}, got {squash!r}")
+        if exploration not in EXPLORATIONS:
+            raise ValueError(f"exploration must be one of {', '.join(EXPLORATIONS)}, "
+                             f"got {exploration!r}")
         self.space = action_space
         self.squash = squash
+        self.sde = exploration == "gsde"
+        self.hidden_size = hidden_size
+        if self.sde and not isinstance(action_space, spaces.Box):
+            raise ValueError(f"train.exploration gsde is for Box actions, the space is "
+                             f"{action_space}; use train.exploration gaussian")
         if isinstance(action_space, spaces.Discrete):
             self.kind = "discrete"
             self.sizes = [int(action_space.n)]
@@ -68,7 +91,8 @@ class ActionHead(nn.Module):
         elif isinstance(action_space, spaces.Box):
             self.kind = "box"
             self.sizes = [int(np.prod(action_space.shape))]
-            self.log_std = nn.Parameter(torch.full((self.sizes[0],), float(init_log_std)))
+            shape = (hidden_size, self.sizes[0]) if self.sde else (self.sizes[0],)
+            self.log_std = nn.Parameter(torch.full(shape, float(init_log_std)))
             low = np.asarray(action_space.low, np.float32).ravel()
             high = np.asarray(action_space.high, np.float32).ravel()
             if squash == "tanh" and not (np.isfinite(low).all() and np.isfinite(high).all()):
@@ -95,10 +119,19 @@ class ActionHead(nn.Module):
         return torch.float32 if self.kind == "box" else torch.int32
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
-        return self.linear(hidden)
+        return self.with_features(self.linear(hidden), hidden)
 
-    def sample(self, params: torch.Tensor, deterministic: bool = False):
-        """(actions shaped [N, *action_shape], log-probabilities [N])."""
+    def with_features(self, out: torch.Tensor, hidden: torch.Tensor) -> torch.Tensor:
+        """The action params from the linear layer's output `out`: itself, or with gSDE
+        [mean | detached features]."""
+        return torch.cat((out, hidden.detach()), -1) if self.sde else out
+
+    def sample(self, params: torch.Tensor, deterministic: bool = False, noise=None,
+               rows=None):
+        """(actions shaped [N, *action_shape], log-probabilities [N]).
+        gSDE: `noise` (an SDENoise) holds each row's exploration matrix, `rows` the rows of
+        params (None: 0..N-1); without `noise` each call draws fresh matrices (evaluation's
+        sampled actions: the same distribution, no correlation between calls)."""
         if self.kind == "discrete":
             actions = _categorical_sample(params, deterministic)
             return actions.to(torch.int32), _categorical_logp(params, actions)
@@ -108,11 +141,15 @@ class ActionHead(nn.Module):
             logp = torch.stack([_categorical_logp(c, actions[:, i])
                                 for i, c in enumerate(chunks)], -1).sum(-1)
             return actions.to(torch.int32).view(-1, *self.action_shape), logp
-        mean = params
+        mean, features = self._split(params)
         if deterministic:
             actions = mean
-        else:
+        elif not self.sde:
             actions = mean + torch.randn_like(mean) * self.bounded_log_std().exp()
+        elif noise is not None:
+            actions = mean + noise.perturbation(features, rows, self.bounded_log_std().exp())
+        else:
+            actions = mean + torch.randn_like(mean) * self._sde_variance(features).sqrt()
         logp, _ = self.evaluate(params, actions)
         return actions.view(-1, *self.action_shape), logp
 
@@ -129,14 +166,35 @@ class ActionHead(nn.Module):
             ))
             return torch.stack(logps, -1).sum(-1), torch.stack(entropies, -1).sum(-1)
         actions = actions.reshape(n, -1).float()
-        log_std = self.bounded_log_std().expand_as(params)
-        z = (actions - params) / log_std.exp()
+        mean, features = self._split(params)
+        if self.sde:
+            log_std = 0.5 * torch.log(self._sde_variance(features))
+        else:
+            log_std = self.bounded_log_std().expand_as(mean)
+        z = (actions - mean) / log_std.exp()
         logp = (-0.5 * z * z - log_std - 0.5 * LOG_2PI).sum(-1)
         entropy = (log_std + 0.5 * (1.0 + LOG_2PI)).sum(-1)
         return logp, entropy
 
     def bounded_log_std(self) -> torch.Tensor:
         return self.log_std.clamp(LOG_STD_MIN, LOG_STD_MAX)
+
+    def _split(self, params: torch.Tensor):
+        """(mean, features or None) of Box params."""
+        if not self.sde:
+            return params, None
+        return params.split((self.sizes[0], self.hidden_size), dim=-1)
+
+    def _sde_variance(self, features: torch.Tensor) -> torch.Tensor:
+        """[N, actions]: the variance of f(s) @ W for W ~ N(0, sigma^2), entry by entry."""
+        sigma2 = (2.0 * self.bounded_log_std()).exp()
+        return features.pow(2) @ sigma2 + SDE_VARIANCE_FLOOR
+
+    def make_noise(self, rows: int, sample_freq: int, device=None):
+        """The exploration matrices of `rows` env rows (gSDE; None for other heads)."""
+        if not self.sde:
+            return None
+        return SDENoise(rows, self.hidden_size, self.sizes[0], sample_freq, device)
 
     def to_env(self, actions: torch.Tensor) -> torch.Tensor:
         """Actions as the env accepts them: Box actions clipped to the space's bounds, or

@@ -15,6 +15,8 @@ nonlinearity; `obs_norm` (ObservationNormalizer, engine/algo/normalization.py) h
 statistics of the observations: the trainer normalizes what it collects itself (and copies its
 statistics here after each epoch), `act` applies them to raw observations, so evaluation and
 recordings see what training saw. They are buffers: saved and loaded with the weights.
+`exploration` "gsde" makes Box actions' noise a function of the actor's last hidden layer
+(engine/algo/distributions.py); `act` with deterministic=True gives the mean either way.
 
 The LSTM's state is reset where an episode ends: the caller passes `starts`, true for rows
 whose current observation is the first of a new episode, and those rows' state is zeroed
@@ -52,7 +54,8 @@ class Policy(nn.Module):
                  recurrent: bool = False, sequence_resets: bool = True,
                  encoder: str = "auto", cnn_channels: int = 32, activation: str = "gelu",
                  separate_critic: bool = False, init_log_std: float = 0.0,
-                 action_squash: str = "clip", observation_clip: float | None = None):
+                 action_squash: str = "clip", observation_clip: float | None = None,
+                 exploration: str = "gaussian"):
         super().__init__()
         if separate_critic and recurrent:
             raise ValueError("train.separate_critic is for MLP policies; with train.policy lstm "
@@ -85,7 +88,8 @@ class Policy(nn.Module):
             self.critic_encoder = make_encoder(observation_space, hidden_size, encoder,
                                                cnn_channels, activation)
             self.critic_hidden = _init(nn.Linear(hidden_size, hidden_size))
-        self.actor = ActionHead(action_space, hidden_size, init_log_std, action_squash)
+        self.actor = ActionHead(action_space, hidden_size, init_log_std, action_squash,
+                                exploration)
         self.critic = _init(nn.Linear(hidden_size, 1), 1.0)
 
     # -- recurrent state ----------------------------------------------------------------------
@@ -114,13 +118,13 @@ class Policy(nn.Module):
         weight = torch.cat((self.actor.linear.weight, self.critic.weight))
         bias = torch.cat((self.actor.linear.bias, self.critic.bias))
         out = torch.addmm(bias, hidden, weight.t())
-        return out[:, :-1], out[:, -1]
+        return self.actor.with_features(out[:, :-1], hidden), out[:, -1]
 
     def _separate(self, obs: torch.Tensor):
         """(action params, values) of the separate actor and critic networks."""
         actor = self.activation(self.hidden(self.encoder(obs)))
         critic = self.activation(self.critic_hidden(self.critic_encoder(obs)))
-        return self.actor.linear(actor), self.critic(critic).squeeze(-1)
+        return self.actor(actor), self.critic(critic).squeeze(-1)
 
     def step(self, obs: torch.Tensor, state=None, starts: torch.Tensor | None = None):
         """One step for N rows: (action params [N, .], values [N], new state)."""
@@ -209,7 +213,8 @@ def make_policy(observation_space, action_space, train_config) -> Policy:
                   separate_critic=getattr(train_config, "separate_critic", False),
                   init_log_std=getattr(train_config, "init_log_std", 0.0),
                   action_squash=getattr(train_config, "action_squash", "clip"),
-                  observation_clip=train_config.observation_clip if normalized else None)
+                  observation_clip=train_config.observation_clip if normalized else None,
+                  exploration=getattr(train_config, "exploration", "gaussian"))
 
 
 def normalizable(observation_space) -> bool:

@@ -11,6 +11,9 @@ value, the mask, and the reward / terminal / truncation that arrived WITH that o
 a truncation also stores `final_values`: the value of the observation that ended the truncated
 episode, the bootstrap of the step before it.
 
+With gSDE the buffer also holds the exploration matrices of the rows (`exploration`), new
+ones drawn by start_batch(): a collection starts from fresh matrices, as SB3's does.
+
 Storage is CPU memory by default (pinned when asked, so a copy to a GPU is asynchronous);
 writes go through numpy views, which index far faster than torch on CPU. With `device` the
 storage lives on that device instead (the trainer's choice on CUDA): the policy's outputs are
@@ -27,7 +30,7 @@ import torch
 class RolloutBuffer:
     def __init__(self, segments: int, horizon: int, num_agents: int, obs_shape, obs_dtype,
                  action_shape, action_dtype, state_size: int = 0, pin_memory: bool = False,
-                 device: torch.device | str | None = None):
+                 device: torch.device | str | None = None, exploration=None):
         if horizon < 2:
             raise ValueError(f"horizon must be >= 2 (a step's advantage needs its successor), "
                              f"got {horizon}")
@@ -65,16 +68,22 @@ class RolloutBuffer:
             self.state_c = torch.zeros(shape, **where)
             self._h, self._c = (None, None) if self.device else (self.state_h.numpy(),
                                                                  self.state_c.numpy())
+        # gSDE's per-row exploration matrices (engine/algo/sde_noise.py), or None: part of
+        # the collection's state, drawn afresh as each collection starts
+        self.exploration = exploration
         self.segment_of = np.zeros(num_agents, np.int64)
         self.position_of = np.zeros(num_agents, np.int64)
         self.start_batch()
 
     def start_batch(self) -> None:
-        """Row i starts segment i at step 0; the rest of the segments are free."""
+        """Row i starts segment i at step 0; the rest of the segments are free; every row
+        gets new exploration matrices (gSDE)."""
         self.segment_of[:] = np.arange(self.num_agents)
         self.position_of[:] = 0
         self.next_free = self.num_agents
         self.full = 0
+        if self.exploration is not None:
+            self.exploration.resample()
 
     @property
     def ready(self) -> bool:

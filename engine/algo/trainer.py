@@ -175,7 +175,9 @@ class Trainer:
             batch // train.horizon, train.horizon, self.num_agents, obs_space.shape,
             obs_dtype, self.policy.actor.action_shape, self.policy.actor.action_dtype,
             state_size=self.policy.hidden_size if self.policy.recurrent else 0,
-            device=self.device if cuda else None)  # on the GPU: no per-step copy back
+            device=self.device if cuda else None,  # on the GPU: no per-step copy back
+            exploration=self.policy.actor.make_noise(self.num_agents, train.sde_sample_freq,
+                                                     self.device))
         # Per-agent recurrent state, on the device; zeroed where an episode starts.
         self.lstm_state = self.policy.initial_state(self.num_agents, self.device)
         # Observations reach the GPU through a pinned staging buffer and a non-blocking copy.
@@ -339,7 +341,8 @@ class Trainer:
                 params, values = params.float(), values.float()  # no-ops in float32
                 if new_state is not None:
                     new_state = (new_state[0].float(), new_state[1].float())
-                actions, logprobs = policy.actor.sample(params)
+                actions, logprobs = policy.actor.sample(params, noise=buffer.exploration,
+                                                        rows=env_ids)
                 env_actions = policy.actor.to_env(actions)
             with timing.section("copy"):
                 if new_state is not None:

@@ -7,7 +7,8 @@ from puffer_tui.engine.shared.config import Config, live_specs
 
 # the fields the weights and optimizer moments depend on: a checkpoint differing in one of
 # them cannot be loaded into this trainer
-SHAPE_FIELDS = ("policy", "hidden_size", "optimizer", "separate_critic", "normalize_observations")
+SHAPE_FIELDS = ("policy", "hidden_size", "optimizer", "separate_critic", "normalize_observations",
+                "exploration")
 
 
 def check_compatible(config: Config, saved: Config) -> None:

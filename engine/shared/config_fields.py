@@ -60,6 +60,13 @@ class TrainConfig:
                              "[-5, 2] while training)", -5.0, 2.0)
     action_squash: str = _f("clip", "Box actions: clip the Gaussian sample to the bounds, or "
                             "squash it into them with tanh", choices=("clip", "tanh"))
+    exploration: str = _f("gaussian", "Box actions: the Gaussian's noise is drawn afresh each "
+                          "step (gaussian), or is the actor's last hidden layer times a "
+                          "random matrix per env held for train.sde_sample_freq steps (gsde: "
+                          "smooth, state-dependent exploration; init_log_std is then the log "
+                          "std of that matrix's entries)", choices=("gaussian", "gsde"))
+    sde_sample_freq: int = _f(0, "gsde: steps of an env between new exploration matrices (0: "
+                              "one per collection, drawn at its start)", 0, 10**9)
     normalize_observations: bool = _f(False, "running mean/std normalization of float vector "
                                       "observations (images and integer grids: left alone)")
     observation_clip: float = _f(10.0, "clip normalized observations to [-c, c] (0: off)",

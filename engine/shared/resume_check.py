@@ -21,7 +21,7 @@ from puffer_tui.engine.shared.config import Config, ConfigError, flat_sections, 
 # engine/algo/trainer_resume.check_compatible, refuses a checkpoint that differs in them, with a traceback).
 SHAPES_THE_WEIGHTS = frozenset(f"train.{name}" for name in (
     "policy", "cnn_channels", "hidden_size", "activation", "separate_critic", "optimizer",
-    "normalize_observations", "normalize_rewards", "action_squash"))
+    "normalize_observations", "normalize_rewards", "action_squash", "exploration"))
 
 
 def check_fits_checkpoint(run_dir: Path, config: Config, saved: dict, given=()) -> None:

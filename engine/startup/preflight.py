@@ -89,7 +89,14 @@ def check_budget(config: Config, agents_per_env: int) -> None:
 
 
 def check_policy(config: Config, layout) -> None:
-    """train.policy must fit the observations (cnn needs images)."""
+    """train.policy must fit the observations (cnn needs images); train.exploration gsde
+    needs Box actions."""
+    if config.train.exploration == "gsde":
+        from gymnasium import spaces
+
+        if not isinstance(layout.action_space, spaces.Box):
+            raise ConfigError(f"train.exploration gsde is for Box actions, the env's are "
+                              f"{layout.action_space}; use --train.exploration gaussian")
     if config.train.policy != "cnn":  # the only choice that can misfit; spares a torch import
         return
     from puffer_tui.engine.algo.encoders import check_encoder_choice
