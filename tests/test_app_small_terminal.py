@@ -24,9 +24,12 @@ async def test_launcher_shows_the_focused_fields_value_and_help_at_80x24(tmp_pat
         await launcher(app, pilot)
         row = next(r for r in app.screen.query(OverrideRow) if r.spec.key == "train.learning_rate")
         row.query_one("Input").focus()
-        await pilot.pause(0.3)
-        text = screen_text(app)
-        assert "train.learning_rate = 0.015" in text, text
+        # the help line follows the focus on the next refresh: poll it (a loaded box takes
+        # longer than any fixed pause), then read it
+        deadline = time.monotonic() + 15
+        while "train.learning_rate = 0.015" not in (text := screen_text(app)):
+            assert time.monotonic() < deadline, text
+            await pilot.pause(0.1)
         assert "Adam learning rate" in text, text
 
 
