@@ -350,12 +350,13 @@ class LauncherScreen(Screen):
         self.query_one("#field", Static).update(Text(f"starting {self.env_name}...", "yellow"))
         self.app.start_run(self.env_name, overrides)
 
-    def toggle_mark(self) -> None:
-        """Mark or unmark the highlighted run for comparison (sweeps are not runs)."""
-        runs = self.query_one("#runs", OptionList)
-        if runs.highlighted is None:
+    def on_runs_list_mark_requested(self, message: RunsList.MarkRequested) -> None:
+        """`space` in the runs list: mark or unmark that run for comparison (sweeps are not
+        runs)."""
+        option_id = message.option_id
+        if option_id is None:
             return
-        option_id = runs.get_option_at_index(runs.highlighted).id
+        runs = self.query_one("#runs", OptionList)
         if option_id not in self._run_infos:
             self.notify("only runs can be compared (open a sweep to see its trials)")
             return
