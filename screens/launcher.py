@@ -26,6 +26,7 @@ from puffer_tui.app.run_start import RunRefused, check_resume
 from puffer_tui.app.serve_code_specs import code_spec_refusal
 from puffer_tui.app.services.env_catalogue import describe_envs, preset_label, spec_suggestions
 from puffer_tui.app.widgets.ordered_input import OrderedInput
+from puffer_tui.app.widgets.ordered_keys import OrderedOptionList
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
 from puffer_tui.app.widgets.runs_list import (
     SWEEP_OPTION,
@@ -104,7 +105,7 @@ class LauncherScreen(Screen):
                      id="title")
         with Horizontal():
             with Vertical(id="left"):
-                yield OptionList(id="envs")
+                yield OrderedOptionList(id="envs")
                 with Vertical(id="spec-box"):
                     yield OrderedInput(placeholder="gym:ID or module:fn", id="spec", compact=True,
                                        suggester=self._suggester)

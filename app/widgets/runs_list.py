@@ -11,6 +11,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import OptionList
 
+from puffer_tui.app.widgets.ordered_keys import OrderedKeys
 from puffer_tui.engine.shared.lineage import branch_step, tree_order
 from puffer_tui.engine.shared.protocol import LIVE_STATES
 
@@ -57,7 +58,7 @@ MAX_INDENT = 3  # deeper branches are drawn at this depth
 ENTRY_WIDTH = 24  # the launcher's 30-column runs list, less its border, padding and scrollbar
 
 
-class RunsList(OptionList):
+class RunsList(OrderedKeys, OptionList):
     """The runs and sweeps; `space` asks to mark a run to compare (MarkRequested; ctrl+o opens
     the comparison), `b` asks for the branch form of a run (BranchRequested); the launcher
     handles both."""
