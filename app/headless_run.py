@@ -16,6 +16,7 @@ terminal hung up) is dropped, never fatal.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -44,7 +45,7 @@ from puffer_tui.app.engine_stop import (
 )
 from puffer_tui.app.headless_display import HeadlessDisplay
 from puffer_tui.engine.shared import run_dir as rd
-from puffer_tui.engine.shared.protocol import FINAL_STATES, RunState
+from puffer_tui.engine.shared.protocol import FINAL_STATES, LIVE_STATES, RunState
 
 HELLO_PATIENCE = 600.0  # seconds an alive engine may take to answer its first hello
 START_PATIENCE = 120.0  # seconds for the engine to open its socket
@@ -161,7 +162,7 @@ class _Session:
                 self.say(f"{e}; " + attach_hint(run_dir, handle.pid))
                 return 1
             # A short run can end before its engine answers: say how it ended, from the run dir.
-            return _report_end(console, run_dir, rd.run_state(run_dir), None)
+            return _report_end(console, run_dir, rd.run_state(run_dir), None, handle=handle)
         if self.detach:
             console.print(f"engine pid {handle.pid}; it outlives this command (--detach): "
                           f"`puffer-tui stop {run_dir}` stops it", highlight=False)
@@ -187,10 +188,13 @@ class _Session:
                 handle.wait(30)  # reap it; it exits right after closing the socket
             except subprocess.TimeoutExpired:
                 pass
-        elif handle.poll() is None:  # the connection ended, the engine did not
-            self.say(attach_hint(run_dir, handle.pid))
-            return 1
-        return _report_end(console, run_dir, state, display, _cause(display.stop_signal))
+        else:  # the connection ended: a dying engine closes it a moment before it is gone
+            _wait_for_exit(handle, run_dir)
+            if handle.poll() is None:  # the engine lives on
+                self.say(attach_hint(run_dir, handle.pid))
+                return 1
+        return _report_end(console, run_dir, state, display, _cause(display.stop_signal),
+                           handle)
 
     def interrupted(self, name: str) -> int:
         """The first signal came outside the display (starting, greeting, reporting)."""
@@ -199,7 +203,8 @@ class _Session:
             self.say(f"{label}: stopped before the engine started")
             return 130
         if handle.poll() is not None:
-            return _report_end(self.console, self.run_dir, rd.run_state(self.run_dir), None)
+            return _report_end(self.console, self.run_dir, rd.run_state(self.run_dir), None,
+                               _cause(name), handle)
         if self.detach:
             return self._left_training(name)
         if not self.ready:  # no socket yet: nothing trained, nothing to checkpoint
@@ -210,6 +215,10 @@ class _Session:
             self.client = send_stop(self.run_dir, f"{name} to `puffer-tui train --headless` "
                                                   f"(pid {os.getpid()})", self.client)
         except EngineClientError as e:
+            _wait_for_exit(handle, self.run_dir)  # no answer: it may be dying
+            if handle.poll() is not None:
+                return _report_end(self.console, self.run_dir, rd.run_state(self.run_dir),
+                                   None, _cause(name), handle)
             self.say(f"{label}: could not ask the engine to stop ({e}); "
                      + attach_hint(self.run_dir, handle.pid))
             return 1
@@ -239,7 +248,8 @@ class _Session:
                 self.say(f"waiting for the engine (pid {handle.pid}) to checkpoint and exit: "
                          f"{seconds:.0f} s")
                 next_report = seconds + REPORT_EVERY
-        return _report_end(self.console, self.run_dir, rd.run_state(self.run_dir), None, cause)
+        return _report_end(self.console, self.run_dir, rd.run_state(self.run_dir), None, cause,
+                           handle)
 
     def _left_training(self, name: str) -> int:
         self.say(f"{signal_label(name)}: left training (--detach): "
@@ -283,8 +293,37 @@ def _left_stopping(console: Console, run_dir, handle: EngineHandle) -> int:
     return 130
 
 
+def _report_death(console: Console, run_dir, handle: EngineHandle, cause: str = "") -> int:
+    """The engine exited without saying how its run ended (status.json still live): killed
+    (SIGKILL, the OOM killer, its process group) or gone some other way. Say so, with what
+    is left to go on from."""
+    code = handle.poll()
+    how = (f"killed by {_signal_name(-code)}" if code < 0 else f"exited with status {code}")
+    info = rd.run_info(run_dir)
+    say_anywhere(console, f"the engine (pid {handle.pid}) died{cause}: {how} at "
+                          f"{info.global_step or 0:,} steps, with no final checkpoint; last "
+                          f"checkpoint {info.last_checkpoint or 'none'}")
+    if info.last_checkpoint:
+        say_anywhere(console, f"resume with: puffer-tui train --resume {run_dir} --headless")
+    else:
+        say_anywhere(console, "no checkpoint was written: nothing to resume from; "
+                              "start the run again")
+    say_anywhere(console, f"its last output: {run_dir / rd.ENGINE_OUT_FILE}")
+    return 1
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
 def _report_end(console: Console, run_dir, state: str, display: HeadlessDisplay | None,
-                cause: str = "") -> int:
+                cause: str = "", handle: EngineHandle | None = None) -> int:
+    if handle is not None and handle.poll() is not None \
+            and rd.read_status(run_dir).get("state") in LIVE_STATES:
+        return _report_death(console, run_dir, handle, cause)  # it left no word of its end
     if state in (RunState.FINISHED, RunState.STOPPED):
         say_anywhere(console, stop_line(run_dir, cause, state)[0])
         if state == RunState.STOPPED:

@@ -26,6 +26,7 @@ from puffer_tui.app.run_start import RunRefused, check_resume
 from puffer_tui.app.serve_code_specs import code_spec_refusal
 from puffer_tui.app.services.env_catalogue import describe_envs, preset_label, spec_suggestions
 from puffer_tui.app.widgets.ordered_input import OrderedInput
+from puffer_tui.app.widgets.ordered_keys import OrderedOptionList
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
 from puffer_tui.app.widgets.runs_list import (
     SWEEP_OPTION,
@@ -90,7 +91,7 @@ class LauncherScreen(Screen):
                      id="title")
         with Horizontal():
             with Vertical(id="left"):
-                yield OptionList(id="envs")
+                yield OrderedOptionList(id="envs")
                 with Vertical(id="spec-box"):
                     yield OrderedInput(placeholder="gym:ID or module:fn", id="spec", compact=True,
                                        suggester=self._suggester)
@@ -336,12 +337,13 @@ class LauncherScreen(Screen):
         self.query_one("#field", Static).update(Text(f"starting {self.env_name}...", "yellow"))
         self.app.start_run(self.env_name, overrides)
 
-    def toggle_mark(self) -> None:
-        """Mark or unmark the highlighted run for comparison (sweeps are not runs)."""
-        runs = self.query_one("#runs", OptionList)
-        if runs.highlighted is None:
+    def on_runs_list_mark_requested(self, message: RunsList.MarkRequested) -> None:
+        """`space` in the runs list: mark or unmark that run for comparison (sweeps are not
+        runs)."""
+        option_id = message.option_id
+        if option_id is None:
             return
-        option_id = runs.get_option_at_index(runs.highlighted).id
+        runs = self.query_one("#runs", OptionList)
         if option_id not in self._run_infos:
             self.notify("only runs can be compared (open a sweep to see its trials)")
             return

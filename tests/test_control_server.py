@@ -65,8 +65,9 @@ def server(tmp_path):
     trainer = StandInTrainer()
     state = EngineState()
     frames = FrameSource(trainer.frame)
-    commands = CommandQueue(state, frames, trainer=lambda: trainer,
+    commands = CommandQueue(state, frames,
                             checkpoint=lambda: str(tmp_path / f"ckpt-{trainer.global_step}.pt"))
+    commands.attach(trainer)
     trainer.safe_point = commands.safe_point
     state.enter(RunState.RUNNING)
 

@@ -142,7 +142,8 @@ def test_set_is_checked_once_at_the_door_and_the_trainer_gets_the_typed_change(m
     trainer = SimpleNamespace(config=load_config("squared"), global_step=0,
                               apply_live=lambda c: applied.append(c) or (c.value, "now"))
     state = EngineState()
-    queue = CommandQueue(state, FrameSource(lambda env: None), trainer=lambda: trainer)
+    queue = CommandQueue(state, FrameSource(lambda env: None))
+    queue.attach(trainer)
     replies = []
     queue.put(Command("set", args, replies.append))
     queue.safe_point()

@@ -11,6 +11,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import OptionList
 
+from puffer_tui.app.widgets.ordered_keys import OrderedKeys
 from puffer_tui.engine.shared.lineage import branch_step, tree_order
 from puffer_tui.engine.shared.protocol import LIVE_STATES
 
@@ -57,15 +58,23 @@ MAX_INDENT = 3  # deeper branches are drawn at this depth
 ENTRY_WIDTH = 24  # the launcher's 30-column runs list, less its border, padding and scrollbar
 
 
-class RunsList(OptionList):
-    """The runs and sweeps; `space` marks runs to compare (ctrl+o opens the comparison), `b`
-    asks for the branch form of a run (BranchRequested, which the launcher handles)."""
+class RunsList(OrderedKeys, OptionList):
+    """The runs and sweeps; `space` asks to mark a run to compare (MarkRequested; ctrl+o opens
+    the comparison), `b` asks for the branch form of a run (BranchRequested); the launcher
+    handles both."""
 
     BINDINGS = [Binding("space", "mark", "Mark", show=False),
                 Binding("b", "branch", "Branch from this run")]
 
+    @dataclass(eq=False)
+    class MarkRequested(Message):
+        """`space`: mark or unmark the highlighted entry (its option id: a run's path; None
+        when nothing is highlighted)."""
+
+        option_id: str | None
+
     def action_mark(self) -> None:
-        self.screen.toggle_mark()
+        self.post_message(self.MarkRequested(self._highlighted_id()))
 
     @dataclass(eq=False)
     class BranchRequested(Message):
@@ -75,9 +84,12 @@ class RunsList(OptionList):
         option_id: str | None
 
     def action_branch(self) -> None:
-        option = self.get_option_at_index(self.highlighted) if self.highlighted is not None \
-            else None
-        self.post_message(self.BranchRequested(option.id if option is not None else None))
+        self.post_message(self.BranchRequested(self._highlighted_id()))
+
+    def _highlighted_id(self) -> str | None:
+        if self.highlighted is None:
+            return None
+        return self.get_option_at_index(self.highlighted).id
 
 
 def runs_as_tree(infos: list) -> list[tuple[object, int]]:

@@ -61,17 +61,16 @@ class Command:
 
 
 class CommandQueue:
-    """Commands waiting for the trainer. `trainer()` -> the trainer once built (else None);
+    """Commands waiting for the trainer, handed in by `attach` once it is built;
     `checkpoint()` writes one and returns its path."""
 
     def __init__(self, state: EngineState, frames: FrameSource, events=None,
-                 trainer: Callable[[], LiveTrainer | None] = lambda: None,
                  checkpoint: Callable[[], object] | None = None, world=None):
         self._queue: queue.SimpleQueue[Command] = queue.SimpleQueue()
         self.state = state
         self.frames = frames
         self.events = events
-        self._trainer = trainer
+        self.trainer: LiveTrainer | None = None  # from attach(); commands wait for it
         self._checkpoint = checkpoint
         self._pending_checkpoints: list[Command] = []
         self.world = world  # engine/algo/distributed.py World; None: one process
@@ -81,6 +80,11 @@ class CommandQueue:
             "_frames": self._cmd_frames, "pause": self._cmd_pause, "resume": self._cmd_resume,
             "set": self._cmd_set, "checkpoint": self._cmd_checkpoint, "stop": self._cmd_stop,
         }
+
+    def attach(self, trainer: LiveTrainer) -> None:
+        """Main thread, once the trainer is built (the Trainer's constructor is handed
+        `safe_point` and may call it before this: a `set` then is refused, not lost)."""
+        self.trainer = trainer
 
     def handle(self, name: str, handler: Callable[[Command, bool], dict | None]) -> None:
         """Another part of the engine answers `name` (the doctor: `diagnosis`)."""
@@ -192,7 +196,11 @@ class CommandQueue:
 
     def _cmd_set(self, command, boundary):
         change: LiveChange = command.args["change"]
-        trainer = self._trainer()
+        trainer = self.trainer
+        if trainer is None:
+            command.reply({"ok": False, "error": f"{change.key} cannot be set yet: the "
+                                                "trainer is still being built; try again"})
+            return None
         old = getattr(getattr(trainer.config, change.section), change.name)
         try:
             value, applies = trainer.apply_live(change)
@@ -243,7 +251,7 @@ class CommandQueue:
             command.reply({"ok": True, "path": path})
 
     def _step(self) -> int:
-        trainer = self._trainer()
+        trainer = self.trainer
         return trainer.global_step if trainer is not None else 0
 
     def _event(self, level: str, text: str) -> None:

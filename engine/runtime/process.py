@@ -72,12 +72,12 @@ class Engine:
         self.config: Config | None = None
         self.trainer = None  # built in _train, after the control server answers
         # the parts get what they use through their constructors; the trainer, built later,
-        # is reached through a getter that says None until then
+        # is handed to the commands by attach, and reached by the recovery through a getter
+        # that says None until then
         self.state = EngineState()
         self.frames = FrameSource(self._frame)
         self.commands = CommandQueue(self.state, self.frames, self.events,
-                                     trainer=self._trainer, checkpoint=self.save_checkpoint,
-                                     world=self.world)
+                                     checkpoint=self.save_checkpoint, world=self.world)
         # faults that need a person, and the files they are about (metrics, checkpoints)
         self.recovery = Recovery(run_dir, self.world, self.events, self.state, self.commands,
                                  trainer=self._trainer,
@@ -167,6 +167,7 @@ class Engine:
         if self.world.enabled:
             self.events.info(f"{self.world.size} learner ranks (torchrun, DDP)")
         self.trainer = Trainer(self.config, safe_point=self.commands.safe_point, world=self.world)
+        self.commands.attach(self.trainer)
         if not self.world.enabled:  # ranks would have to agree on where to cut: they finish it
             self.trainer.cut_short = lambda: self.state.stop_overdue(STOP_GRACE)
         collect, learn = self.trainer.torch_threads

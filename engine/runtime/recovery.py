@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Protocol
 
 from puffer_tui.engine.runtime.metrics import MetricsWriter, truncate_after
+from puffer_tui.engine.runtime.wandb_tracker import TrackerError
 from puffer_tui.engine.shared import checkpoint as ckpt
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.health import NonFiniteError, is_disk_full
@@ -59,6 +60,7 @@ class Recovery:
         self._write_status = write_status
         self._open_metrics = open_metrics
         self.metrics: MetricsWriter | None = None  # rank 0's, from open_metrics_writer()
+        self._metrics_options: dict = {}  # how it was opened: a reload reopens it the same way
         self.last_checkpoint: tuple[int, Path] | None = None  # (global_step, path)
         self.poisoned = False  # the weights hold NaN/inf: reload the last checkpoint on resume
         self.checkpoint_due = False  # a periodic checkpoint the full disk refused
@@ -74,6 +76,7 @@ class Recovery:
         """Rank 0 writes the metrics; the other ranks have none."""
         if self.world.is_main:
             self.metrics = self._open_metrics(self.run_dir, **options)
+            self._metrics_options = options
         return self.metrics
 
     def restore(self, fallback: bool) -> Path:
@@ -203,9 +206,20 @@ class Recovery:
             return  # another rank: rank 0 owns the files and says what happened
         self.metrics.close()
         dropped = truncate_after(self.run_dir, trainer.epoch)
-        self.metrics = self._open_metrics(self.run_dir)
+        self.metrics = self._reopen_metrics()
         self.events.info(f"reloaded {path.name} (step {trainer.global_step}, epoch "
                          f"{trainer.epoch}); {dropped} metric rows after it dropped")
+
+    def _reopen_metrics(self) -> MetricsWriter:
+        """The writer as the engine first opened it (its config: W&B resumes the same run);
+        W&B failing to come back (e.g. the network gone) drops it, not the run."""
+        options = self._metrics_options
+        try:
+            return self._open_metrics(self.run_dir, **options)
+        except TrackerError as e:
+            self.events.warning(f"Weights & Biases could not resume after the reload ({e}); "
+                                f"metrics.jsonl and TensorBoard go on")
+            return self._open_metrics(self.run_dir, **{**options, "config": None})
 
     def final_checkpoint(self) -> Path | None:
         """Checkpoint at the end; a full disk pauses until space is freed (resume) or the
