@@ -19,6 +19,7 @@ episodes afresh, as for every Gymnasium env: docs/exact-resume.md) or draw the g
 
 from __future__ import annotations
 
+import collections
 import os
 
 import numpy as np
@@ -58,6 +59,8 @@ def ale_vector_creator(env_id: str, evaluation: bool = False, **settings):
     if options is None:
         return None
     creator = functools.partial(AleVectorBlock, env_id, options, not evaluation)
+    # the serial backend with batch_size < num_envs: engine/vec/async_block.py
+    creator.async_batches = True
     stack, side = options["stack_num"], options["img_height"]
     actions = _action_count(options)
     creator.layout = EnvLayout(spaces.Box(0, 255, (stack, side, side), np.uint8),
@@ -103,18 +106,26 @@ def _action_count(options: dict) -> int:
 
 class AleVectorBlock(PufferEnv):
     """`num_envs` games of one ALE id in one AtariVectorEnv (C++ threads: one per core, at
-    most one per game)."""
+    most one per game).
+
+    `batch_size` < `num_envs` is ale-py's async mode, for engine/vec/async_block.py: send()
+    and recv() then move the first `batch_size` games to finish while the others step, and
+    step() (all games at once) is refused."""
 
     python = True
 
     def __init__(self, env_id: str, options: dict, training: bool = True, num_envs: int = 1,
-                 seed: int = 0, buf: dict | None = None, log_interval: int = 32):
+                 seed: int = 0, buf: dict | None = None, log_interval: int = 32,
+                 batch_size: int | None = None):
         self.name = env_id
+        self.batch_size = num_envs if batch_size is None else int(batch_size)
+        if not 1 <= self.batch_size <= num_envs or num_envs % self.batch_size:
+            raise ValueError(f"batch_size must divide num_envs={num_envs}, got {batch_size}")
         threads = max(1, min(num_envs, len(os.sched_getaffinity(0))))
         self.ale = vector_env_class()(
-            num_envs=num_envs, num_threads=threads, autoreset_mode="SameStep",
-            episodic_life=training, reward_clipping=False, use_fire_reset=False,
-            maxpool=True, **{k: v for k, v in options.items()})
+            num_envs=num_envs, batch_size=self.batch_size, num_threads=threads,
+            autoreset_mode="SameStep", episodic_life=training, reward_clipping=False,
+            use_fire_reset=False, maxpool=True, **{k: v for k, v in options.items()})
         try:
             super().__init__(self.ale.single_observation_space, self.ale.single_action_space,
                              num_envs, 1, buf)
@@ -125,32 +136,70 @@ class AleVectorBlock(PufferEnv):
         self._start_log(log_interval)
         self._returns = np.zeros(num_envs, np.float64)
         self._lengths = np.zeros(num_envs, np.int64)
-        self._actions = np.zeros(num_envs, np.int32)
+        # the C++ interface itself, past AtariVectorEnv's per-call asserts and allocations
+        self._interface = self.ale.ale
+        self._strength = np.ones(self.batch_size, np.float32)  # paddle strength (unused)
+        # async mode: the last batches received, newest last (every game is in one of them)
+        self._recent = collections.deque(maxlen=2 * num_envs // self.batch_size)
 
     def reset(self, seed: int | None = None):
+        """Reset every game; in async mode only the first batch to finish is written (its
+        rows are `self.batch_rows`), the others come with the next recv() calls."""
         if seed is not None:
             self.seed = int(seed)
         observations, info = self.ale.reset(seed=self.seed)
-        self.observations[info["env_id"]] = observations
         self.rewards[:] = 0
         self.terminals[:] = False
         self.truncations[:] = False
         self.masks[:] = True
         self._returns[:] = 0
         self._lengths[:] = 0
+        self.batch_rows = info["env_id"]
+        self._recent.clear()
+        self._recent.append((self.batch_rows, observations))
+        self.batch = (observations, np.zeros(len(observations), np.int32),
+                      np.zeros(len(observations), bool), np.zeros(len(observations), bool))
+        self.observations[self.batch_rows] = observations
         return self.observations, []
 
     def step(self, actions):
+        if self.batch_size != self.num_envs:
+            raise RuntimeError(f"{self.name}: step() moves all games at once; this block "
+                               f"steps them in batches of {self.batch_size} (send/recv)")
         self.write_actions(actions)
         self.check_action_values()
-        np.copyto(self._actions, self.actions.reshape(-1), casting="unsafe")
-        self.ale.send(self._actions)
-        observations, rewards, terminals, truncations, info = self.ale.recv()
+        self._interface.send(self.actions.reshape(-1).tolist(), self._strength)
+        self.recv()
+        return self.observations, self.rewards, self.terminals, self.truncations, \
+            self._logs_due()
+
+    def send(self, actions) -> None:
+        """Async mode: the actions of the games last received (`batch_rows`), checked."""
+        actions = np.asarray(actions)
+        if actions.shape != (self.batch_size,) or actions.dtype.kind not in "iu":
+            raise ValueError(f"{self.name}: expected {self.batch_size} integer actions (one "
+                             f"per game of the batch), got shape {actions.shape} of "
+                             f"{actions.dtype}")
+        if actions.min() < 0 or actions.max() >= self.single_action_space.n:
+            bad = (actions < 0) | (actions >= self.single_action_space.n)
+            self._raise_out_of_range(actions, int(np.flatnonzero(bad)[0]))
+        self._interface.send(actions.tolist(), self._strength)
+
+    def recv(self):
+        """The next batch: (observations, rewards, terminals, truncations), ale-py's own
+        arrays (fresh each call), their games' rows in `batch_rows`. In synchronous mode
+        they are also copied into the buffers (the serial backend returns those); in async
+        mode only final observations are (the async pool returns ale-py's arrays: no copy)."""
+        observations, rewards, terminals, truncations, info = self._interface.recv()
         rows = info["env_id"]
-        self.observations[rows] = observations
-        self.rewards[rows] = rewards
-        self.terminals[rows] = terminals
-        self.truncations[rows] = truncations
+        self.batch_rows = rows
+        if len(rows) == self.num_envs:  # synchronous: ale-py returns the games in order
+            np.copyto(self.observations, observations)
+            np.copyto(self.rewards, rewards, casting="unsafe")
+            np.copyto(self.terminals, terminals)
+            np.copyto(self.truncations, truncations)
+        else:  # the caller reads ale-py's array; the buffer row is filled when drawn
+            self._recent.append((rows, observations))
         self._returns[rows] += rewards
         self._lengths[rows] += 1
         ended = terminals | truncations
@@ -163,11 +212,22 @@ class AleVectorBlock(PufferEnv):
                                episodes=len(done))
             self._returns[done] = 0
             self._lengths[done] = 0
-        return self.observations, self.rewards, self.terminals, self.truncations, \
-            self._logs_due()
+        return observations, rewards, terminals, truncations
+
+    def refresh_observation(self, env_index: int) -> None:
+        """Async mode: copy the game's newest observation into its buffer row (for drawing).
+        (Synchronous mode keeps every row current.)"""
+        if self.batch_size == self.num_envs:
+            return
+        for rows, observations in reversed(self._recent):
+            hit = np.flatnonzero(rows == env_index)
+            if len(hit):
+                self.observations[env_index] = observations[hit[0]]
+                return
 
     def frame(self, env_index: int = 0):
         """The newest grey frame of the env's stack, as an RGB image."""
+        self.refresh_observation(env_index)
         grey = self.observations[env_index][-1]
         return np.repeat(grey[:, :, None], 3, axis=2)
 
