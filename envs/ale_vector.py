@@ -19,7 +19,6 @@ episodes afresh, as for every Gymnasium env: docs/exact-resume.md) or draw the g
 
 from __future__ import annotations
 
-import collections
 import os
 
 import numpy as np
@@ -106,26 +105,25 @@ def _action_count(options: dict) -> int:
 
 class AleVectorBlock(PufferEnv):
     """`num_envs` games of one ALE id in one AtariVectorEnv (C++ threads: one per core, at
-    most one per game).
+    most one per game, unless `num_threads` says).
 
-    `batch_size` < `num_envs` is ale-py's async mode, for engine/vec/async_block.py: send()
-    and recv() then move the first `batch_size` games to finish while the others step, and
-    step() (all games at once) is refused."""
+    step() moves every game and copies the results into the buffers (what the serial
+    backend returns). The async pool (engine/vec/async_block.py) builds several blocks with
+    `copy_observations=False` and drives each with send() and recv(), which return
+    ale-py's own arrays, fresh each call."""
 
     python = True
 
     def __init__(self, env_id: str, options: dict, training: bool = True, num_envs: int = 1,
                  seed: int = 0, buf: dict | None = None, log_interval: int = 32,
-                 batch_size: int | None = None):
+                 num_threads: int | None = None, copy_observations: bool = True):
         self.name = env_id
-        self.batch_size = num_envs if batch_size is None else int(batch_size)
-        if not 1 <= self.batch_size <= num_envs or num_envs % self.batch_size:
-            raise ValueError(f"batch_size must divide num_envs={num_envs}, got {batch_size}")
-        threads = max(1, min(num_envs, len(os.sched_getaffinity(0))))
+        cores = len(os.sched_getaffinity(0))
+        threads = max(1, min(num_envs, cores if num_threads is None else int(num_threads)))
         self.ale = vector_env_class()(
-            num_envs=num_envs, batch_size=self.batch_size, num_threads=threads,
-            autoreset_mode="SameStep", episodic_life=training, reward_clipping=False,
-            use_fire_reset=False, maxpool=True, **{k: v for k, v in options.items()})
+            num_envs=num_envs, num_threads=threads, autoreset_mode="SameStep",
+            episodic_life=training, reward_clipping=False, use_fire_reset=False, maxpool=True,
+            **{k: v for k, v in options.items()})
         try:
             super().__init__(self.ale.single_observation_space, self.ale.single_action_space,
                              num_envs, 1, buf)
@@ -138,34 +136,29 @@ class AleVectorBlock(PufferEnv):
         self._lengths = np.zeros(num_envs, np.int64)
         # the C++ interface itself, past AtariVectorEnv's per-call asserts and allocations
         self._interface = self.ale.ale
-        self._strength = np.ones(self.batch_size, np.float32)  # paddle strength (unused)
-        # async mode: the last batches received, newest last (every game is in one of them)
-        self._recent = collections.deque(maxlen=2 * num_envs // self.batch_size)
+        self._strength = np.ones(num_envs, np.float32)  # paddle strength (unused by Atari)
+        self._copy = bool(copy_observations)
+        self._latest = None  # without copies: the last observations received
 
     def reset(self, seed: int | None = None):
-        """Reset every game; in async mode only the first batch to finish is written (its
-        rows are `self.batch_rows`), the others come with the next recv() calls."""
+        """Reset every game; the first observations are also in `self.batch`."""
         if seed is not None:
             self.seed = int(seed)
-        observations, info = self.ale.reset(seed=self.seed)
+        observations, _ = self.ale.reset(seed=self.seed)
         self.rewards[:] = 0
         self.terminals[:] = False
         self.truncations[:] = False
         self.masks[:] = True
         self._returns[:] = 0
         self._lengths[:] = 0
-        self.batch_rows = info["env_id"]
-        self._recent.clear()
-        self._recent.append((self.batch_rows, observations))
-        self.batch = (observations, np.zeros(len(observations), np.int32),
-                      np.zeros(len(observations), bool), np.zeros(len(observations), bool))
-        self.observations[self.batch_rows] = observations
+        np.copyto(self.observations, observations)
+        self._latest = observations
+        n = self.num_envs
+        self.batch = (observations, np.zeros(n, np.int32), np.zeros(n, bool),
+                      np.zeros(n, bool))
         return self.observations, []
 
     def step(self, actions):
-        if self.batch_size != self.num_envs:
-            raise RuntimeError(f"{self.name}: step() moves all games at once; this block "
-                               f"steps them in batches of {self.batch_size} (send/recv)")
         self.write_actions(actions)
         self.check_action_values()
         self._interface.send(self.actions.reshape(-1).tolist(), self._strength)
@@ -174,56 +167,44 @@ class AleVectorBlock(PufferEnv):
             self._logs_due()
 
     def send(self, actions) -> None:
-        """Async mode: the actions of the games last received (`batch_rows`), checked."""
+        """Start a step of every game with `actions` (checked first); recv() collects it."""
         actions = np.asarray(actions)
-        if actions.shape != (self.batch_size,) or actions.dtype.kind not in "iu":
-            raise ValueError(f"{self.name}: expected {self.batch_size} integer actions (one "
-                             f"per game of the batch), got shape {actions.shape} of "
-                             f"{actions.dtype}")
+        if actions.shape != (self.num_envs,) or actions.dtype.kind not in "iu":
+            raise ValueError(f"{self.name}: expected {self.num_envs} integer actions (one "
+                             f"per game), got shape {actions.shape} of {actions.dtype}")
         if actions.min() < 0 or actions.max() >= self.single_action_space.n:
             bad = (actions < 0) | (actions >= self.single_action_space.n)
             self._raise_out_of_range(actions, int(np.flatnonzero(bad)[0]))
         self._interface.send(actions.tolist(), self._strength)
 
     def recv(self):
-        """The next batch: (observations, rewards, terminals, truncations), ale-py's own
-        arrays (fresh each call), their games' rows in `batch_rows`. In synchronous mode
-        they are also copied into the buffers (the serial backend returns those); in async
-        mode only final observations are (the async pool returns ale-py's arrays: no copy)."""
+        """Wait for the step sent: (observations, rewards, terminals, truncations), ale-py's
+        arrays, games in order. Copied into the buffers too unless `copy_observations` is
+        off (then only final observations are; a game's row is filled when it is drawn)."""
         observations, rewards, terminals, truncations, info = self._interface.recv()
-        rows = info["env_id"]
-        self.batch_rows = rows
-        if len(rows) == self.num_envs:  # synchronous: ale-py returns the games in order
+        if self._copy:
             np.copyto(self.observations, observations)
             np.copyto(self.rewards, rewards, casting="unsafe")
             np.copyto(self.terminals, terminals)
             np.copyto(self.truncations, truncations)
-        else:  # the caller reads ale-py's array; the buffer row is filled when drawn
-            self._recent.append((rows, observations))
-        self._returns[rows] += rewards
-        self._lengths[rows] += 1
+        self._latest = observations
+        self._returns += rewards
+        self._lengths += 1
         ended = terminals | truncations
         if ended.any():
             cut = truncations & ~terminals
             if cut.any():  # same-step autoreset: the observation that ended the episode
-                self.final_observations[rows[cut]] = info["final_obs"][cut]
-            done = rows[ended]
-            self._log_episodes(self._returns[done].sum(), self._lengths[done].sum(),
-                               episodes=len(done))
-            self._returns[done] = 0
-            self._lengths[done] = 0
+                self.final_observations[cut] = info["final_obs"][cut]
+            self._log_episodes(self._returns[ended].sum(), self._lengths[ended].sum(),
+                               episodes=int(ended.sum()))
+            self._returns[ended] = 0
+            self._lengths[ended] = 0
         return observations, rewards, terminals, truncations
 
     def refresh_observation(self, env_index: int) -> None:
-        """Async mode: copy the game's newest observation into its buffer row (for drawing).
-        (Synchronous mode keeps every row current.)"""
-        if self.batch_size == self.num_envs:
-            return
-        for rows, observations in reversed(self._recent):
-            hit = np.flatnonzero(rows == env_index)
-            if len(hit):
-                self.observations[env_index] = observations[hit[0]]
-                return
+        """Without copies: put the game's newest observation into its buffer row (to draw)."""
+        if not self._copy and self._latest is not None:
+            self.observations[env_index] = self._latest[env_index]
 
     def frame(self, env_index: int = 0):
         """The newest grey frame of the env's stack, as an RGB image."""
