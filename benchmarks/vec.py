@@ -10,15 +10,19 @@ noisy: use --repeat to keep the best of several runs.
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import partial
 
 from puffer_tui.benchmarks import vec_runners
 from puffer_tui.benchmarks.vec_workloads import workloads
 
-OURS = ("serial", "multiprocessing", "multiprocessing-pool", "multiprocessing-inline")
+# serial-pool: the serial backend with batch_size < num_envs, for envs that pool themselves in
+# the caller's process (ALE ids: ale-py's C++ threads, engine/vec/async_block.py)
+OURS = ("serial", "serial-pool", "multiprocessing", "multiprocessing-pool",
+        "multiprocessing-inline")
 GYMNASIUM = ("gymnasium-sync", "gymnasium-async")
 
 
@@ -32,13 +36,19 @@ class Result:
     sps: float
     zero_copy: bool | None = None
     error: str | None = None
-    cpu_us_per_step: float | None = None  # process-tree CPU microseconds an agent step (best)
+    cpu_us_per_step: float | None = None  # process-tree CPU microseconds an agent step
+    rounds: list = field(default_factory=list)  # [steps/s, CPU µs/step] of each round
 
 
 def add_arguments(p):
     p.add_argument("--json", action="store_true", help="print JSON instead of a table")
     p.add_argument("--seconds", type=float, default=1.5, help="time per setting (default 1.5)")
-    p.add_argument("--repeat", type=int, default=1, help="runs per setting, best kept (default 1)")
+    p.add_argument("--repeat", type=int, default=1,
+                   help="rounds per setting, taken in turn across settings (default 1)")
+    p.add_argument("--stat", choices=("best", "median"), default="best",
+                   help="a setting's figure over its rounds: the best (highest steps/s, lowest "
+                        "CPU) or the median of each (default best; median with --repeat >= 3 "
+                        "on a busy machine)")
     p.add_argument("--workload", action="append",
                    help="only these workloads (repeatable): squared, cartpole, delay, pong "
                         "(pong: the atari extra)")
@@ -78,7 +88,7 @@ def settings_for(workload, cores: int) -> list[tuple[str, int, int, bool]]:
 
 
 def _ours(workload, backend, workers, batch, zero_copy, seconds):
-    real = "serial" if backend == "serial" else "multiprocessing"
+    real = "serial" if backend in ("serial", "serial-pool") else "multiprocessing"
     extra = {"inline": True} if backend == "multiprocessing-inline" else {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # pools oversubscribe on purpose
@@ -93,32 +103,91 @@ def plan_runs(workload, seconds: float, cores: int) -> list[tuple[Result, object
          partial(_ours, workload, backend, workers, batch, zero_copy, seconds))
         for backend, workers, batch, zero_copy in settings_for(workload, cores)
     ]
+    # async batches of half and a quarter of the envs: EnvPool's (below, `cores` threads), and
+    # ours in this process (ALE: a block of games per batch, with as many threads in all as
+    # EnvPool has: so no more blocks than cores)
+    pool_batches = sorted({b for b in (n // 2, n // 4) if b >= 1 and n % b == 0}, reverse=True)
+    if getattr(workload.creator(), "async_batches", False):
+        for batch in (b for b in pool_batches if n // b <= cores):
+            runs.append((Result(name, "serial-pool", n, 1, batch, 0.0, True),
+                         partial(_ours, workload, "serial-pool", 1, batch, True, seconds)))
     if workload.gym_creator is not None:
         for kind in ("sync", "async"):
             runs.append((Result(name, f"gymnasium-{kind}", n, 1 if kind == "sync" else n, n, 0.0),
                          partial(vec_runners.run_gymnasium, workload, kind, seconds)))
     if workload.envpool_id and vec_runners.envpool_available():
-        for batch in sorted({n, max(1, n // 2)}, reverse=True):
+        for batch in [n, *pool_batches]:
             runs.append((Result(name, "envpool", n, cores, batch, 0.0),
                          partial(vec_runners.run_envpool, workload, cores, batch, seconds)))
     return runs
 
 
-def run_workload(workload, seconds: float, repeat: int, cores: int, log) -> list[Result]:
+def run_workload(workload, seconds: float, repeat: int, cores: int, log,
+                 stat: str = "best") -> list[Result]:
     """Every setting, `repeat` rounds taken in turn (so a burst of load elsewhere on the
-    machine hits all backends alike), keeping each setting's best."""
+    machine hits all backends alike); each setting's figure is its best or median round."""
     runs = plan_runs(workload, seconds, cores)
     for round_index in range(repeat):
         for result, fn in runs:
             log(f"{result.workload}: {result.backend} workers={result.num_workers} "
                 f"batch={result.batch_size} (round {round_index + 1}/{repeat})")
             try:
-                result.sps = max(result.sps, fn())
-                cpu = vec_runners.last_cpu_per_step * 1e6
-                result.cpu_us_per_step = min(cpu, result.cpu_us_per_step or cpu)
+                sps = fn()
+                result.rounds.append([sps, vec_runners.last_cpu_per_step * 1e6])
             except Exception as exc:  # one broken backend must not end the whole benchmark
                 result.error = f"{type(exc).__name__}: {exc}"
+                result.rounds.append([None, None])
+    for result, _ in runs:
+        summarize(result, stat)
     return [result for result, _ in runs]
+
+
+def summarize(result: Result, stat: str) -> None:
+    """The setting's steps/s and CPU per step over its successful rounds."""
+    done = [r for r in result.rounds if r[0] is not None]
+    if not done:
+        return
+    if stat == "median":
+        result.sps = statistics.median(r[0] for r in done)
+        result.cpu_us_per_step = statistics.median(r[1] for r in done)
+    else:
+        result.sps = max(r[0] for r in done)
+        result.cpu_us_per_step = min(r[1] for r in done)
+
+
+def against_envpool(results: list[Result]) -> dict[str, dict]:
+    """Per workload with EnvPool rows: EnvPool's fastest setting, ours (the fastest of those
+    no more costly per step than it, else the fastest), and ours / EnvPool in steps/s and in
+    CPU per step, overall and round by round (a round's settings ran one after another, so
+    each round's ratio sees much the same load on both sides); and every setting of ours."""
+    out = {}
+    best = best_by_backend(results)
+    for workload in dict.fromkeys(r.workload for r in results):
+        theirs = best.get((workload, "envpool"))
+        ours = [best[(workload, b)] for b in OURS if (workload, b) in best]
+        if theirs is None or not theirs.sps or not ours:
+            continue
+        settings = [r for r in results if r.workload == workload and r.backend in OURS
+                    and r.sps and r.cpu_us_per_step]
+        # ours: the fastest setting that is also no more costly per step, else the fastest
+        cheaper = [r for r in settings if r.cpu_us_per_step <= theirs.cpu_us_per_step]
+        mine = max(cheaper or ours, key=lambda r: r.sps)
+        pairs = [(a, b) for a, b in zip(mine.rounds, theirs.rounds, strict=False)
+                 if a[0] is not None and b[0] is not None]
+        out[workload] = {
+            "ours": {"backend": mine.backend, "num_workers": mine.num_workers,
+                     "batch_size": mine.batch_size},
+            "envpool": {"num_workers": theirs.num_workers, "batch_size": theirs.batch_size},
+            "sps_ratio": mine.sps / theirs.sps,
+            "cpu_ratio": mine.cpu_us_per_step / theirs.cpu_us_per_step,
+            "sps_ratio_rounds": [a[0] / b[0] for a, b in pairs],
+            "cpu_ratio_rounds": [a[1] / b[1] for a, b in pairs],
+            "every_setting": [{"backend": r.backend, "num_workers": r.num_workers,
+                               "batch_size": r.batch_size, "sps_ratio": r.sps / theirs.sps,
+                               "cpu_ratio": r.cpu_us_per_step / theirs.cpu_us_per_step}
+                              for r in settings],
+        }
+    return out
 
 
 def best_by_backend(results: list[Result]) -> dict[tuple[str, str], Result]:
@@ -178,16 +247,19 @@ def run(args) -> int:
 
     results = []
     for workload in select_workloads(args.workload, sizes):
-        results += run_workload(workload, args.seconds, args.repeat, cores, log)
+        results += run_workload(workload, args.seconds, args.repeat, cores, log, args.stat)
     summary = ratios(results)
+    peers = against_envpool(results)
     if args.json:
         print(json.dumps({
-            "cores": cores,
+            "cores": cores, "stat": args.stat, "repeat": args.repeat,
             "results": [asdict(r) for r in results],
             "best": [{"workload": w, "backend": b, **v} for (w, b), v in summary.items()],
+            "against_envpool": peers,
         }, indent=2))
         return 0
-    from puffer_tui.benchmarks.vec_table import print_table
+    from puffer_tui.benchmarks.vec_table import print_peers, print_table
 
     print_table(results, best_by_backend(results), summary, cores)
+    print_peers(peers, args.stat)
     return 0

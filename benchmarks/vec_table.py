@@ -5,6 +5,7 @@ from __future__ import annotations
 # backend -> short label for the table
 LABELS = {
     "serial": "serial",
+    "serial-pool": "serial pool",
     "multiprocessing": "mp sync",
     "multiprocessing-pool": "mp pool",
     "multiprocessing-inline": "mp inline",
@@ -52,3 +53,24 @@ def print_table(results, best, summary, cores: int) -> None:
     Console(width=132).print(table)
     print("Gymnasium's AsyncVectorEnv uses one process per env; CPU µs/step counts this "
           "process's threads and its worker processes; '--json' lists every setting tried.")
+
+
+def _spread(values) -> str:
+    import statistics
+
+    if not values:
+        return ""
+    return (f" (round by round: median {statistics.median(values):.2f}x, "
+            f"{min(values):.2f}-{max(values):.2f}x over {len(values)})")
+
+
+def print_peers(peers: dict, stat: str) -> None:
+    """Ours against EnvPool, each side's best setting by steps/s."""
+    for workload, p in peers.items():
+        ours, theirs = p["ours"], p["envpool"]
+        label = LABELS.get(ours["backend"], ours["backend"])
+        print(f"{workload}: ours ({label}, {ours['num_workers']} workers, batch "
+              f"{ours['batch_size']}) / EnvPool (batch {theirs['batch_size']}), {stat} of "
+              f"rounds: steps/s {p['sps_ratio']:.2f}x{_spread(p['sps_ratio_rounds'])}; CPU per "
+              f"step {p['cpu_ratio']:.2f}x{_spread(p['cpu_ratio_rounds'])} (below 1: ours "
+              f"cheaper)")

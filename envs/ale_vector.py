@@ -58,6 +58,8 @@ def ale_vector_creator(env_id: str, evaluation: bool = False, **settings):
     if options is None:
         return None
     creator = functools.partial(AleVectorBlock, env_id, options, not evaluation)
+    # the serial backend with batch_size < num_envs: engine/vec/async_block.py
+    creator.async_batches = True
     stack, side = options["stack_num"], options["img_height"]
     actions = _action_count(options)
     creator.layout = EnvLayout(spaces.Box(0, 255, (stack, side, side), np.uint8),
@@ -103,18 +105,25 @@ def _action_count(options: dict) -> int:
 
 class AleVectorBlock(PufferEnv):
     """`num_envs` games of one ALE id in one AtariVectorEnv (C++ threads: one per core, at
-    most one per game)."""
+    most one per game, unless `num_threads` says).
+
+    step() moves every game and copies the results into the buffers (what the serial
+    backend returns). The async pool (engine/vec/async_block.py) builds several blocks with
+    `copy_observations=False` and drives each with send() and recv(), which return
+    ale-py's own arrays, fresh each call."""
 
     python = True
 
     def __init__(self, env_id: str, options: dict, training: bool = True, num_envs: int = 1,
-                 seed: int = 0, buf: dict | None = None, log_interval: int = 32):
+                 seed: int = 0, buf: dict | None = None, log_interval: int = 32,
+                 num_threads: int | None = None, copy_observations: bool = True):
         self.name = env_id
-        threads = max(1, min(num_envs, len(os.sched_getaffinity(0))))
+        cores = len(os.sched_getaffinity(0))
+        threads = max(1, min(num_envs, cores if num_threads is None else int(num_threads)))
         self.ale = vector_env_class()(
             num_envs=num_envs, num_threads=threads, autoreset_mode="SameStep",
-            episodic_life=training, reward_clipping=False, use_fire_reset=False,
-            maxpool=True, **{k: v for k, v in options.items()})
+            episodic_life=training, reward_clipping=False, use_fire_reset=False, maxpool=True,
+            **{k: v for k, v in options.items()})
         try:
             super().__init__(self.ale.single_observation_space, self.ale.single_action_space,
                              num_envs, 1, buf)
@@ -125,49 +134,81 @@ class AleVectorBlock(PufferEnv):
         self._start_log(log_interval)
         self._returns = np.zeros(num_envs, np.float64)
         self._lengths = np.zeros(num_envs, np.int64)
-        self._actions = np.zeros(num_envs, np.int32)
+        # the C++ interface itself, past AtariVectorEnv's per-call asserts and allocations
+        self._interface = self.ale.ale
+        self._strength = np.ones(num_envs, np.float32)  # paddle strength (unused by Atari)
+        self._copy = bool(copy_observations)
+        self._latest = None  # without copies: the last observations received
 
     def reset(self, seed: int | None = None):
+        """Reset every game; the first observations are also in `self.batch`."""
         if seed is not None:
             self.seed = int(seed)
-        observations, info = self.ale.reset(seed=self.seed)
-        self.observations[info["env_id"]] = observations
+        observations, _ = self.ale.reset(seed=self.seed)
         self.rewards[:] = 0
         self.terminals[:] = False
         self.truncations[:] = False
         self.masks[:] = True
         self._returns[:] = 0
         self._lengths[:] = 0
+        np.copyto(self.observations, observations)
+        self._latest = observations
+        n = self.num_envs
+        self.batch = (observations, np.zeros(n, np.int32), np.zeros(n, bool),
+                      np.zeros(n, bool))
         return self.observations, []
 
     def step(self, actions):
         self.write_actions(actions)
         self.check_action_values()
-        np.copyto(self._actions, self.actions.reshape(-1), casting="unsafe")
-        self.ale.send(self._actions)
-        observations, rewards, terminals, truncations, info = self.ale.recv()
-        rows = info["env_id"]
-        self.observations[rows] = observations
-        self.rewards[rows] = rewards
-        self.terminals[rows] = terminals
-        self.truncations[rows] = truncations
-        self._returns[rows] += rewards
-        self._lengths[rows] += 1
+        self._interface.send(self.actions.reshape(-1).tolist(), self._strength)
+        self.recv()
+        return self.observations, self.rewards, self.terminals, self.truncations, \
+            self._logs_due()
+
+    def send(self, actions) -> None:
+        """Start a step of every game with `actions` (checked first); recv() collects it."""
+        actions = np.asarray(actions)
+        if actions.shape != (self.num_envs,) or actions.dtype.kind not in "iu":
+            raise ValueError(f"{self.name}: expected {self.num_envs} integer actions (one "
+                             f"per game), got shape {actions.shape} of {actions.dtype}")
+        if actions.min() < 0 or actions.max() >= self.single_action_space.n:
+            bad = (actions < 0) | (actions >= self.single_action_space.n)
+            self._raise_out_of_range(actions, int(np.flatnonzero(bad)[0]))
+        self._interface.send(actions.tolist(), self._strength)
+
+    def recv(self):
+        """Wait for the step sent: (observations, rewards, terminals, truncations), ale-py's
+        arrays, games in order. Copied into the buffers too unless `copy_observations` is
+        off (then only final observations are; a game's row is filled when it is drawn)."""
+        observations, rewards, terminals, truncations, info = self._interface.recv()
+        if self._copy:
+            np.copyto(self.observations, observations)
+            np.copyto(self.rewards, rewards, casting="unsafe")
+            np.copyto(self.terminals, terminals)
+            np.copyto(self.truncations, truncations)
+        self._latest = observations
+        self._returns += rewards
+        self._lengths += 1
         ended = terminals | truncations
         if ended.any():
             cut = truncations & ~terminals
             if cut.any():  # same-step autoreset: the observation that ended the episode
-                self.final_observations[rows[cut]] = info["final_obs"][cut]
-            done = rows[ended]
-            self._log_episodes(self._returns[done].sum(), self._lengths[done].sum(),
-                               episodes=len(done))
-            self._returns[done] = 0
-            self._lengths[done] = 0
-        return self.observations, self.rewards, self.terminals, self.truncations, \
-            self._logs_due()
+                self.final_observations[cut] = info["final_obs"][cut]
+            self._log_episodes(self._returns[ended].sum(), self._lengths[ended].sum(),
+                               episodes=int(ended.sum()))
+            self._returns[ended] = 0
+            self._lengths[ended] = 0
+        return observations, rewards, terminals, truncations
+
+    def refresh_observation(self, env_index: int) -> None:
+        """Without copies: put the game's newest observation into its buffer row (to draw)."""
+        if not self._copy and self._latest is not None:
+            self.observations[env_index] = self._latest[env_index]
 
     def frame(self, env_index: int = 0):
         """The newest grey frame of the env's stack, as an RGB image."""
+        self.refresh_observation(env_index)
         grey = self.observations[env_index][-1]
         return np.repeat(grey[:, :, None], 3, axis=2)
 

@@ -77,3 +77,24 @@ def test_json_output_lists_every_backend():
         assert r["error"] is None, r
         assert r["sps"] > 0
         assert {"workload", "backend", "num_envs", "num_workers", "batch_size"} <= r.keys()
+
+
+def test_median_stat_and_the_comparison_with_envpool():
+    R = bench_vec.Result
+    fast = R("p", "multiprocessing-pool", 8, 4, 2, 0.0, rounds=[[500, 310], [900, 300],
+                                                                [700, 305]])
+    cheap = R("p", "serial", 8, 1, 8, 0.0, rounds=[[300, 250], [None, None], [420, 260]])
+    theirs = R("p", "envpool", 8, 2, 2, 0.0, rounds=[[400, 290], [600, 280], [500, 300]])
+    for r in (fast, cheap, theirs):
+        bench_vec.summarize(r, "median")
+    assert (fast.sps, fast.cpu_us_per_step) == (700, 305)
+    assert (cheap.sps, cheap.cpu_us_per_step) == (360, 255)  # the failed round left out
+    peer = bench_vec.against_envpool([fast, cheap, theirs])["p"]
+    # the fastest of ours costs more per step than EnvPool: the fastest that does not is ours
+    assert peer["ours"]["backend"] == "serial"
+    assert peer["sps_ratio"] == pytest.approx(360 / 500)
+    assert peer["cpu_ratio"] == pytest.approx(255 / 290)
+    assert peer["sps_ratio_rounds"] == pytest.approx([300 / 400, 420 / 500])
+    assert len(peer["every_setting"]) == 2
+    bench_vec.summarize(fast, "best")
+    assert (fast.sps, fast.cpu_us_per_step) == (900, 300)

@@ -82,4 +82,7 @@ def make_vecenv(config: Config, seed: int | None = None):
         kwargs.update(inline=True)
     if v.backend == "ray":
         kwargs.update(address=v.ray_address, num_cpus=v.ray_num_cpus)
-    return vec.make(creator(config.env_name, **config.env), **kwargs)
+    env_creator = creator(config.env_name, **config.env)
+    if v.backend == "serial" and v.batch_size and getattr(env_creator, "async_batches", False):
+        kwargs.update(batch_size=v.batch_size)  # an async pool in this process (ALE)
+    return vec.make(env_creator, **kwargs)

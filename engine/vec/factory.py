@@ -19,6 +19,11 @@ def make(
 ):
     """A vectorized env of `num_envs` envs built by `env_creator` on the chosen backend."""
     if backend == "serial":
+        if batch_size not in (None, num_envs) and getattr(env_creator, "async_batches", False):
+            from puffer_tui.engine.vec.async_block import AsyncBlockPool  # (ALE games)
+
+            return AsyncBlockPool(env_creator, num_envs=num_envs, batch_size=batch_size,
+                                  seed=seed, **kwargs)
         if batch_size not in (None, num_envs):
             raise ValueError(
                 f"the serial backend steps all envs at once: batch_size must equal num_envs "
