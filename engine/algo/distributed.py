@@ -32,6 +32,10 @@ from datetime import timedelta
 
 import torch
 
+from puffer_tui.engine.shared.config import ConfigError
+from puffer_tui.engine.shared.events import EventLog, event_record
+from puffer_tui.engine.shared.health import NonFiniteError
+
 RANK_SEED_STRIDE = 1_000_003  # a prime: per-rank seeds (and env seed blocks) never overlap
 # Followers wait inside a broadcast while rank 0 is paused; a dead rank is noticed by torchrun
 # (it stops the others) and by the broken connection, not by this timeout.
@@ -85,8 +89,6 @@ class World:
         if cuda:
             gpus = torch.cuda.device_count()
             if self.local_rank >= gpus:
-                from puffer_tui.engine.shared.config import ConfigError
-
                 raise ConfigError(
                     f"{self.local_size} learner ranks on this machine but torch sees {gpus} "
                     f"CUDA device(s): NCCL needs one GPU per rank; lower train.nproc to {gpus} "
@@ -219,8 +221,6 @@ def exit_rank(code: int) -> None:
 def check_together(world: World, check, *args) -> None:
     """A health check (engine/shared/health.py); under DDP every rank raises when any rank's check
     fails, so that no rank waits alone in the next collective."""
-    from puffer_tui.engine.shared.health import NonFiniteError
-
     if not world.enabled:
         check(*args)
         return
@@ -295,8 +295,6 @@ def reduce_epoch(world: World, local_steps: int, elapsed: float, losses: dict,
 def rank_event_log(run_dir, world: World):
     """Rank 0's EventLog says everything; another rank's says only its warnings and errors
     (a crash's traceback above all), named by rank, so events.log holds each thing once."""
-    from puffer_tui.engine.shared.events import EventLog, event_record
-
     if world.is_main:
         return EventLog(run_dir)
 

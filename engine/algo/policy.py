@@ -38,6 +38,9 @@ from puffer_tui.engine.algo.encoders import (  # noqa: F401 (ObservationEncoder:
     make_encoder,
 )
 from puffer_tui.engine.algo.normalization import ObservationNormalizer
+from puffer_tui.engine.shared.checkpoint import open_verified  # refuses damaged files by name
+from puffer_tui.engine.shared.config import Config, ConfigError, from_dict
+from puffer_tui.envs import env_class
 
 
 def _init(layer: nn.Linear, gain: float = np.sqrt(2)) -> nn.Linear:
@@ -227,10 +230,6 @@ def normalizable(observation_space) -> bool:
 
 def load_policy(checkpoint_path, device: str = "cpu"):
     """(policy with the checkpoint's weights, its Config) from a file of Trainer.state_dict()."""
-    from puffer_tui.engine.shared.checkpoint import open_verified  # refuses damaged files by name
-    from puffer_tui.engine.shared.config import Config, ConfigError, from_dict
-    from puffer_tui.envs import env_class
-
     state = torch.load(open_verified(checkpoint_path), map_location=device, weights_only=True)
     if not isinstance(state, dict) or "policy" not in state or "config" not in state:
         raise ValueError(f"{checkpoint_path}: not a trainer checkpoint (needs 'policy' and 'config')")

@@ -80,6 +80,8 @@ from puffer_tui.engine.shared.protocol import (
     LiveChange,
     check_live,
 )
+from puffer_tui.envs import env_class
+from puffer_tui.envs.registry import preset_label
 
 __all__ = ["Trainer", "auto_threads", "make_vecenv", "resolve_device"]
 
@@ -131,9 +133,6 @@ class Trainer:
         self.vecenv.async_reset(self._seed)
 
     def _build(self, config: Config) -> None:
-        from puffer_tui.envs import env_class
-        from puffer_tui.envs.registry import preset_label
-
         train, vecenv = config.train, self.vecenv
         obs_space = vecenv.single_observation_space
         act_space = vecenv.single_action_space

@@ -7,9 +7,11 @@ import os
 
 import torch
 
+from puffer_tui.engine import vec
 from puffer_tui.engine.algo import cpu_load
 from puffer_tui.engine.shared.config import Config, ConfigError
 from puffer_tui.engine.vec.sizing import available_cores
+from puffer_tui.envs import creator
 
 
 def resolve_device(name: str) -> torch.device:
@@ -69,9 +71,6 @@ def auto_threads(config: Config, phase: str = "collect") -> int:
 
 
 def make_vecenv(config: Config, seed: int | None = None):
-    from puffer_tui.engine import vec
-    from puffer_tui.envs import creator
-
     v = config.vec
     seed = config.train.seed if seed is None else seed
     kwargs = {"num_envs": v.num_envs, "backend": v.backend, "seed": seed}

@@ -27,7 +27,10 @@ from pathlib import Path
 import numpy as np
 
 from puffer_tui.engine.native.frames import RGB, TEXT, TILES, frame_kind, observation_frame
+from puffer_tui.engine.shared.checkpoint import CheckpointError, load_checkpoint, resolve_checkpoint
 from puffer_tui.engine.shared.protocol import VIEW_ENV, VIEW_OBS, frame_message, palette_to_wire
+from puffer_tui.engine.shared.run_dir import find_run
+from puffer_tui.envs import make
 
 
 class EvaluationError(ValueError):
@@ -36,9 +39,6 @@ class EvaluationError(ValueError):
 
 def resolve_target(target: str, runs_dir: str | None) -> Path:
     """The checkpoint file meant by a file path, a run directory, or a run name."""
-    from puffer_tui.engine.shared.checkpoint import CheckpointError, resolve_checkpoint
-    from puffer_tui.engine.shared.run_dir import find_run
-
     path = Path(target)
     try:
         if path.exists():
@@ -51,8 +51,8 @@ def resolve_target(target: str, runs_dir: str | None) -> Path:
 def load_evaluator(target: str, runs_dir: str | None, num_envs: int, seed: int,
                    deterministic: bool, episodes: int) -> Evaluator:
     """The policy of a run's latest checkpoint (or a checkpoint file) ready to play."""
+    # lazy: pulls torch, the policy, which this module does not load
     from puffer_tui.engine.algo.policy import load_policy
-    from puffer_tui.engine.shared.checkpoint import CheckpointError, load_checkpoint
 
     path = resolve_target(target, runs_dir)
     try:
@@ -66,8 +66,6 @@ def load_evaluator(target: str, runs_dir: str | None, num_envs: int, seed: int,
 class Evaluator:
     def __init__(self, policy, config, checkpoint: Path | None, num_envs: int, seed: int,
                  deterministic: bool, episodes: int):
-        from puffer_tui.envs import make
-
         self.policy, self.config, self.deterministic = policy, config, deterministic
         self.checkpoint = checkpoint
         self.target = episodes

@@ -43,6 +43,7 @@ from puffer_tui.engine.shared.checkpoint import (
     non_finite_tensors,
     serialized,
 )
+from puffer_tui.engine.shared.config import eval_env_settings
 
 BEST_CHECKPOINT = "best.pt"
 BEST_SCORE = "best.json"
@@ -114,8 +115,8 @@ class PeriodicEval:
         return group
 
     def _evaluator(self, policy):
+        # lazy: pulls gymnasium, the evaluator, which this module does not load
         from puffer_tui.engine.evaluation.evaluate import Evaluator
-        from puffer_tui.engine.shared.config import eval_env_settings
 
         if self.evaluator is None:
             settings = self.config.eval
@@ -149,6 +150,7 @@ class PeriodicEval:
     # -- recordings -------------------------------------------------------------------------------
 
     def _record(self, evaluator, step: int) -> None:
+        # lazy: pulls gymnasium, which this module does not load
         from puffer_tui.engine.evaluation.recording import (
             GIF_MAX_FPS,
             RecordingError,
@@ -156,6 +158,8 @@ class PeriodicEval:
             periodic_recording_path,
             record_episodes,
         )
+
+        # lazy: pulls gymnasium, which this module does not load
         from puffer_tui.engine.native.frames import RGB, frame_kind
 
         settings = self.config.eval
@@ -184,6 +188,7 @@ class PeriodicEval:
     def _first_episode(self, evaluator) -> Iterator:
         """Env 0's frames until its first episode ends, stepping every env (their episodes
         count as usual): what the recording holds."""
+        # lazy: pulls gymnasium, the evaluator, which this module does not load
         from puffer_tui.engine.evaluation.evaluate import copied_frame
 
         first, last = evaluator.rows[0]

@@ -56,6 +56,7 @@ from puffer_tui.engine.shared.recordings import (  # noqa: F401 (re-exported for
     recording_fps,
     recordings_dir,
 )
+from puffer_tui.engine.shared.run_dir import CHECKPOINT_DIR
 
 TARGET_WIDTH = 400  # pixels: the default scale makes a recording about this wide
 MAX_SCALE = 64
@@ -83,8 +84,6 @@ def periodic_recording_path(run_dir: str | os.PathLike, step: int, suffix: str =
 
 def run_dir_of(checkpoint: str | os.PathLike) -> Path | None:
     """The run directory a checkpoint file lies in (RUN/checkpoints/step-...pt), else None."""
-    from puffer_tui.engine.shared.run_dir import CHECKPOINT_DIR
-
     checkpoint = Path(checkpoint)
     return checkpoint.parent.parent if checkpoint.parent.name == CHECKPOINT_DIR else None
 

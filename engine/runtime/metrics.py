@@ -19,6 +19,7 @@ import json
 import os
 from pathlib import Path
 
+from puffer_tui.engine.runtime.wandb_tracker import WandbTracker
 from puffer_tui.engine.shared.metrics_file import (  # noqa: F401 (re-exported)
     append_whole,
     flatten,
@@ -53,8 +54,6 @@ class MetricsWriter:
         self.tracker_error: str | None = None
         self._warn = warn or (lambda text: None)
         if config is not None and config.train.wandb:  # first: a tracker that fails leaves no fd
-            from puffer_tui.engine.runtime.wandb_tracker import WandbTracker
-
             self.tracker = WandbTracker(self.run_dir, config, self._warn)
         self.path = self.run_dir / METRICS_FILE
         self.torn_bytes = remove_torn_tail(self.path)

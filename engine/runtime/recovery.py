@@ -34,6 +34,7 @@ from puffer_tui.engine.runtime.wandb_tracker import TrackerError
 from puffer_tui.engine.shared import checkpoint as ckpt
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.health import NonFiniteError, is_disk_full
+from puffer_tui.engine.shared.protocol import LIVE_STATES, RunState
 
 
 class Pauses(Protocol):
@@ -335,8 +336,6 @@ class Recovery:
 
     def _final_status_for_lost_main(self, message: str) -> None:
         """status.json as rank 0 left it, made final: state error, with why."""
-        from puffer_tui.engine.shared.protocol import LIVE_STATES, RunState
-
         status = rd.read_status(self.run_dir)
         if status.get("state") not in LIVE_STATES or status.get("pid") != self.world.peers[0][0]:
             return  # rank 0 said how it ended, or the status is another engine's
@@ -365,6 +364,7 @@ class Recovery:
 def tidy_leftovers(run_dir: Path) -> None:
     """What a killed engine left behind: loose permissions of an older run dir, temp files
     of an interrupted checkpoint, forkserver sockets in the temp directory."""
+    # lazy: pulls gymnasium, the vectorizer, which this module does not load
     from puffer_tui.engine.vec.lifecycle import remove_stale_forkserver_dirs
 
     rd.restrict_permissions(run_dir)

@@ -27,6 +27,7 @@ import re
 from pathlib import Path
 
 from puffer_tui.engine.shared.atomic_write import StagedFiles
+from puffer_tui.engine.shared.health import all_finite
 from puffer_tui.engine.shared.run_dir import CHECKPOINT_DIR
 
 DEFAULT_KEEP = 3
@@ -117,8 +118,6 @@ def non_finite_tensors(state: dict, prefix: str = "") -> list[str]:
     """Names of the floating-point tensors in `state` (nested dicts and lists) holding NaN or
     infinity; the checks run where the tensors live, without copies."""
     import torch
-
-    from puffer_tui.engine.shared.health import all_finite
 
     found = []
     items = state.items() if isinstance(state, dict) else enumerate(state)

@@ -90,6 +90,7 @@ class FieldSpec:
     # The rules env settings share live in engine/native/settings.py, imported when first
     # needed: importing engine.native pulls numpy and gymnasium, which reading a config need not.
     def bounds_text(self) -> str:
+        # lazy: pulls gymnasium, which this module does not load
         from puffer_tui.engine.native.settings import bounds_text
 
         if self.type is TomlValue:
@@ -106,6 +107,7 @@ class FieldSpec:
                 f"{self.key}: {value!r} is not a valid {self.type.__name__} "
                 f"(expected {self.bounds_text()})"
             ) from None
+        # lazy: pulls gymnasium, which this module does not load
         from puffer_tui.engine.native.settings import check_allowed
 
         try:
@@ -167,6 +169,7 @@ def env_specs(env_name: str) -> list[FieldSpec]:
 
 def _env_class(env_name: str):
     """The env (class or env source) of a spec, or ConfigError saying why and the fix."""
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs import env_class
 
     try:
@@ -280,6 +283,7 @@ def _validated(data: dict) -> Config:
 
 def _checked_env(env_name: str, given: dict, source: str = "env") -> dict:
     """The env settings typed and checked by the env's class (ConfigError naming `source`)."""
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.engine.native.settings import resolve_settings
     from puffer_tui.envs.env_spec import EnvSpecError
 
@@ -370,6 +374,7 @@ def load_config(env_name: str, overrides: dict[str, Any] | None = None, preset: 
     """Defaults, then the env's preset (envs/NAME/config.toml), then `overrides`; validated.
     A Python env (gym:, module:callable) starts from `python_env_defaults()` instead of the
     native envs' sizes."""
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs import load_preset
 
     data: dict = {"env_name": env_name, **_empty_sections()}

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from puffer_tui.engine.shared.checkpoint import parse_name
 from puffer_tui.engine.shared.run_dir import CHECKPOINT_DIR
 
 
@@ -28,8 +29,6 @@ def describe_parent(parent: str, with_run: bool = True) -> str:
     """Where a run branched from, short, for listings: "RUN_NAME @ 2,048" (the step of a
     step-...pt checkpoint) or "RUN_NAME/best.pt"; without the run's name (listed right above
     it): "step 2,048" or "best.pt"."""
-    from puffer_tui.engine.shared.checkpoint import parse_name
-
     run = parent_run(parent)
     if run is None:
         return ""
@@ -44,8 +43,6 @@ def describe_parent(parent: str, with_run: bool = True) -> str:
 def branch_step(parent: str) -> int | None:
     """The step a branch started at, from its parent's checkpoint name (None for a run that
     did not branch, or one that started from best.pt)."""
-    from puffer_tui.engine.shared.checkpoint import parse_name
-
     try:
         return parse_name(Path(parent).name)[0] if parent else None
     except ValueError:

@@ -403,6 +403,7 @@ def frame_message(env: int, frame, view: str = VIEW_ENV) -> dict:
     frame bounds here if the env did not) or text. ValueError for anything else."""
     import base64
 
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.engine.native import frames
 
     message = {"type": MessageType.FRAME, "env": int(env)}
@@ -447,6 +448,7 @@ def decode_frame(message: dict) -> Frame | None:
     if height < 1 or width < 1:
         return None
     if kind == FrameKind.RGB:
+        # lazy: pulls gymnasium, which this module does not load
         from puffer_tui.engine.native import frames
 
         if height > frames.MAX_RGB_HEIGHT or width > frames.MAX_RGB_WIDTH:
@@ -459,6 +461,7 @@ def decode_frame(message: dict) -> Frame | None:
 
 
 def _text_frame(env: int, text, view: str) -> Frame | None:
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.engine.native import frames
 
     if not isinstance(text, str) or len(text) > frames.MAX_TEXT_CHARS:

@@ -27,6 +27,8 @@ from puffer_tui.engine.shared import config as cfg
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.checkpoint import CheckpointError
 from puffer_tui.engine.shared.config import Config, ConfigError
+from puffer_tui.engine.shared.events import EventLog
+from puffer_tui.engine.startup.preflight import check_env, check_start
 
 # train fields besides hidden_size that shape the network (env settings may too)
 SHAPING_TRAIN_FIELDS = ("train.policy", "train.cnn_channels")
@@ -83,8 +85,6 @@ def plan_branch(source: str, overrides: dict, root, env: str | None = None,
     """Every check of a branch, nothing written. `check_overrides(overrides, env_name)` may
     vet the flags first (the CLI's, which suggests spellings). Raises ConfigError,
     CheckpointError or RunDirError, each one line naming the problem and the fix."""
-    from puffer_tui.engine.startup.preflight import check_start
-
     parent_run, path = resolve_source(source, root)
     state = ckpt.load_checkpoint(path)
     if not isinstance(state.get("policy"), dict) or "config" not in state:
@@ -116,7 +116,7 @@ def plan_branch(source: str, overrides: dict, root, env: str | None = None,
 def create_branch(plan: BranchPlan, root) -> Path:
     """The branch's run dir with its config.toml, seed checkpoint and a first event saying
     where it came from; removed again if any of that cannot be written."""
-    from puffer_tui.engine.shared.events import EventLog
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs.env_spec import run_label
 
     run_dir = rd.create_run_dir(run_label(plan.config.env_name), rd.runs_root(root))
@@ -149,8 +149,8 @@ def _check_weights_fit(base: Config, child: Config, weights: dict, changes: list
             f"and cannot load into a network of another width; branch without changing it, "
             f"or start a new run with `puffer-tui train {child.env_name} --train.hidden-size "
             f"{new}`")
+    # lazy: pulls gymnasium, torch, the policy, which this module does not load
     from puffer_tui.engine.algo.policy import make_policy
-    from puffer_tui.engine.startup.preflight import check_env
 
     layout = check_env(child)
     ours = make_policy(layout.observation_space, layout.action_space, child.train).state_dict()

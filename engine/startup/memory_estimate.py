@@ -74,6 +74,7 @@ def _encoder_width(obs_space) -> int:
 
 
 def estimate(config: Config) -> MemoryEstimate:
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs import env_class
 
     cls = env_class(config.env_name)

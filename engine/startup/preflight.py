@@ -10,6 +10,8 @@ torch cannot see, and sizes that cannot fit in memory.
 from __future__ import annotations
 
 from puffer_tui.engine.shared.config import Config, ConfigError, eval_env_settings
+from puffer_tui.engine.startup.memory_estimate import check_memory
+from puffer_tui.engine.startup.wandb_check import check_wandb
 
 
 def check_device(config: Config) -> None:
@@ -34,6 +36,7 @@ def check_env(config: Config):
     """The env's layout (for a Python env, one env is built to learn its spaces), or
     ConfigError with the reason it cannot be built and the fix. Evaluation envs with their
     own settings (eval.env_overrides) must give the policy the same spaces."""
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs import env_class
 
     try:
@@ -99,6 +102,7 @@ def check_policy(config: Config, layout) -> None:
                               f"{layout.action_space}; use --train.exploration gaussian")
     if config.train.policy != "cnn":  # the only choice that can misfit; spares a torch import
         return
+    # lazy: pulls gymnasium, torch, which this module does not load
     from puffer_tui.engine.algo.encoders import check_encoder_choice
 
     try:
@@ -109,16 +113,13 @@ def check_policy(config: Config, layout) -> None:
 
 def check_start(config: Config) -> None:
     """Everything that can be known to fail before anything is created."""
-    from puffer_tui.engine.startup.memory_estimate import check_memory
-
     layout = check_env(config)
     check_batch(config, layout.agents_per_env)
     check_budget(config, layout.agents_per_env)
     check_policy(config, layout)
     check_device(config)
-    from puffer_tui.engine.startup.wandb_check import check_wandb
-
     if config.train.optimizer != "adam":  # (imports torch: only when it matters)
+        # lazy: pulls torch, which this module does not load
         from puffer_tui.engine.algo.optimizers import check_available
 
         check_available(config.train)  # muon needs torch.optim.Muon (torch >= 2.9)

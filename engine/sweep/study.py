@@ -13,6 +13,7 @@ import os
 import socket
 from pathlib import Path
 
+from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.sweep_settings import SweepError, SweepSettings
 
 HEARTBEAT_INTERVAL = 5  # seconds between a running trial's heartbeats in the storage
@@ -172,8 +173,6 @@ def adoptable_orphans(study) -> list:
     """RUNNING trials whose driver on this host died while their engine went on (or ended
     since): a new driver follows them to the end and keeps their results."""
     from optuna.trial import TrialState
-
-    from puffer_tui.engine.shared import run_dir as rd
 
     adoptable = []
     for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):

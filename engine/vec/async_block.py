@@ -35,6 +35,7 @@ import os
 import numpy as np
 
 from puffer_tui.engine.native.buffers import allocate_buffers
+from puffer_tui.engine.native.frames import observation_frame
 from puffer_tui.engine.vec.vec_api import VecAPI
 
 
@@ -121,8 +122,6 @@ class AsyncBlockPool(VecAPI):
                 block._logs_due(), self._env_ids[j], self._masks)
 
     def frame(self, env_index: int = 0, view: str = "env"):
-        from puffer_tui.engine.native.frames import observation_frame
-
         if not 0 <= env_index < self.num_envs:
             raise IndexError(f"env_index {env_index} out of range [0, {self.num_envs})")
         block, local = self.blocks[env_index // self.batch_size], env_index % self.batch_size

@@ -20,6 +20,7 @@ def make(
     """A vectorized env of `num_envs` envs built by `env_creator` on the chosen backend."""
     if backend == "serial":
         if batch_size not in (None, num_envs) and getattr(env_creator, "async_batches", False):
+            # cycle: importing engine.vec.async_block loads this module
             from puffer_tui.engine.vec.async_block import AsyncBlockPool  # (ALE games)
 
             return AsyncBlockPool(env_creator, num_envs=num_envs, batch_size=batch_size,
@@ -31,8 +32,10 @@ def make(
             )
         return Serial(env_creator, num_envs=num_envs, seed=seed, **kwargs)
     if backend == "multiprocessing":
+        # cycle: importing engine.vec.multiprocessing loads this module
         from puffer_tui.engine.vec.multiprocessing import Multiprocessing as Pool
     elif backend == "ray":  # Ray is an optional extra: imported only when chosen
+        # cycle: importing engine.vec.ray loads this module
         from puffer_tui.engine.vec.ray import RayVec as Pool
     else:
         raise ValueError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
