@@ -25,6 +25,7 @@ import numpy as np
 from gymnasium import spaces
 
 from puffer_tui.engine.native.pufferenv import EnvLayout, PufferEnv
+from puffer_tui.envs.atari_preprocessing import register_ale
 
 # our preprocessing settings (envs/atari_preprocessing.py's names) -> AtariVectorEnv's
 SETTINGS = {"noop_max": "noop_max", "frame_skip": "frameskip", "grayscale_obs": "grayscale",
@@ -70,8 +71,6 @@ def ale_vector_creator(env_id: str, evaluation: bool = False, **settings):
 def _options(env_id: str, settings: dict) -> dict | None:
     """AtariVectorEnv's keyword arguments for the id's registration and our settings."""
     import gymnasium
-
-    from puffer_tui.envs.atari_preprocessing import register_ale
 
     register_ale()
     try:

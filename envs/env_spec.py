@@ -25,6 +25,8 @@ import re
 import sys
 from pathlib import Path
 
+from puffer_tui.engine.native import EnvLayout, NativeEnv, PufferEnv, Setting
+
 GYM_PREFIX = "gym:"
 PZ_PREFIX = "pz:"
 # `--env.ale-vector false`: Atari through Gymnasium's wrappers, one env per game, instead
@@ -88,6 +90,7 @@ def make_gym_env(env_id: str, imports: tuple = (), evaluation: bool = False, **k
         importlib.import_module(module)
     if env_id.startswith("ALE/"):
         try:
+            # cycle: importing envs.atari_preprocessing loads this module
             from puffer_tui.envs.atari_preprocessing import atari_env
         except ImportError:
             atari_env = None
@@ -138,8 +141,6 @@ class PythonEnvSource:
     def layout(self, settings: dict):
         """The spaces as the vectorizers will see them: the one env its creator built to check
         them says (creator.layout); otherwise one env is built to ask."""
-        from puffer_tui.engine.native import EnvLayout
-
         key = repr(sorted(settings.items()))
         if key not in self._layouts:
             creator = _built(self.spec, lambda: self.make_creator(settings))
@@ -157,6 +158,7 @@ class PythonEnvSource:
 
     def preset(self, settings: dict | None = None) -> dict:
         """The sections of preset_path() ({} when there is none)."""
+        # cycle: importing envs.gym_presets.family loads this module
         from puffer_tui.envs.gym_presets.family import read_preset_file
 
         path = self.preset_path(settings)
@@ -166,6 +168,7 @@ class PythonEnvSource:
         """The preset for this env's family (envs/gym_presets/family.py), or None. `settings`:
         the env's settings for this run, so that the env built to tell its family is the one
         the run's checks then use (built once, not once per settings)."""
+        # cycle: importing envs.gym_presets.family loads this module
         from puffer_tui.envs.gym_presets.family import family_of, family_path
 
         family = family_of(self, settings)
@@ -199,8 +202,6 @@ def _typed(spec: str, setting, value):
 
 def _signature_settings(creator, defaults: dict, help_text: str) -> tuple:
     """Settings from a constructor's keyword defaults of plain types (bool, int, float, str)."""
-    from puffer_tui.engine.native import Setting
-
     try:
         params = inspect.signature(creator).parameters.values()
     except (TypeError, ValueError):
@@ -253,11 +254,13 @@ class GymSource(PythonEnvSource):
         return checked
 
     def make_creator(self, settings: dict, evaluation: bool = False):
+        # cycle: importing envs.gym_emulation loads this module
         from puffer_tui.envs.gym_emulation import from_gymnasium
 
         kwargs = {k: v for k, v in settings.items() if k != IMPORT_KEY}
         if self.env_id.startswith("ALE/") and kwargs.pop(ALE_VECTOR_KEY, True) not in (
                 False, "false"):
+            # cycle: importing envs.ale_vector loads this module
             from puffer_tui.envs.ale_vector import ale_vector_creator
 
             # ale-py's C++ vector env when it can do what was asked (envs/ale_vector.py)
@@ -291,8 +294,6 @@ class GymSource(PythonEnvSource):
 
 def _gym_settings(gym_spec) -> tuple:
     """The id's constructor arguments with plain defaults, and max_episode_steps."""
-    from puffer_tui.engine.native import Setting
-
     if gym_spec is None:
         return ()
     schema = list(_signature_settings(_entry_point(gym_spec), dict(gym_spec.kwargs or {}),
@@ -351,11 +352,13 @@ class CallableSource(PythonEnvSource):
             if probe is not None:
                 probe.close()
             try:
+                # cycle: importing envs.pettingzoo_emulation loads this module
                 from puffer_tui.envs.pettingzoo_emulation import from_pettingzoo
             except ImportError as e:
                 raise EnvSpecError(f"{self.spec}: PettingZoo envs need the pettingzoo package "
                                    f"({e}): {install_hint('pettingzoo')}") from None
             return from_pettingzoo(self.target, **settings)
+        # cycle: importing envs.gym_emulation loads this module
         from puffer_tui.envs.gym_emulation import from_gymnasium
 
         return from_gymnasium(self.target, probe=probe, **settings)
@@ -392,8 +395,6 @@ def _add_working_dir_to_path() -> None:
 
 def resolve_callable_spec(spec: str):
     """The class (NativeEnv subclass: used as is) or a CallableSource for `[pz:]module:name`."""
-    from puffer_tui.engine.native import NativeEnv, PufferEnv
-
     forced = spec.startswith(PZ_PREFIX)
     path = spec[len(PZ_PREFIX):] if forced else spec
     module_name, _, attr = path.partition(":")

@@ -121,6 +121,7 @@ def load_preset(name: str, settings: dict | None = None) -> dict:
 def preset_label(env_name: str) -> str:
     """What the run's defaults came from (envs/gym_presets/family.py's path_label), "" when
     the env has no preset or cannot be looked up (the label is informational only)."""
+    # cycle: importing envs.gym_presets.family loads this module
     from puffer_tui.envs.gym_presets.family import path_label
 
     try:

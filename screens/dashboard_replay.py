@@ -19,6 +19,7 @@ from textual.timer import Timer
 
 from puffer_tui.app.widgets.env_render import EnvRender
 from puffer_tui.app.widgets.recording_replay import LatestRecording, Replay, load_replay
+from puffer_tui.engine.shared.recordings import RecordingError
 
 MAX_TICKS_PER_S = 20.0  # redraws of a replay at most this often (frames are skipped to keep time)
 
@@ -62,8 +63,6 @@ class RecordingPlayer:
                                   group="replay")
 
     def _load(self, path: Path) -> None:
-        from puffer_tui.engine.shared.recordings import RecordingError
-
         try:
             replay = load_replay(path)
         except (RecordingError, OSError, ValueError) as e:

@@ -25,6 +25,7 @@ from textual.widgets.option_list import Option
 from puffer_tui.app.run_start import RunRefused, check_resume
 from puffer_tui.app.serve_code_specs import code_spec_refusal
 from puffer_tui.app.services.env_catalogue import describe_envs, preset_label, spec_suggestions
+from puffer_tui.app.services.recent_specs import recent, remember
 from puffer_tui.app.widgets.ordered_input import OrderedInput
 from puffer_tui.app.widgets.ordered_keys import OrderedOptionList
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
@@ -38,6 +39,7 @@ from puffer_tui.app.widgets.runs_list import (
 )
 from puffer_tui.engine.shared.config import ConfigError, load_config, schema
 from puffer_tui.engine.shared.protocol import LIVE_STATES
+from puffer_tui.engine.shared.run_dir import list_runs, run_info, runs_root
 from puffer_tui.screens import launcher_autotune as autotune
 from puffer_tui.screens.launcher_branch import (
     BRANCH_FORM,
@@ -121,9 +123,6 @@ class LauncherScreen(Screen):
         envs.focus()
 
     def _recent_specs(self) -> list[str]:
-        from puffer_tui.app.services.recent_specs import recent
-        from puffer_tui.engine.shared.run_dir import runs_root
-
         return recent(runs_root(self.runs_root))
 
     @work(thread=True, group="launcher")
@@ -149,8 +148,6 @@ class LauncherScreen(Screen):
 
     @work(thread=True, group="launcher")
     def _load_runs(self) -> None:
-        from puffer_tui.engine.shared.run_dir import list_runs, run_info, runs_root
-
         infos = [run_info(p) for p in reversed(list_runs(runs_root(self.runs_root)))][:20]
         self.app.call_from_thread(self._fill_runs, infos, recent_sweeps(self.runs_root))
 
@@ -277,9 +274,6 @@ class LauncherScreen(Screen):
     async def _choose_spec(self, spec: str) -> None:
         """A typed spec: checked off the UI thread (it may import a package), then listed,
         remembered and shown with its preset; a bad one says why where it was typed."""
-        from puffer_tui.app.services.recent_specs import remember
-        from puffer_tui.engine.shared.run_dir import runs_root
-
         if not spec:
             return
         try:

@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from textual.message import Message
 from textual.message_pump import MessagePump
 
+from puffer_tui.app.serve_code_specs import code_spec_refusal, env_settings_of
+from puffer_tui.app.widgets.field_input import value_text
+from puffer_tui.app.widgets.override_form import OverrideRow
+
 AUTOTUNE_SECONDS = 30  # the launcher's budget: half the command's default, a person waits
 VEC_KEYS = ("backend", "num_envs", "num_workers", "batch_size", "zero_copy", "inline")
 
@@ -42,8 +46,6 @@ def autotune_argv(env_name: str, overrides: dict, seconds: float = AUTOTUNE_SECO
 
 def run_autotune(env_name: str, overrides: dict, seconds: float = AUTOTUNE_SECONDS) -> dict:
     """The command's JSON outcome; AutotuneError with its message when it fails."""
-    from puffer_tui.app.serve_code_specs import code_spec_refusal, env_settings_of
-
     refusal = code_spec_refusal(env_name, env_settings_of(overrides))  # a page of `serve`
     if refusal:
         raise AutotuneError(refusal)
@@ -61,8 +63,6 @@ def run_autotune(env_name: str, overrides: dict, seconds: float = AUTOTUNE_SECON
 
 def vec_texts(outcome: dict) -> dict[str, str]:
     """{"vec.backend": "multiprocessing", ...}: the best layout as the form's texts."""
-    from puffer_tui.app.widgets.field_input import value_text
-
     best = outcome["best"]
     return {f"vec.{key}": value_text(best[key]) for key in VEC_KEYS}
 
@@ -77,8 +77,6 @@ def summary(outcome: dict) -> str:
 def fill_form(form, texts: dict[str, str]) -> None:
     """Type `texts` into the form's fields (each then shows as changed from the preset)."""
     from textual.widgets import Input
-
-    from puffer_tui.app.widgets.override_form import OverrideRow
 
     for row in form.query(OverrideRow):
         if row.spec.key in texts:

@@ -29,6 +29,7 @@ from puffer_tui.app.widgets.sweep_plot import SweepPlot
 from puffer_tui.app.widgets.trial_table import TrialTable
 from puffer_tui.engine.shared import sweep_settings as st
 from puffer_tui.engine.shared.protocol import FINAL_STATES, RunState
+from puffer_tui.engine.shared.sweep_control import ControlError, request
 from puffer_tui.screens.confirm import ChoiceDialog
 
 STATUS_EVERY_S = 1.0
@@ -88,8 +89,6 @@ class SweepScreen(Screen):
 
     @work(thread=True, exclusive=True, group="sweep-status")
     def _watch_status(self) -> None:
-        from puffer_tui.engine.shared.sweep_control import ControlError, request
-
         worker = get_current_worker()
         sock = self.sweep_dir / st.SOCKET_FILE
         while not worker.is_cancelled:
@@ -214,8 +213,6 @@ class SweepScreen(Screen):
 
     @work(thread=True, group="sweep-requests")
     def _send(self, cmd: str, args: dict) -> None:
-        from puffer_tui.engine.shared.sweep_control import ControlError, request
-
         try:
             reply = request(self.sweep_dir / st.SOCKET_FILE, cmd, args, timeout=REQUEST_TIMEOUT_S)
         except ControlError as e:

@@ -26,6 +26,8 @@ from pathlib import Path
 
 from gymnasium import spaces
 
+from puffer_tui.envs.image_spaces import has_image
+
 PRESETS = Path(__file__).parent
 FAMILIES = ("mujoco", "mpe", "continuous-control", "classic-control")
 LABELS = {"mujoco": "MuJoCo locomotion", "mpe": "PettingZoo MPE",
@@ -45,8 +47,6 @@ def family_of(source, settings: dict | None = None) -> str | None:
         return None
     if isinstance(layout.action_space, spaces.Box):
         return "continuous-control"
-    from puffer_tui.envs.image_spaces import has_image
-
     if isinstance(layout.action_space, (spaces.Discrete, spaces.MultiDiscrete)) and \
             not has_image(layout.observation_space):
         return "classic-control"
