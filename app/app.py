@@ -20,6 +20,7 @@ from textual.screen import Screen
 
 from puffer_tui.app import link_messages as lm
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
+from puffer_tui.app.engine_launcher import EngineStartError, launch_engine
 from puffer_tui.app.reply_text import reply_text
 from puffer_tui.app.run_history import read_events, read_metric_rows
 from puffer_tui.app.run_start import (
@@ -33,10 +34,14 @@ from puffer_tui.app.system_monitor import SystemMonitor
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.diagnosis_line import merge_diagnosis
 from puffer_tui.engine.shared.protocol import FINAL_STATES, MessageType, RunState
+from puffer_tui.engine.shared.run_dir import socket_path
+from puffer_tui.screens.compare import CompareScreen
 from puffer_tui.screens.confirm import ChoiceDialog
-from puffer_tui.screens.crash import CrashScreen
+from puffer_tui.screens.crash import CrashScreen, last_error_text
 from puffer_tui.screens.dashboard import DashboardScreen
 from puffer_tui.screens.help import HelpScreen
+from puffer_tui.screens.launcher import LauncherScreen
+from puffer_tui.screens.sweep import SweepScreen
 
 WATCH_S = 0.25  # how often the watchdog looks at how long the engine has been quiet
 SILENCE_PING_S = 1.0  # after this much quiet, ask for status to tell "paused" from "hung"
@@ -87,8 +92,6 @@ class PufferApp(App):
 
     def open_launcher(self) -> None:
         """The launcher, at start or back from a run that has ended (its engine is gone)."""
-        from puffer_tui.screens.launcher import LauncherScreen
-
         self.run_dir, self.store, self.link_state = None, TelemetryStore(), None
         self.switch_or_push(LauncherScreen(self.runs_root))
 
@@ -101,15 +104,11 @@ class PufferApp(App):
         self._connect(self.run_dir, launch=not attach, resume=resume)
 
     def open_sweep(self, sweep_dir: Path) -> None:
-        from puffer_tui.screens.sweep import SweepScreen
-
         self.sweep_dir = Path(sweep_dir)
         self.switch_or_push(SweepScreen(self.sweep_dir))
 
     def open_compare(self, run_dirs: list[Path]) -> None:
         """Runs side by side, pushed over the launcher (b or escape comes back)."""
-        from puffer_tui.screens.compare import CompareScreen
-
         self.push_screen(CompareScreen(run_dirs))
 
     def open_trial(self, run_dir: Path) -> None:
@@ -139,9 +138,6 @@ class PufferApp(App):
     @work(thread=True, exclusive=True, group="connect")
     def _connect(self, run_dir: Path, launch: bool = False, resume: bool = False) -> None:
         """Launch the engine first when asked, then connect and say hello (a worker thread)."""
-        from puffer_tui.app.engine_launcher import EngineStartError, launch_engine
-        from puffer_tui.engine.shared.run_dir import socket_path
-
         if launch:
             wait_for_previous_engine(run_dir)
             try:
@@ -281,8 +277,6 @@ class PufferApp(App):
             self.notify(f"the run is {self.store.state}: {screen.withdrawn_note}", timeout=10)
 
     def _show_crash(self, reason: str) -> None:
-        from puffer_tui.screens.crash import last_error_text
-
         self._crash_shown = True
         # The engine's own error event (pushed, or in events.log) says more than "EOF".
         pushed = [e.text for e in self.store.events if e.level == "error"

@@ -15,6 +15,7 @@ from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from puffer_tui.app.run_history import read_events
 from puffer_tui.engine.shared.config import flat_sections
 from puffer_tui.engine.shared.run_dir import CONFIG_FILE, METRICS_FILE, run_state
 
@@ -164,8 +165,6 @@ def read_set_events(run_dir: Path, metrics: MetricColumns) -> list[SetEvent]:
     the change is as many seconds earlier or later in uptime as in wall time; without any,
     from the session's start (which then counts the engine's start-up). An event text that
     names its own step ("at step N") is taken at its word."""
-    from puffer_tui.app.run_history import read_events
-
     rows = metrics.pairs("global_step", "uptime")  # (step, uptime) of each row
     # events.log has whole seconds (cut, not rounded): the middle of each second
     events = [(e.time + 0.5, e.text.splitlines()[0] if e.text else "")

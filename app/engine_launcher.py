@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.config import load
 from puffer_tui.engine.shared.protocol import LAUNCH_ID_ENV, LIVE_STATES
 
 
@@ -149,8 +150,6 @@ def wait_for_socket(handle: EngineHandle, timeout: float, on_wait=None) -> None:
 def _launcher(run_dir: Path) -> list[str]:
     """Interpreter arguments before `-m puffer_tui.engine`: torchrun's when the run's config
     asks for several learner processes (train.nproc), else none."""
-    from puffer_tui.engine.shared.config import load
-
     try:
         nproc = load(run_dir / rd.CONFIG_FILE).train.nproc
     except Exception:

@@ -138,6 +138,7 @@ class _TextCanvas:
     def draw(self, frame) -> None:
         from rich.console import Console
 
+        # lazy: pulls rich, which this module does not load
         from puffer_tui.app.widgets.frame_drawing import text_lines
 
         rl = self.rl

@@ -11,7 +11,15 @@ from puffer_tui.app.serve_code_specs import (
     code_spec_refusal,
     env_settings_of,
 )
+from puffer_tui.app.services.run_service import new_run, plan_resume
+from puffer_tui.engine.shared import checkpoint as ckpt
+from puffer_tui.engine.shared.checkpoint import CheckpointError
+from puffer_tui.engine.shared.config import ConfigError, from_dict
 from puffer_tui.engine.shared.protocol import LIVE_STATES
+from puffer_tui.engine.shared.run_dir import RunDirError, engine_alive, read_status, run_state
+from puffer_tui.engine.shared.run_dir import runs_root as root_of
+from puffer_tui.engine.startup import branch
+from puffer_tui.engine.startup.branch import resolve_source
 
 
 class RunRefused(Exception):
@@ -21,9 +29,6 @@ class RunRefused(Exception):
 def prepare_new_run(env_name: str, overrides: dict, runs_root) -> Path:
     """A new run's dir, as `puffer-tui train ENV` makes it (app/services/run_service.py), and
     first refused when a served page types a spec that imports code."""
-    from puffer_tui.app.services.run_service import new_run
-    from puffer_tui.engine.shared.config import ConfigError
-
     # a served page (app/serve_code_specs.py): refused before the spec is imported
     refusal = code_spec_refusal(env_name, env_settings_of(overrides))
     if refusal:
@@ -38,11 +43,6 @@ def branch_base(run_dir: Path):
     """(checkpoint, its Config): where a branch of `run_dir` starts and the settings it
     starts with (the launcher's branch form shows them). Loads the checkpoint: off the UI
     thread."""
-    from puffer_tui.engine.shared import checkpoint as ckpt
-    from puffer_tui.engine.shared.config import ConfigError, from_dict
-    from puffer_tui.engine.shared.run_dir import RunDirError
-    from puffer_tui.engine.startup.branch import resolve_source
-
     try:
         _, path = resolve_source(str(run_dir), run_dir.parent)
         return path, from_dict(ckpt.load_checkpoint(path)["config"])
@@ -53,12 +53,6 @@ def branch_base(run_dir: Path):
 def prepare_branch(source: Path, overrides: dict, runs_root) -> Path:
     """A branch's run dir (`puffer-tui train --from SOURCE` with these overrides), written
     once all its checks passed; its engine starts as a resume."""
-    from puffer_tui.engine.shared.checkpoint import CheckpointError
-    from puffer_tui.engine.shared.config import ConfigError
-    from puffer_tui.engine.shared.run_dir import RunDirError
-    from puffer_tui.engine.shared.run_dir import runs_root as root_of
-    from puffer_tui.engine.startup import branch
-
     # the source run's own spec was the owner's choice; a served page may not add imports
     refusal = branch_import_refusal(overrides)
     if refusal:
@@ -73,11 +67,6 @@ def prepare_branch(source: Path, overrides: dict, runs_root) -> Path:
 def check_resume(run_dir: Path) -> None:
     """The checks of `puffer-tui train --resume`: a checkpoint, not finished, not damaged,
     not still training..."""
-    from puffer_tui.app.services.run_service import plan_resume
-    from puffer_tui.engine.shared.checkpoint import CheckpointError
-    from puffer_tui.engine.shared.config import ConfigError
-    from puffer_tui.engine.shared.run_dir import RunDirError
-
     try:
         plan_resume(run_dir, {}, run_dir.parent)
     except (ConfigError, CheckpointError, RunDirError, OSError) as e:
@@ -87,15 +76,11 @@ def check_resume(run_dir: Path) -> None:
 def wait_for_previous_engine(run_dir: Path, timeout: float = 20.0) -> None:
     """A crashed engine may still be shutting down (closing workers, its socket): a new
     one started now would find the run taken. Wait for the old process to be gone."""
-    from puffer_tui.engine.shared.run_dir import engine_alive, read_status
-
     deadline = time.monotonic() + timeout
     while engine_alive(read_status(run_dir)) and time.monotonic() < deadline:
         time.sleep(0.1)
 
 
 def engine_finished(run_dir: Path) -> bool:
-    from puffer_tui.engine.shared.run_dir import read_status, run_state
-
     status = read_status(run_dir)
     return bool(status) and run_state(run_dir, status) not in LIVE_STATES

@@ -24,6 +24,7 @@ def code_spec_refusal(spec: str, env_settings: dict | None = None) -> str | None
     """One line saying why a served page may not use `spec`, or None if it may."""
     if not refused_in_this_app():
         return None
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs.env_spec import spec_imports_code
 
     reason = spec_imports_code(spec, env_settings)

@@ -9,6 +9,13 @@ from __future__ import annotations
 
 import sys
 
+from puffer_tui.app.services.run_service import resume_advice
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.protocol import LIVE_STATES
+from puffer_tui.engine.shared.run_dir import RunDirError
+from puffer_tui.engine.shared.sweep_settings import SweepError
+from puffer_tui.engine.shared.sweep_settings import find_sweep as find
+
 
 def add_parser(sub, name, help_text):
     p = sub.add_parser(name, help=help_text, description=help_text)
@@ -22,10 +29,6 @@ def add_parser(sub, name, help_text):
 
 def choose_run(run_name: str | None, runs_dir: str | None):
     """The run to attach to; RunDirError naming why there is none."""
-    from puffer_tui.app.services.run_service import resume_advice
-    from puffer_tui.engine.shared import run_dir as rd
-    from puffer_tui.engine.shared.protocol import LIVE_STATES
-
     root = rd.runs_root(runs_dir)
     if run_name:
         path = rd.find_run(run_name, root)
@@ -47,9 +50,6 @@ def choose_run(run_name: str | None, runs_dir: str | None):
 
 def find_sweep(name: str | None, runs_dir: str | None):
     """The sweep directory `name` names, or None when it names no sweep."""
-    from puffer_tui.engine.shared.sweep_settings import SweepError
-    from puffer_tui.engine.shared.sweep_settings import find_sweep as find
-
     if not name:
         return None
     try:
@@ -59,10 +59,9 @@ def find_sweep(name: str | None, runs_dir: str | None):
 
 
 def run(args) -> int:
-    from puffer_tui.engine.shared.run_dir import RunDirError
-
     sweep = find_sweep(args.run_name, args.runs_dir)
     if sweep is not None:
+        # lazy: pulls textual, which this module does not load
         from puffer_tui.app.app import run_app
 
         return int(run_app(sweep_dir=sweep, runs_root=args.runs_dir) or 0)
@@ -71,6 +70,7 @@ def run(args) -> int:
     except RunDirError as e:
         print(f"puffer-tui attach: error: {e}", file=sys.stderr)
         return 2
+    # lazy: pulls textual, which this module does not load
     from puffer_tui.app.app import run_app
 
     return int(run_app(run_dir=path, attach=True, runs_root=args.runs_dir) or 0)

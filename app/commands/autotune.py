@@ -12,10 +12,12 @@ import json
 import sys
 from pathlib import Path
 
+from puffer_tui.engine.shared.atomic_write import write_atomic
+from puffer_tui.engine.shared.config import ConfigError, load_config
+from puffer_tui.engine.shared.config_flags import add_arguments, overrides_from_args
+
 
 def add_parser(sub, name, help_text):
-    from puffer_tui.engine.shared.config_flags import add_arguments
-
     p = sub.add_parser(name, help=help_text, description=help_text)
     p.add_argument("env", metavar="ENV",
                    help="environment: a name from `puffer-tui envs`, gym:ID, MODULE:CALLABLE")
@@ -49,8 +51,7 @@ def _totals(text: str | None, default: int) -> list[int]:
 
 
 def run(args) -> int:
-    from puffer_tui.engine.shared.config import ConfigError, load_config
-    from puffer_tui.engine.shared.config_flags import overrides_from_args
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.engine.startup.preflight import check_start
 
     if not args.seconds > 0:
@@ -65,6 +66,7 @@ def run(args) -> int:
         totals = _totals(args.num_envs, config.vec.num_envs)
     except (ConfigError, ValueError) as e:
         return _fail(str(e))
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.benchmarks.autotune_run import check_totals
 
     try:
@@ -72,6 +74,7 @@ def run(args) -> int:
             check_totals(args.env, overrides, totals)
     except ConfigError as e:
         return _fail(str(e))
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop); pulls gymnasium, the vectorizer, which this module does not load
     from puffer_tui.benchmarks.autotune_run import autotune, preset_text, print_report
     from puffer_tui.engine.vec.sizing import available_cores
 
@@ -81,8 +84,6 @@ def run(args) -> int:
         print_report(outcome, _console(sys.stderr))
         return _fail("no layout could be measured (see the notes above)")
     if save is not None:
-        from puffer_tui.engine.shared.atomic_write import write_atomic
-
         measured_with = config.as_dict()  # the flags' values, typed
         settings = {key: measured_with[key.split(".")[0]][key.split(".", 1)[1]]
                     for key in overrides if key.startswith(("env.", "train."))}

@@ -35,6 +35,7 @@ def space_text(space) -> str:
 
 
 def describe(name: str) -> dict:
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs import ENV_NAMES, env_class
 
     cls = env_class(name)
@@ -68,6 +69,7 @@ def run(args) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs import env_names
 
     rows = [_describe_or_why(name) for name in env_names()]

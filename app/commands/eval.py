@@ -13,6 +13,8 @@ import sys
 import time
 from pathlib import Path
 
+from puffer_tui.engine.shared.protocol import FrameKind, palette_from_wire
+
 EPISODES = 100
 RENDER_EPISODES = 3  # watched at --fps: a solved cartpole episode is 500 frames
 RGB_ROWS = 30  # cell rows of an image frame written to a file or pipe (a terminal: its height)
@@ -91,6 +93,7 @@ def run(args) -> int:
     num_envs = args.num_envs or (1 if args.render or args.record else 64)
     recording = None
     if args.record:  # the path is checked before anything plays
+        # lazy: pulls gymnasium, the evaluator, which this module does not load
         from puffer_tui.engine.evaluation.evaluate import resolve_target
         from puffer_tui.engine.evaluation.recording import (
             RecordingError,
@@ -120,6 +123,7 @@ def run(args) -> int:
     interrupted = False
     try:
         if recording is not None:
+            # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
             from puffer_tui.engine.shared.recordings import RecordingError
 
             try:
@@ -127,6 +131,7 @@ def run(args) -> int:
             except RecordingError as e:
                 return _fail(str(e))
         elif args.render == "window":
+            # lazy: pulls gymnasium, which this module does not load
             from puffer_tui.app.render_window import WindowUnavailableError
 
             try:
@@ -193,8 +198,8 @@ def unrecordable(evaluator) -> str | None:
 
 def record(evaluator, path: Path, fps: float, scale: int | None):
     """Play the episodes, encoding env 0's every frame into `path` as it goes."""
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.engine.evaluation.recording import record_episodes
-    from puffer_tui.engine.shared.protocol import palette_from_wire
 
     print(f"recording {evaluator.target} episodes to {path} (Ctrl-C stops and keeps the "
           "frames so far)", file=sys.stderr, flush=True)
@@ -205,8 +210,6 @@ def record(evaluator, path: Path, fps: float, scale: int | None):
 def play(evaluator, render: str | None = None, fps: float = 10.0, console=None) -> None:
     """Play until the target episodes end, animating env 0 in the terminal with --render
     ascii (on `console`)."""
-    from puffer_tui.engine.shared.protocol import palette_from_wire
-
     shown = _Renderer(palette_from_wire(evaluator.palette), fps, evaluator.target, console) \
         if render == "ascii" else None
     try:
@@ -222,9 +225,9 @@ def play_in_window(evaluator, fps: float, screenshot: Path | None,
                    screenshot_after: int) -> None:
     """One frame per window frame; the window closes when the target episodes end, or after
     the screenshot."""
+    # lazy: pulls gymnasium, textual, which this module does not load
     from puffer_tui.app.render_window import run_window
     from puffer_tui.app.widgets.env_render import frame_from_message
-    from puffer_tui.engine.shared.protocol import palette_from_wire
 
     if not evaluator.has_frames:
         raise ValueError(f"{evaluator.env_name} has no frame to render")
@@ -265,9 +268,9 @@ class _Renderer:
         no colours), or the env's text."""
         from rich.text import Text
 
+        # lazy: pulls textual, which this module does not load
         from puffer_tui.app.widgets.env_render import frame_from_message, frame_kind, frame_text
         from puffer_tui.app.widgets.frame_drawing import FrameImage, text_lines
-        from puffer_tui.engine.shared.protocol import FrameKind
 
         frame = None if message is None else frame_from_message(message)
         if frame is None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 from puffer_tui.app.widgets.format import duration, human
+from puffer_tui.engine.shared.protocol import RunState
+from puffer_tui.engine.shared.run_dir import list_runs, run_info, runs_root
 
 
 def add_parser(sub, name, help_text):
@@ -25,6 +27,7 @@ def _age(path) -> str:
 def _saved(path) -> tuple[str, ...]:
     """The last checkpoint as (its step, its age), or its name alone if it is not a step-...pt
     (or went away meanwhile); ("-",) without one."""
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.engine.shared.checkpoint import parse_name
 
     if path is None:
@@ -84,6 +87,7 @@ def run_cell(info, depth: int):
     """The run's name, under its parent's (indented), and where a branch came from."""
     from rich.text import Text
 
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.engine.shared.lineage import describe_parent
 
     text = Text("  " * (depth - 1) + "└─" if depth else "", style="dim")
@@ -94,10 +98,9 @@ def run_cell(info, depth: int):
 
 
 def run(args) -> int:
-    from puffer_tui.engine.shared.run_dir import list_runs, run_info, runs_root
-
     root = runs_root(args.runs_dir)
     if args.compare:
+        # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
         from puffer_tui.app.commands.runs_compare import compare
 
         return compare(args.compare, root, as_json=args.json)
@@ -122,8 +125,8 @@ def run(args) -> int:
         return 0
     from rich.text import Text
 
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.app.widgets.runs_list import runs_as_tree
-    from puffer_tui.engine.shared.protocol import RunState
 
     styles = {RunState.RUNNING: "green", RunState.PAUSED: "yellow", RunState.FINISHED: "cyan",
               RunState.ERROR: "red"}

@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from puffer_tui.app.compare_data import config_differences, diagnosis_text, final_figures, load_run
 from puffer_tui.app.widgets.format import duration
+from puffer_tui.engine.shared.run_dir import find_run
 
 
 def figure_text(key: str, value) -> str:
@@ -23,9 +25,6 @@ def figure_text(key: str, value) -> str:
 
 
 def _load(names: list[str], root: Path):
-    from puffer_tui.app.compare_data import load_run
-    from puffer_tui.engine.shared.run_dir import find_run
-
     if len(names) < 2:
         raise ValueError("--compare needs two runs or more (names, paths or latest)")
     paths = [find_run(name, root) for name in names]  # RunDirError names the run
@@ -38,8 +37,6 @@ def _load(names: list[str], root: Path):
 
 
 def compare(names: list[str], root: Path, as_json: bool = False) -> int:
-    from puffer_tui.app.compare_data import config_differences, final_figures
-
     try:
         runs = _load(names, root)
     except ValueError as e:  # RunDirError and CompareError are ValueErrors
@@ -91,8 +88,6 @@ def compare(names: list[str], root: Path, as_json: bool = False) -> int:
             where = f"step {e.step:,}" if e.step is not None else "step unknown"
             console.print(Text.assemble((run.name, "bold"), f": {where}: {e.key} "
                                         f"{e.old} -> {e.new}"))
-    from puffer_tui.app.compare_data import diagnosis_text
-
     for run in runs:  # what engine/diagnosis/rules.py's rules said about each run
         diagnoses = [diagnosis_text(span) for span in run.diagnoses] or ["none"]
         for text in diagnoses:

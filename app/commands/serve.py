@@ -23,6 +23,7 @@ import signal
 import socket
 import sys
 
+from puffer_tui.app.commands.attach import choose_run, find_sweep
 from puffer_tui.app.serve_access import (
     MIN_TOKEN_LENGTH,
     TOKEN_ENV_VAR,
@@ -33,6 +34,7 @@ from puffer_tui.app.serve_access import (
     token_url,
 )
 from puffer_tui.app.serve_code_specs import ALLOW_FLAG, CODE_SPECS_ENV_VAR
+from puffer_tui.engine.shared.run_dir import RUNS_ENV_VAR, RunDirError
 
 INSTALL_HINT = 'pip install "puffer-tui[web]"'
 APP_SUBCOMMANDS = ("attach",)  # what a page may run besides the launcher: nothing that trains
@@ -84,8 +86,6 @@ def check_app_args(app_args: list[str], runs_dir: str | None) -> None:
             f"a page may run the launcher (no ARGS) or `attach [RUN]`, not {app_args[0]!r}: "
             f"opening a page starts no training; start it with `puffer-tui train`, then "
             f"`puffer-tui serve -- attach RUN`")
-    from puffer_tui.app.commands.attach import choose_run, find_sweep
-
     names = [a for a in app_args[1:] if not a.startswith("-")]
     if find_sweep(names[0] if names else None, runs_dir) is None:
         choose_run(names[0] if names else None, runs_dir)  # RunDirError: no such live run
@@ -136,8 +136,6 @@ def is_loopback(host: str) -> bool:
 
 
 def run(args) -> int:
-    from puffer_tui.engine.shared.run_dir import RUNS_ENV_VAR, RunDirError
-
     prog = "puffer-tui serve"
     try:
         token = choose_token(args.token, args.no_token)

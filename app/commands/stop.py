@@ -18,7 +18,16 @@ import os
 import sys
 import time
 
-from puffer_tui.app.engine_stop import REPORT_EVERY, STOP_PATIENCE
+from puffer_tui.app.commands.attach import find_sweep
+from puffer_tui.app.engine_client import EngineClientError
+from puffer_tui.app.engine_stop import (
+    REPORT_EVERY,
+    STOP_PATIENCE,
+    engine_gone,
+    send_stop,
+    stop_line,
+)
+from puffer_tui.engine.shared import run_dir as rd
 
 POLL = 0.2  # seconds between looks at the engines' status
 
@@ -47,24 +56,21 @@ def _say(text: str) -> None:
 
 
 def running_runs(root) -> list:
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.app.engine_launcher import engine_running
-    from puffer_tui.engine.shared import run_dir as rd
 
     return [path.resolve() for path in rd.list_runs(root) if engine_running(path)]
 
 
 def not_training(path) -> str:
     """Why `path` has nothing to stop, with how it ended."""
-    from puffer_tui.app.engine_stop import stop_line
-
     return f"{path.name} is not training ({stop_line(path)[0]})"
 
 
 def choose_runs(args) -> list:
     """The runs to stop; RunDirError naming why a RUN cannot be."""
-    from puffer_tui.app.commands.attach import find_sweep
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.app.engine_launcher import engine_running
-    from puffer_tui.engine.shared import run_dir as rd
 
     root = rd.runs_root(args.runs_dir)
     if args.all:
@@ -83,8 +89,6 @@ def choose_runs(args) -> list:
 
 
 def run(args) -> int:
-    from puffer_tui.engine.shared import run_dir as rd
-
     if args.all and args.run_name:
         return _fail("give a RUN or --all, not both")
     if not args.all and not args.run_name:
@@ -104,10 +108,6 @@ def run(args) -> int:
 
 def stop_runs(runs: list, timeout: float) -> int:
     """Send each run's engine a stop, then wait for them all; one line per run."""
-    from puffer_tui.app.engine_client import EngineClientError
-    from puffer_tui.app.engine_stop import send_stop
-    from puffer_tui.engine.shared import run_dir as rd
-
     code, clients = 0, {}
     for path in runs:
         pid = rd.read_status(path).get("pid", "?")
@@ -136,15 +136,10 @@ def stop_runs(runs: list, timeout: float) -> int:
 
 
 def _gone(path) -> bool:
-    from puffer_tui.app.engine_stop import engine_gone
-
     return engine_gone(path)
 
 
 def _wait(clients: dict, timeout: float) -> int:
-    from puffer_tui.app.engine_stop import stop_line
-    from puffer_tui.engine.shared import run_dir as rd
-
     code, pending = 0, list(clients)
     start = time.monotonic()
     next_report = REPORT_EVERY

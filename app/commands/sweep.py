@@ -15,14 +15,21 @@ import re
 import sys
 import time
 
+from puffer_tui.app.commands.train import env_flags
+from puffer_tui.app.services.run_service import check_flags
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import config_flags
+from puffer_tui.engine.shared import sweep_settings as st
+from puffer_tui.engine.shared.config import ConfigError, schema
+from puffer_tui.engine.shared.config_flags import add_arguments, take_flags
+from puffer_tui.engine.shared.run_dir import RunDirError, socket_answers
+from puffer_tui.engine.shared.sweep_settings import DIRECTIONS, OBJECTIVES, PRUNERS, SweepError
+
 SWEEP_FLAG = "--sweep."
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 
 def add_parser(sub, name, help_text):
-    from puffer_tui.engine.shared.config_flags import add_arguments
-    from puffer_tui.engine.shared.sweep_settings import DIRECTIONS, OBJECTIVES, PRUNERS
-
     p = sub.add_parser(name, help=help_text, description=__doc__.split("\n\n")[0],
                        epilog="--sweep.FIELD low,high[,log] (or a,b,c for a choice field, or off) "
                               "overrides a field's search range; --train.X V fixes a field.")
@@ -61,9 +68,6 @@ def argparse_suppress():
 
 
 def extra_flags() -> list[str]:
-    from puffer_tui.app.commands.train import env_flags
-    from puffer_tui.engine.shared.config import schema
-
     return env_flags() + [SWEEP_FLAG + s.key.replace("_", "-") for s in schema()]
 
 
@@ -74,17 +78,11 @@ def _fail(message: str) -> int:
 
 def split_extra(extra: list[str]) -> tuple[list[str], dict[str, str]]:
     """(the --env.* tokens, {"train.learning_rate": "1e-4,1e-2,log"} from --sweep.* tokens)."""
-    from puffer_tui.engine.shared.config_flags import take_flags
-
     ranges, env = take_flags(extra, SWEEP_FLAG, "a range: low,high[,log]")
     return env, ranges
 
 
 def run(args) -> int:
-    from puffer_tui.engine.shared.config import ConfigError
-    from puffer_tui.engine.shared.run_dir import RunDirError
-    from puffer_tui.engine.shared.sweep_settings import SweepError
-
     try:
         if args.env == "best":
             return print_best(args)
@@ -93,6 +91,7 @@ def run(args) -> int:
         sweep_dir, settings, watch = (resume_sweep(args) if args.resume else new_sweep(args))
     except (ConfigError, SweepError, RunDirError) as e:
         return _fail(str(e))
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.app.commands.sweep_watch import launch_and_view, launch_and_watch
 
     if not args.headless:
@@ -102,10 +101,7 @@ def run(args) -> int:
 
 def new_sweep(args):
     """(sweep dir, settings, True): everything checked before the directory is created."""
-    from puffer_tui.app.services.run_service import check_flags
-    from puffer_tui.engine.shared import config as cfg
-    from puffer_tui.engine.shared import config_flags
-    from puffer_tui.engine.shared import sweep_settings as st
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop); pulls gymnasium, which this module does not load
     from puffer_tui.engine.shared.presets import preset_overrides, read_preset
     from puffer_tui.engine.sweep.space import build_space, space_to_json
     from puffer_tui.envs import load_preset
@@ -128,6 +124,7 @@ def new_sweep(args):
     preset = read_preset(args.preset) if args.preset else {}
     fixed = {**preset_overrides(preset, args.env, args.preset), **overrides}
     base = cfg.load_config(args.env, fixed)
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.engine.startup.preflight import check_start
 
     check_start(base)
@@ -156,6 +153,7 @@ def new_sweep(args):
         storage=args.storage or "", base=base.as_dict(), fixed=fixed,
         space=space_to_json(space), seed=args.seed, reach=args.reach)
     if args.storage:  # a database elsewhere: reach it (and check the study) before writing
+        # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
         from puffer_tui.engine.sweep.study import open_study
 
         open_study(settings, sweep_dir)
@@ -165,14 +163,13 @@ def new_sweep(args):
 
 
 def st_flatten(section):
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.engine.sweep.space import flatten_preset
 
     return flatten_preset(section)
 
 
 def check_counts(args, resuming: bool = False) -> None:
-    from puffer_tui.engine.shared.config import ConfigError
-
     if args.trials is None and not resuming:
         raise ConfigError("--trials N is required (how many trials the study should hold)")
     if args.trials is not None and args.trials < 1:
@@ -182,10 +179,6 @@ def check_counts(args, resuming: bool = False) -> None:
 
 
 def resume_sweep(args):
-    from puffer_tui.engine.shared import sweep_settings as st
-    from puffer_tui.engine.shared.config import ConfigError
-    from puffer_tui.engine.shared.run_dir import socket_answers
-
     if args.env:
         raise ConfigError(f"--resume continues a sweep as it was set up; drop {args.env!r}")
     check_counts(args, resuming=True)
@@ -205,8 +198,7 @@ def resume_sweep(args):
 
 
 def print_best(args) -> int:
-    from puffer_tui.engine.shared import config as cfg
-    from puffer_tui.engine.shared import sweep_settings as st
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.engine.shared.presets import preset_toml
     from puffer_tui.engine.sweep.study import open_study
 

@@ -11,13 +11,16 @@ import sys
 import time
 from pathlib import Path
 
+from puffer_tui.app.engine_launcher import tail
+from puffer_tui.engine.shared import sweep_settings as st
+from puffer_tui.engine.shared.run_dir import socket_answers
+from puffer_tui.engine.shared.sweep_control import ControlError, request
+
 POLL = 0.5
 START_TIMEOUT = 120.0
 
 
 def launch_driver(sweep_dir: Path) -> subprocess.Popen:
-    from puffer_tui.engine.shared import sweep_settings as st
-
     with (sweep_dir / st.DRIVER_OUT_FILE).open("ab") as out:
         return subprocess.Popen(
             [sys.executable, "-m", "puffer_tui.engine.sweep", str(sweep_dir)],
@@ -29,9 +32,6 @@ def launch_driver(sweep_dir: Path) -> subprocess.Popen:
 def start_driver(sweep_dir: Path) -> subprocess.Popen | None:
     """Launch the driver and wait until its socket answers (or START_TIMEOUT passes); None,
     with the end of its output on stderr, when it exited with an error first."""
-    from puffer_tui.app.engine_launcher import tail
-    from puffer_tui.engine.shared import sweep_settings as st
-
     process = launch_driver(sweep_dir)
     deadline = time.monotonic() + START_TIMEOUT
     while process.poll() is None and not _answers(sweep_dir / st.SOCKET_FILE):
@@ -48,6 +48,7 @@ def start_driver(sweep_dir: Path) -> subprocess.Popen | None:
 def launch_and_view(sweep_dir: Path, settings, runs_root=None) -> int:
     """Start the driver, then the app's sweep view; the sweep survives the app (attach again
     with `puffer-tui attach NAME`)."""
+    # lazy: pulls textual, which this module does not load
     from puffer_tui.app.app import run_app
 
     if start_driver(sweep_dir) is None:
@@ -57,9 +58,6 @@ def launch_and_view(sweep_dir: Path, settings, runs_root=None) -> int:
 
 def launch_and_watch(sweep_dir: Path, settings, watch: bool = True) -> int:
     from rich.console import Console
-
-    from puffer_tui.engine.shared import sweep_settings as st
-    from puffer_tui.engine.shared.sweep_control import ControlError, request
 
     console = Console()
     process = start_driver(sweep_dir)
@@ -202,6 +200,4 @@ def _read_status(path: Path) -> dict:
 
 
 def _answers(path: Path) -> bool:
-    from puffer_tui.engine.shared.run_dir import socket_answers
-
     return path.exists() and socket_answers(path)

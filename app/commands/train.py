@@ -13,6 +13,12 @@ import argparse
 import sys
 
 from puffer_tui.app.services.run_service import check_flags, new_run, plan_resume
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import config_flags
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.config import ConfigError, env_specs
+from puffer_tui.engine.shared.config_flags import add_arguments
+from puffer_tui.engine.shared.run_dir import RunDirError
 
 
 class _HelpWithEnvSettings(argparse.Action):
@@ -35,7 +41,7 @@ ENV_SETTINGS_TITLE = "env settings"
 
 
 def env_settings_help() -> str:
-    from puffer_tui.engine.shared.config import env_specs
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs import env_names
 
     lines = ["--env.NAME V, for the chosen ENV (its preset may change the defaults); for a",
@@ -57,7 +63,7 @@ def env_settings_help() -> str:
 
 def env_flags(env_name: str | None = None) -> list[str]:
     """`--env.*` flags of one env, or of every env (for spelling suggestions)."""
-    from puffer_tui.engine.shared.config import env_specs
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs import env_names
 
     names = env_names()
@@ -71,8 +77,6 @@ def env_flags(env_name: str | None = None) -> list[str]:
 
 
 def add_parser(sub, name, help_text):
-    from puffer_tui.engine.shared.config_flags import add_arguments
-
     p = sub.add_parser(name, help=help_text, description=help_text, add_help=False,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-h", "--help", action=_HelpWithEnvSettings,
@@ -115,14 +119,11 @@ def _fail(message: str) -> int:
 def prepare_run(args):
     """(run_dir, resuming) with config.toml written; raises ConfigError / RunDirError /
     CheckpointError before writing anything."""
-    from puffer_tui.engine.shared import config as cfg
-    from puffer_tui.engine.shared import config_flags
-    from puffer_tui.engine.shared import run_dir as rd
-
     overrides = config_flags.overrides_from_args(args, getattr(args, "extra", []) or [])
     root = rd.runs_root(args.runs_dir)
     preset = {}
     if getattr(args, "preset", None):
+        # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
         from puffer_tui.engine.shared.presets import read_preset
 
         if args.resume or args.branch_from:
@@ -145,7 +146,7 @@ def prepare_run(args):
 
 def _prepare_branch(args, overrides: dict, root):
     """The branch's run dir, written once every check of engine/startup/branch.py passed."""
-    from puffer_tui.engine.shared.config import ConfigError
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.engine.startup import branch
 
     if args.resume:
@@ -166,9 +167,8 @@ def _prepare_branch(args, overrides: dict, root):
 
 
 def run(args) -> int:
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.engine.shared.checkpoint import CheckpointError
-    from puffer_tui.engine.shared.config import ConfigError
-    from puffer_tui.engine.shared.run_dir import RunDirError
 
     run_app = None
     if args.detach and not args.headless:
@@ -176,6 +176,7 @@ def run(args) -> int:
                      "leave the engine training)")
     if not args.headless:
         try:
+            # lazy: pulls textual, which this module does not load
             from puffer_tui.app.app import run_app
         except ImportError as e:
             return _fail(f"the Textual app is not available yet ({e}); use --headless")
@@ -185,6 +186,7 @@ def run(args) -> int:
         return _fail(str(e))
     if run_app is not None:
         if resuming:
+            # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
             from puffer_tui.app.engine_launcher import EngineStartError, launch_engine
 
             try:
@@ -194,6 +196,7 @@ def run(args) -> int:
                 return 1
             return int(run_app(run_dir=run_dir, attach=True) or 0)
         return int(run_app(run_dir=run_dir, attach=False) or 0)
+    # lazy: pulls textual, which this module does not load
     from puffer_tui.app.headless_run import run_headless
 
     return run_headless(run_dir, resuming, args.fallback_checkpoint, detach=args.detach)

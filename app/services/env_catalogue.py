@@ -22,6 +22,7 @@ def space_text(space) -> str:
 def describe_env(name: str) -> dict:
     """{name, description, observation_space, action_space} of an env's default settings
     (any env spec; a gym: or MODULE:CALLABLE one builds an env to learn its spaces)."""
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs import env_class
 
     cls = env_class(name)
@@ -34,6 +35,7 @@ def describe_env(name: str) -> dict:
 def describe_envs() -> list[dict]:
     """Every registered env described; one that fails to load is listed with why, so a broken
     env shows up in the list instead of hiding the others."""
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs import env_names
 
     infos = []
@@ -55,6 +57,7 @@ def spec_suggestions() -> list[str]:
     for every registered Gymnasium id (the packages above imported first where installed)."""
     import importlib
 
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs import ENV_NAMES, env_names
 
     names = [n for n in env_names() if n not in ENV_NAMES]
@@ -81,6 +84,7 @@ def _newest_first(env_id: str):
 def preset_label(name: str) -> str:
     """Which preset an env's defaults come from (envs/gym_presets/family.py), for the
     launcher's env line; "" for none. Here, so the screens need not import the env registry."""
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs.registry import preset_label as label
 
     return label(name)

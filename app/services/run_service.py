@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import difflib
 
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.config import ConfigError, load
+
 RESUME_CHANGEABLE = ("train.total_timesteps", "train.nproc")  # besides the live fields
 
 
 def check_flags(overrides: dict, env_name: str) -> None:
     """Each override alone against its field, so the error names the flag as it was typed."""
-    from puffer_tui.engine.shared import config as cfg
-
     for key, value in overrides.items():
         try:
             spec = cfg.spec_for(key, env_name)
@@ -40,10 +42,11 @@ def plan_resume(resume, overrides: dict, root, env: str | None = None,
     asks the same questions."""
     from pathlib import Path
 
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.app.engine_launcher import engine_running
     from puffer_tui.engine.shared import checkpoint as ckpt
-    from puffer_tui.engine.shared import config as cfg
-    from puffer_tui.engine.shared import run_dir as rd
+
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.engine.shared.resume_check import check_fits_checkpoint
     from puffer_tui.engine.startup.preflight import check_device
 
@@ -112,6 +115,7 @@ def resumed_total(config, state: dict | None) -> int:
 
 
 def checkpoint_step(path) -> int | None:
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.engine.shared.checkpoint import parse_name
 
     try:
@@ -127,9 +131,8 @@ def extend_command(run_dir, step: int) -> str:
 
 def resume_advice(run_dir) -> str:
     """What to type to continue a run that is not training: resume, extend, or start anew."""
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.engine.shared import checkpoint as ckpt
-    from puffer_tui.engine.shared import run_dir as rd
-    from puffer_tui.engine.shared.config import ConfigError, load
 
     latest = ckpt.latest_checkpoint(run_dir)
     if latest is None:
@@ -174,13 +177,13 @@ def new_run(env_name: str, overrides: dict, root, preset: dict | None = None,
     flags (each against its field), the preset (the env family's, then `preset` from a
     `--preset` file, then the flags on top), the preflight checks (device, env, sizes,
     budget, memory). Raises ConfigError / OSError before anything is written."""
-    from puffer_tui.engine.shared import config as cfg
-    from puffer_tui.engine.shared import run_dir as rd
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop); pulls gymnasium, which this module does not load
     from puffer_tui.engine.startup.preflight import check_start
     from puffer_tui.envs.env_spec import run_label
 
     check_flags(overrides, env_name)  # an env spec that cannot be resolved fails here
     if preset:
+        # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
         from puffer_tui.engine.shared.presets import preset_overrides
 
         overrides = {**preset_overrides(preset, env_name, preset_path), **overrides}

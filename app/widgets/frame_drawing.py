@@ -30,6 +30,7 @@ def image_pixels(frame):
 
 def fit_image(pixels, max_cols: int, max_rows: int):
     """`pixels` sized for max_cols x max_rows cells (two pixel rows per cell), aspect kept."""
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.engine.native.frames import area_resize, fit_size
 
     height, width = pixels.shape[:2]

@@ -17,6 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from puffer_tui.engine.shared.protocol import Frame, FrameKind
+from puffer_tui.engine.shared.recordings import (
+    RecordingError,
+    iter_recording,
+    latest_recording,
+    recording_fps,
+    recordings_dir,
+)
 
 MAX_WIDTH = 160  # pixels kept per frame: the panel draws two pixel rows a cell, ~26 cells wide
 MAX_FRAMES = 3000  # a replay holds at most this many frames (minutes at GIF rates)
@@ -40,8 +47,6 @@ class Replay:
 def load_replay(path: str | os.PathLike) -> Replay:
     """Every frame of the recording as an RGB Frame at most MAX_WIDTH pixels wide;
     RecordingError (engine/evaluation/recording.py) when it cannot be read."""
-    from puffer_tui.engine.shared.recordings import RecordingError, iter_recording, recording_fps
-
     path = Path(path)
     frames = []
     for image in iter_recording(path):
@@ -65,8 +70,6 @@ class LatestRecording:
 
     def check(self, run_dir: str | os.PathLike | None) -> bool:
         """Look at `run_dir`'s recordings; True when `path` changed."""
-        from puffer_tui.engine.shared.recordings import latest_recording, recordings_dir
-
         if run_dir is None:
             seen = None
         else:

@@ -11,9 +11,12 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import OptionList
 
+from puffer_tui.app.widgets.format import human
 from puffer_tui.app.widgets.ordered_keys import OrderedKeys
+from puffer_tui.engine.shared import sweep_settings as st
 from puffer_tui.engine.shared.lineage import branch_step, tree_order
 from puffer_tui.engine.shared.protocol import LIVE_STATES
+from puffer_tui.engine.shared.run_dir import socket_answers
 
 SWEEP_OPTION = "sweep:"  # a sweep's entry in the runs list: this, then its directory
 MAX_SWEEPS = 5
@@ -23,9 +26,6 @@ def recent_sweeps(runs_root) -> list[dict]:
     """The newest sweeps under the runs root: name, path, state, trials done and target;
     `live` when the driver answers on its socket."""
     import json
-
-    from puffer_tui.engine.shared import sweep_settings as st
-    from puffer_tui.engine.shared.run_dir import socket_answers
 
     root = st.sweeps_root(runs_root)
     found = [d for d in root.iterdir() if (d / st.SETTINGS_FILE).is_file()] if root.is_dir() else []
@@ -103,8 +103,6 @@ def run_entry(info, marked: bool, depth: int = 0, width: int = ENTRY_WIDTH) -> T
     """Two lines of at most `width` columns (the list wraps longer ones): the name (under its
     parent: indented after a branch mark, its start cut rather than its distinct end), then
     its state and steps; a branch's from where it started: "finished, 2.05k→8.19k"."""
-    from puffer_tui.app.widgets.format import human
-
     text = Text()
     pad = "  " * (min(depth, MAX_INDENT) - 1) if depth else ""
     lead = (pad + "└─" if depth else "") + ("●" if marked else "")
