@@ -37,6 +37,9 @@ import numpy as np
 import psutil
 import torch
 
+from puffer_tui.engine.shared.config import load_config
+from puffer_tui.engine.shared.presets import preset_overrides, read_preset
+
 ENV_ID = "ALE/Pong-v5"
 PRESET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                       "envs", "gym_presets", "ALE.toml")
@@ -44,9 +47,6 @@ PRESET = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))
 
 def atari_config(args):
     """The Atari preset for gym:ALE/Pong-v5 with the benchmark's sizes."""
-    from puffer_tui.engine.shared.config import load_config
-    from puffer_tui.engine.shared.presets import preset_overrides, read_preset
-
     overrides = preset_overrides(read_preset(PRESET), "gym:" + ENV_ID, PRESET)
     # unset: what `puffer-tui train gym:ALE/Pong-v5` picks (the preset, then the defaults)
     chosen = {"vec.inline": args.inline, "train.precision": args.precision}
@@ -63,6 +63,7 @@ def atari_config(args):
 
 class Ours:
     def __init__(self, config):
+        # lazy: pulls gymnasium, the trainer, the policy, the vectorizer, which this module does not load
         from puffer_tui.engine.algo.trainer import Trainer
 
         self.trainer = Trainer(config)
@@ -84,6 +85,7 @@ class OursCollect:
     """Collection only: our vec env (the trainer's make_vecenv) + inference on every step."""
 
     def __init__(self, config, policy):
+        # lazy: pulls gymnasium, the trainer, the policy, the vectorizer, which this module does not load
         from puffer_tui.engine.algo.trainer import make_vecenv
 
         self.vecenv, self.policy, self.steps = make_vecenv(config), policy, config.train.horizon
@@ -113,6 +115,7 @@ class PlainLoop:
     def __init__(self, config, kind: str = "sync"):
         import gymnasium
 
+        # lazy: pulls gymnasium, the policy, which this module does not load
         from puffer_tui.engine.algo.policy import make_policy
         from puffer_tui.envs.atari_preprocessing import atari_env
 

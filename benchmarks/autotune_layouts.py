@@ -14,6 +14,8 @@ import warnings
 from dataclasses import dataclass
 
 from puffer_tui.engine.shared.config import Config, ConfigError, load_config
+from puffer_tui.engine.startup.memory_estimate import estimate, format_bytes
+from puffer_tui.engine.startup.preflight import check_batch, check_env
 
 WARMUP_STEPS = 10
 MIN_WINDOW = 0.25  # seconds: the shortest window a rate is counted over
@@ -80,8 +82,6 @@ def layout_config(env_spec: str, overrides: dict, layout: Layout) -> Config:
     if the layout cannot hold these settings (e.g. minibatches larger than its batch)."""
     vec = {f"vec.{k}": v for k, v in layout.vec_settings().items()}
     config = load_config(env_spec, {**overrides, **vec})
-    from puffer_tui.engine.startup.preflight import check_batch, check_env
-
     check_batch(config, check_env(config).agents_per_env)
     return config
 
@@ -89,8 +89,6 @@ def layout_config(env_spec: str, overrides: dict, layout: Layout) -> Config:
 def memory_shortfall(config: Config, bytes_per_env: float, available: int | None) -> str | None:
     """Why `config` would not fit in memory (None if it fits): the engine's own estimate,
     plus what each env object was measured to hold beyond its buffers."""
-    from puffer_tui.engine.startup.memory_estimate import estimate, format_bytes
-
     need = estimate(config).total + bytes_per_env * config.vec.num_envs
     if available is not None and need > available:
         return f"needs ~{format_bytes(need)}, {format_bytes(available)} free"
@@ -116,6 +114,7 @@ class VecTiming:
 def time_vec(config: Config, seconds: float) -> VecTiming:
     """Agent-steps/s of `config`'s vec env, driven like the trainer drives it (recv, then send
     a batch of fixed random actions), counted for `seconds` after a short warm-up."""
+    # lazy: pulls gymnasium, torch, the trainer, the vectorizer, which this module does not load
     from puffer_tui.benchmarks.vec_runners import ACTION_BLOCK, fixed_actions
     from puffer_tui.engine.algo.trainer_setup import make_vecenv
 
@@ -144,6 +143,7 @@ def time_vec(config: Config, seconds: float) -> VecTiming:
 def _best_window_rate(vecenv, actions, seconds: float) -> float:
     """Agent-steps/s of the fastest of a few windows of `seconds`: other processes' bursts of
     load on a shared machine slow some windows, and no layout should lose to one by chance."""
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.benchmarks.vec_runners import ACTION_BLOCK
 
     windows = max(1, min(MAX_WINDOWS, int(seconds / MIN_WINDOW)))

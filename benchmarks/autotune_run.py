@@ -28,6 +28,8 @@ from puffer_tui.benchmarks.autotune_layouts import (
     memory_shortfall,
     time_vec,
 )
+from puffer_tui.engine.shared.config import ConfigError, _toml_value
+from puffer_tui.engine.startup.memory_estimate import available_memory, format_bytes
 
 VEC_SHARE = 0.45  # of the budget, for phases 1 and 2; phase 3 gets the rest
 MIN_MEASURE = 0.1  # seconds: the least a layout is counted, however small the budget
@@ -96,8 +98,8 @@ def autotune(env_spec: str, overrides: dict, seconds: float, totals: list[int], 
     # optimizer built imports (torch.optim's constructors are wrapped to disable it): 2-5 s
     import torch._dynamo  # noqa: F401
 
+    # lazy: pulls gymnasium, torch, the trainer, the policy, the vectorizer, which this module does not load
     from puffer_tui.engine.algo import trainer  # noqa: F401
-    from puffer_tui.engine.startup.memory_estimate import available_memory
 
     clock = _Clock(max(0.0, seconds - (time.perf_counter() - begun)))  # the phases share the rest
 
@@ -115,8 +117,6 @@ def autotune(env_spec: str, overrides: dict, seconds: float, totals: list[int], 
 def check_totals(env_spec: str, overrides: dict, totals: list[int]) -> None:
     """ConfigError naming the first total of envs these settings cannot train with (e.g. a
     batch smaller than the minibatch), before anything is measured."""
-    from puffer_tui.engine.shared.config import ConfigError
-
     for total in totals:
         try:
             layout_config(env_spec, overrides, Layout("serial", total))
@@ -244,6 +244,7 @@ def _time_training(out: Outcome, env_spec, overrides, clock, progress) -> None:
 def _train_epochs(config, seconds: float) -> tuple[list[float], float]:
     """(agent-steps/s of each epoch, seconds counted) of the real Trainer of `config`, after
     a warm-up epoch, until `seconds` are counted (at least one epoch)."""
+    # lazy: pulls gymnasium, torch, the trainer, the policy, the vectorizer, which this module does not load
     from puffer_tui.engine.algo.trainer import Trainer
 
     rates, counted = [], 0.0
@@ -269,8 +270,6 @@ def preset_text(out: Outcome, settings: dict) -> str:
     """The best layout as a preset for `puffer-tui train ENV --preset FILE`: env_name, the
     [env] and [train] values it was measured with (`settings`: {"env.size": 9, ...}, those
     given as flags; a smaller batch may need its minibatch size) and its [vec] table."""
-    from puffer_tui.engine.shared.config import _toml_value
-
     best = out.best
     figure = best.train_sps if out.best_by == "training" else best.vec_sps
     serial = next((r for r in out.rows if r.layout.backend == "serial"), None)
@@ -296,8 +295,6 @@ def preset_text(out: Outcome, settings: dict) -> str:
 
 def print_report(out: Outcome, console) -> None:
     from rich.table import Table
-
-    from puffer_tui.engine.startup.memory_estimate import format_bytes
 
     if out.us_per_step is not None:
         console.print(f"{out.env}: one agent-step costs {out.us_per_step:.3f} µs serially; "

@@ -14,12 +14,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from puffer_tui.app.engine_client import EngineClient
 from puffer_tui.benchmarks.output import print_result
+from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import config_flags
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.config_flags import add_arguments as add_config_arguments
 
 
 def add_arguments(p):
-    from puffer_tui.engine.shared.config_flags import add_arguments as add_config_arguments
-
     p.add_argument("env", metavar="ENV", help="environment to train")
     p.add_argument("--rounds", type=int, default=5, help="pause/resume rounds (default 5)")
     p.add_argument("--window", type=float, default=2.0,
@@ -50,7 +53,7 @@ def _cpu_percent(pids, window: float) -> dict[int, float]:
 
 
 def measure(run_dir: Path, rounds: int, window: float) -> dict:
-    from puffer_tui.app.engine_client import EngineClient
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.app.engine_launcher import launch_engine
 
     handle = launch_engine(run_dir)
@@ -95,10 +98,6 @@ def measure(run_dir: Path, rounds: int, window: float) -> dict:
 
 
 def run(args) -> int:
-    from puffer_tui.engine.shared import config as cfg
-    from puffer_tui.engine.shared import config_flags
-    from puffer_tui.engine.shared import run_dir as rd
-
     if args.rounds < 1 or args.window <= 0:
         raise SystemExit("--rounds must be >= 1 and --window > 0")
     try:

@@ -31,6 +31,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from puffer_tui.app.engine_client import EngineClient
+from puffer_tui.app.engine_launcher import launch_engine
+from puffer_tui.app.run_start import prepare_new_run
+from puffer_tui.engine.diagnosis.doctor import TRACE_ENV, row_signals
+from puffer_tui.engine.runtime.metrics import read_metrics
+from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.metrics_file import grouped
+
 BROKEN_ENV = "puffer_tui.benchmarks.doctor_envs:cartpole"
 TRACE_FILE = "diagnosis_trace.jsonl"
 
@@ -93,8 +101,6 @@ CASES = [  # the fix comparisons first: they take 2 x seeds runs each
 
 def final_score(run_dir: Path) -> float | None:
     """The mean score of the run's last 3 epochs that ended episodes."""
-    from puffer_tui.engine.runtime.metrics import read_metrics
-
     scores = [r.get("score", r.get("episode_return")) for r in read_metrics(run_dir)
               if (r.get("episodes") or 0) > 0]
     scores = [s for s in scores if isinstance(s, (int, float))]
@@ -107,12 +113,6 @@ def train(case: Case, seed: int, runs_root: Path, apply_fix: bool,
     fires, or, for a restart suggestion, the run is stopped there and trained again from
     the start with the suggested value (the outcome is the new run's). Returns what fired
     when, what was applied, the outcome and the cost."""
-    from puffer_tui.app.engine_client import EngineClient
-    from puffer_tui.app.engine_launcher import launch_engine
-    from puffer_tui.app.run_start import prepare_new_run
-    from puffer_tui.engine.diagnosis.doctor import TRACE_ENV
-    from puffer_tui.engine.shared import run_dir as rd
-
     run_dir = prepare_new_run(case.env, {**case.overrides, **(overrides or {}),
                                          "train.seed": seed}, runs_root)
     os.environ[TRACE_ENV] = str(run_dir / TRACE_FILE)
@@ -164,10 +164,6 @@ def trace_from_metrics(run_dir: Path, out: Path, epochs: int | None = None) -> i
     and observation scales, ends, returns' spread) are not in the rows: the rules that read
     them stay quiet on such a trace. Returns the epochs written."""
     import tomllib
-
-    from puffer_tui.engine.diagnosis.doctor import row_signals
-    from puffer_tui.engine.runtime.metrics import read_metrics
-    from puffer_tui.engine.shared.metrics_file import grouped
 
     config = tomllib.loads((run_dir / "config.toml").read_text())
     train_, vec = config.get("train", {}), config.get("vec", {})

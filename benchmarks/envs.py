@@ -29,6 +29,7 @@ def random_actions(env, steps: int, seed: int = 0) -> np.ndarray:
 
 
 def measure(name: str, num_envs: int, seconds: float) -> dict:
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs import make
 
     env = make(name, num_envs=num_envs, seed=0)
@@ -59,6 +60,7 @@ def measure(name: str, num_envs: int, seconds: float) -> dict:
 
 
 def run(args) -> int:
+    # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.envs import ENV_NAMES
 
     names = args.env or list(ENV_NAMES)

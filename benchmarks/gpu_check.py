@@ -28,6 +28,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from puffer_tui.benchmarks import gpu_peer
 from puffer_tui.benchmarks.gpu_report import markdown, write_atomic
 
 ENVS = ("squared", "breakout", "snake", "cartpole", "gym:ALE/Pong-v5", "gym:HalfCheetah-v5")
@@ -125,8 +126,6 @@ def measure_nproc(gpus: int, args, work: Path) -> dict:
 
 
 def run_peer(envs, ours: list[dict], args, work: Path, build) -> list[dict]:
-    from puffer_tui.benchmarks import gpu_peer
-
     rows = []
     for env in [e for e in envs if e in gpu_peer.PEER_ENVS]:
         mine = next((r for r in ours if r["env"] == env and r["precision"] == "float32"
@@ -200,8 +199,6 @@ def main(argv=None) -> int:
         peer_build = None
         sdist = None
         if args.peer_dir:
-            from puffer_tui.benchmarks import gpu_peer
-
             sdist = gpu_peer.find_sdist(Path(args.peer_dir))
             if sdist is None:
                 report["peer"] = {"skipped": f"no pufferlib-3.0*.tar.gz in {args.peer_dir}"}

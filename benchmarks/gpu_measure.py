@@ -22,6 +22,10 @@ import subprocess
 import sys
 import threading
 
+from puffer_tui.benchmarks.train import timed_epochs
+from puffer_tui.engine.shared.config import ConfigError, load_config
+from puffer_tui.engine.shared.protocol import TIMING_KEYS
+
 
 class UtilisationSampler:
     """The GPU's utilisation (percent of time a kernel ran), sampled in a thread: NVML through
@@ -82,10 +86,8 @@ class UtilisationSampler:
 def measure(env: str, overrides: dict, rounds: int, seconds: float) -> dict:
     import torch
 
-    from puffer_tui.benchmarks.train import timed_epochs
+    # lazy: pulls gymnasium, torch, the trainer, the policy, the vectorizer, which this module does not load
     from puffer_tui.engine.algo.trainer import Trainer
-    from puffer_tui.engine.shared.config import load_config
-    from puffer_tui.engine.shared.protocol import TIMING_KEYS
 
     # a budget the run never reaches while measured (bench train does the same)
     config = load_config(env, {"train.total_timesteps": 10**12, **overrides})
@@ -153,8 +155,6 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.rounds < 1 or not args.seconds > 0:
         raise SystemExit("gpu_measure: --rounds must be >= 1 and --seconds > 0")
-    from puffer_tui.engine.shared.config import ConfigError
-
     try:
         result = measure(args.env, parse_sets(args.set), args.rounds, args.seconds)
     except ConfigError as e:

@@ -146,6 +146,7 @@ def run(args) -> int:
     out = {"date": time.strftime("%Y-%m-%d %H:%M:%S %z"), "command": _command_line(),
            "machine": _machine(), "commit": None, "zoo_source": ZOO_SOURCE,
            "window": args.window, "marks": list(report.MARKS), "envs": {}}
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.benchmarks.learn_runs import repo_commit, run_ours, run_sb3
 
     out["commit"] = repo_commit()

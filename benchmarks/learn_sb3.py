@@ -115,6 +115,7 @@ def sb3_threads(given: int) -> int:
     SB3's default (one per core) beside other load oversubscribes the cores."""
     if given > 0:
         return given
+    # lazy: pulls gymnasium, the vectorizer, which this module does not load
     from puffer_tui.engine.algo.cpu_load import busy_cores_of_others
     from puffer_tui.engine.vec.sizing import available_cores
 

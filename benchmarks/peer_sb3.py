@@ -15,6 +15,8 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
+from puffer_tui.engine.runtime.metrics import flatten
+
 ENV_SPEC = "gym:CartPole-v1"
 GYM_ID = "CartPole-v1"
 REACH = 475.0  # mean episode length: CartPole-v1's own "solved" bar
@@ -56,8 +58,8 @@ def window_mean(epochs: list[tuple[float, int]], window: int = WINDOW) -> float 
 
 
 def train_ours(config, budget: float) -> PeerResult:
+    # lazy: pulls gymnasium, torch, the trainer, the policy, the vectorizer, which this module does not load
     from puffer_tui.engine.algo.trainer import Trainer
-    from puffer_tui.engine.runtime.metrics import flatten
 
     result = PeerResult("puffer-tui")
     epochs: list[tuple[float, int]] = []
@@ -147,6 +149,7 @@ def run_peer(config, budget: float, as_json: bool) -> int:
 
     import torch
 
+    # lazy: pulls gymnasium, torch, the trainer, the vectorizer, which this module does not load
     from puffer_tui.engine.algo.trainer_setup import auto_threads
 
     require_sb3()

@@ -16,6 +16,9 @@ import argparse
 import json
 from dataclasses import asdict, dataclass, field
 
+from puffer_tui.engine.runtime.metrics import flatten
+from puffer_tui.engine.shared.config import load_config
+
 # What "solved" means per env (the issue's bars): metric, threshold.
 SOLVED = {
     "squared": ("score", 0.9),
@@ -45,8 +48,8 @@ class SolveResult:
 def train_until_solved(config, metric: str, threshold: float, min_episodes: int = 1,
                        consecutive: int = 2, on_epoch=None) -> SolveResult:
     """Train with `config` until solved or train.total_timesteps is spent."""
+    # lazy: pulls gymnasium, torch, the trainer, the policy, the vectorizer, which this module does not load
     from puffer_tui.engine.algo.trainer import Trainer
-    from puffer_tui.engine.runtime.metrics import flatten
 
     result = SolveResult(config.env_name, False, metric, threshold)
     streak: list[dict] = []
@@ -75,8 +78,6 @@ def train_until_solved(config, metric: str, threshold: float, min_episodes: int 
 
 
 def main(argv=None) -> int:
-    from puffer_tui.engine.shared.config import load_config
-
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("env")
     p.add_argument("overrides", nargs="*", help="section.key=value")

@@ -9,12 +9,13 @@ from __future__ import annotations
 import time
 
 from puffer_tui.benchmarks.output import print_result
+from puffer_tui.engine.shared.config import ConfigError, load_config
+from puffer_tui.engine.shared.config_flags import add_arguments as add_config_arguments
+from puffer_tui.engine.shared.config_flags import overrides_from_args
 from puffer_tui.engine.shared.protocol import TIMING, TIMING_KEYS
 
 
 def add_arguments(p):
-    from puffer_tui.engine.shared.config_flags import add_arguments as add_config_arguments
-
     p.add_argument("env", metavar="ENV", nargs="?",
                    help="environment to train (with --peer sb3: gym:CartPole-v1, the default)")
     p.add_argument("--seconds", type=float, default=10.0,
@@ -45,6 +46,7 @@ def timed_epochs(trainer, seconds: float, totals: dict) -> tuple[int, int, float
 
 
 def measure(config, seconds: float) -> dict:
+    # lazy: pulls gymnasium, torch, the trainer, the policy, the vectorizer, which this module does not load
     from puffer_tui.engine.algo.trainer import Trainer
 
     trainer = Trainer(config)
@@ -74,12 +76,10 @@ def measure(config, seconds: float) -> dict:
 
 
 def run(args) -> int:
-    from puffer_tui.engine.shared.config import ConfigError, load_config
-    from puffer_tui.engine.shared.config_flags import overrides_from_args
-
     if args.seconds <= 0:
         raise SystemExit("--seconds must be > 0")
     if args.peer:
+        # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
         from puffer_tui.benchmarks.peer_sb3 import ENV_SPEC, require_sb3
 
         if args.env not in (None, ENV_SPEC):
@@ -95,12 +95,14 @@ def run(args) -> int:
         if not args.peer:  # a budget large enough that the run never ends while measured
             overrides.setdefault("train.total_timesteps", 10**12)
         config = load_config(args.env, overrides)
+        # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
         from puffer_tui.engine.startup.preflight import check_start
 
         check_start(config)  # an env that cannot be built: one line, not a traceback
     except ConfigError as e:
         raise SystemExit(f"puffer-tui bench train: error: {e}") from None
     if args.peer:
+        # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
         from puffer_tui.benchmarks.peer_sb3 import run_peer
 
         return run_peer(config, args.budget, args.json)

@@ -232,6 +232,7 @@ def select_workloads(names, sizes):
 
 
 def run(args) -> int:
+    # lazy: pulls the vectorizer, which this module does not load
     from puffer_tui.engine.vec.sizing import available_cores
 
     if args.seconds <= 0 or args.repeat < 1:
@@ -258,6 +259,7 @@ def run(args) -> int:
             "against_envpool": peers,
         }, indent=2))
         return 0
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.benchmarks.vec_table import print_peers, print_table
 
     print_table(results, best_by_backend(results), summary, cores)

@@ -68,6 +68,7 @@ def _timed(step, rows_per_step: int, seconds: float) -> float:
 def run_ours(workload, backend: str, num_workers: int, batch_size: int, zero_copy: bool,
              seconds: float, **options) -> float:
     """Agent-steps/second of one of our backends, driven through the async API."""
+    # lazy: pulls the vectorizer, which this module does not load
     from puffer_tui.engine.vec import make
 
     vec = make(workload.creator(), num_envs=workload.num_envs, backend=backend,

@@ -64,6 +64,7 @@ def make_pong():
     """ALE Pong with the standard preprocessing, through Gymnasium's wrappers (one env per
     game): 84x84 grey, frame skip 4 with max-pool, a stack of 4, 30 no-ops, sticky actions
     0.25, a lost life ends the episode (envs/atari_preprocessing.py)."""
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.envs.atari_preprocessing import atari_env
 
     return atari_env("ALE/Pong-v5")
@@ -72,6 +73,7 @@ def make_pong():
 def pong_creator():
     """Our creator for gym:ALE/Pong-v5 as `puffer-tui train` builds it: ale-py's C++ vector
     env when it has one (envs/ale_vector.py), else the Gymnasium wrappers."""
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.envs import env_class
 
     return env_class("gym:ALE/Pong-v5").make_creator({})
@@ -105,12 +107,14 @@ class Workload:
 
 
 def _native(name, **settings):
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.envs import creator
 
     return creator(name, **settings)
 
 
 def _gym(gym_creator):
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.envs import from_gymnasium
 
     return from_gymnasium(gym_creator)
