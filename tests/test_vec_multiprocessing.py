@@ -1,4 +1,6 @@
-"""Multiprocessing vec: same results as Serial, pool ordering, env_ids, masks, infos, frames."""
+"""Multiprocessing vec's own features: pool ordering, frames, sizes, idle workers, nameless
+memory. (Results equal to Serial's, seeding, masks and infos, call order, bad actions and
+closing, on every backend: tests/test_vec_conformance.py.)"""
 
 import functools
 import time
@@ -7,9 +9,8 @@ import warnings
 import numpy as np
 import psutil
 import pytest
-from crashy_env import NORMAL, CrashyEnv
+from crashy_env import CrashyEnv
 
-import puffer_tui.envs as envs
 from puffer_tui.engine.native import ActionError
 from puffer_tui.engine.vec import make
 from puffer_tui.engine.vec.sizing import plan_workers
@@ -24,68 +25,6 @@ def mp(creator, num_envs, num_workers, **kwargs):
 
 def actions_for(vec, rng):
     return rng.integers(0, 5, vec.agents_per_batch).astype(np.int32)
-
-
-def test_sync_matches_serial_step_for_step():
-    creator = envs.creator("squared", size=5)
-    rng_a, rng_b = np.random.default_rng(0), np.random.default_rng(0)
-    serial = make(creator, num_envs=1, backend="serial", seed=7)
-    # One worker holds exactly what Serial holds: same seeds, same trajectories.
-    with mp(creator, 1, 1, seed=7) as vec:
-        obs, _ = vec.reset()
-        np.testing.assert_array_equal(obs, serial.reset()[0])
-        for _ in range(60):
-            a = actions_for(vec, rng_a)
-            got = vec.step(a)
-            want = serial.step(actions_for(serial, rng_b))
-            for g, w in zip(got[:4], want[:4], strict=True):
-                np.testing.assert_array_equal(g, w)
-    serial.close()
-
-
-def test_each_worker_is_a_serial_vec_seeded_at_its_first_env():
-    creator = envs.creator("squared", size=7)
-    with mp(creator, 6, 2, seed=3) as vec:
-        obs, _ = vec.reset()
-        second = make(creator, num_envs=3, backend="serial", seed=3 + 3)
-        np.testing.assert_array_equal(obs[3:], second.reset()[0])
-        rng = np.random.default_rng(1)
-        for _ in range(40):
-            a = actions_for(vec, rng)
-            obs = vec.step(a)[0]
-            np.testing.assert_array_equal(obs[3:], second.step(a[3:])[0])
-        second.close()
-
-
-def test_same_seed_same_trajectories_across_runs():
-    creator = envs.creator("squared", size=7)
-    runs = []
-    for _ in range(2):
-        with mp(creator, 4, 2, seed=11) as vec:
-            rng = np.random.default_rng(5)
-            trace = [vec.reset()[0].copy()]
-            trace += [vec.step(actions_for(vec, rng))[0].copy() for _ in range(30)]
-            runs.append(np.stack(trace))
-    np.testing.assert_array_equal(runs[0], runs[1])
-
-
-def test_sync_returns_all_rows_in_order_with_masks_and_infos():
-    creator = functools.partial(CrashyEnv, mask_every=3, info_every=2)
-    with mp(creator, 6, 3, seed=100) as vec:
-        obs, _, _, _, infos, env_ids, masks = (vec.async_reset(), vec.recv())[1]
-        np.testing.assert_array_equal(env_ids, np.arange(6))
-        np.testing.assert_array_equal(obs[:, 0], 100 + np.arange(6))
-        for step in range(1, 5):
-            vec.send(np.full(6, NORMAL, np.int64))
-            obs, rewards, _, _, infos, env_ids, masks = vec.recv()
-            assert (obs[:, 1] == step).all()
-            local = np.arange(6) % 2  # index of each env inside its worker
-            np.testing.assert_array_equal(masks, (step + local) % 3 != 0)
-            assert masks is vec.masks or np.shares_memory(masks, vec.masks)
-            if step % 2 == 0:
-                assert sorted(i["env"] for i in infos) == [100, 102, 104]
-            else:
-                assert infos == []
 
 
 @pytest.mark.parametrize("zero_copy", [True, False])
@@ -171,30 +110,6 @@ def test_frame_comes_from_the_worker_that_owns_the_env():
         assert (vec.recv()[0][:, 1] == 1).all()
         with pytest.raises(IndexError, match="out of range"):
             vec.frame(6)
-
-
-def test_bad_actions_are_refused_in_the_caller_and_the_vec_survives():
-    with mp(CrashyEnv, 4, 2) as vec:
-        vec.reset()
-        with pytest.raises(ActionError, match="shape"):
-            vec.send(np.zeros(3, np.int32))
-        with pytest.raises(ActionError, match="integer dtype"):
-            vec.send(np.zeros(4, np.float32))
-        with pytest.raises(ActionError, match="out of range"):
-            vec.send(np.array([0, 1, 16, 0]))
-        vec.send(np.zeros(4, np.int64))  # int64 is narrowed
-        assert (vec.recv()[0][:, 1] == 1).all()
-
-
-def test_api_misuse_is_a_clear_error():
-    with mp(CrashyEnv, 2, 2) as vec:
-        with pytest.raises(RuntimeError, match="recv"):
-            vec.send(np.zeros(2, np.int32))
-        vec.reset()
-        with pytest.raises(RuntimeError, match="pending"):
-            vec.recv()
-    with pytest.raises(RuntimeError, match="closed"):
-        vec.async_reset()
 
 
 def test_an_unpicklable_creator_is_a_clear_error():

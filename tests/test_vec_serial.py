@@ -1,5 +1,6 @@
-"""The Serial vectorizer: shapes, ids, masks, determinism, zero-copy buffers, action
-validation, call order, closing, and a Gymnasium env through the same API."""
+"""The Serial vectorizer's own features: zero-copy buffers, action validation in detail, the
+factory's checks, and a Gymnasium env through the same API. (Shapes, seeding, call order and
+closing, on every backend: tests/test_vec_conformance.py.)"""
 
 import numpy as np
 import pytest
@@ -21,53 +22,12 @@ def random_actions(rng, n=N):
     return rng.integers(0, 5, n, dtype=np.int32)
 
 
-def test_reset_and_step_shapes_dtypes_ids_and_masks():
-    with squared_vec() as v:
-        v.async_reset(1)
-        obs, rewards, terminals, truncations, infos, env_ids, masks = v.recv()
-        assert obs.shape == (N, SIZE * SIZE) and obs.dtype == np.uint8
-        assert rewards.shape == (N,) and rewards.dtype == np.float32
-        assert terminals.dtype == truncations.dtype == masks.dtype == np.bool_
-        assert not terminals.any() and not truncations.any() and not rewards.any()
-        assert env_ids.tolist() == list(range(N))
-        assert masks.all()
-        assert infos == []
-        v.send(random_actions(np.random.default_rng(0)))
-        obs, rewards, terminals, truncations, infos, env_ids, masks = v.recv()
-        assert obs.shape == (N, SIZE * SIZE) and rewards.shape == (N,)
-        assert env_ids.tolist() == list(range(N)) and masks.all()
-        assert isinstance(infos, list)
-
-
 def test_sync_reset_and_step_return_the_gymnasium_style_tuples():
     with squared_vec() as v:
         obs, infos = v.reset(3)
         assert obs.shape == (N, SIZE * SIZE) and infos == []
         result = v.step(np.zeros(N, np.int32))
         assert len(result) == 5 and result[0] is v.observations
-
-
-def rollout(v, steps=150, seed=0):
-    rng = np.random.default_rng(seed)
-    obs, _ = v.reset(v.seed)
-    trace = [obs.copy()]
-    for _ in range(steps):
-        obs, rew, term, trunc, _ = v.step(random_actions(rng, v.num_agents))
-        trace.append(np.concatenate([obs.ravel(), rew.view(np.uint8), term, trunc]))
-    return trace
-
-
-def test_same_seed_gives_the_same_trajectories_and_another_seed_differs():
-    with squared_vec(seed=5) as a, squared_vec(seed=5) as b, squared_vec(seed=6) as c:
-        ta, tb, tc = rollout(a), rollout(b), rollout(c)
-    assert all(np.array_equal(x, y) for x, y in zip(ta, tb, strict=True))
-    assert not all(np.array_equal(x, y) for x, y in zip(ta, tc, strict=True))
-
-
-def test_reset_with_the_same_seed_restarts_the_same_episodes():
-    with squared_vec(seed=0) as v:
-        first = rollout(v)
-        assert all(np.array_equal(x, y) for x, y in zip(first, rollout(v), strict=True))
 
 
 def test_native_envs_write_straight_into_the_vec_buffers():
@@ -111,32 +71,6 @@ def test_bad_actions_raise_action_error_and_step_nothing(actions, message):
             a = v.step(random_actions(rng_a))
             b = twin.step(random_actions(rng_b))
             assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
-
-
-def test_recv_without_send_and_send_without_recv_are_errors():
-    with squared_vec() as v:
-        with pytest.raises(RuntimeError, match="recv"):
-            v.recv()
-        with pytest.raises(RuntimeError, match="after async_reset"):
-            v.send(np.zeros(N, np.int32))
-        v.async_reset(0)
-        v.recv()
-        with pytest.raises(RuntimeError, match="recv"):
-            v.recv()
-        v.send(np.zeros(N, np.int32))
-        with pytest.raises(RuntimeError, match="recv"):
-            v.send(np.zeros(N, np.int32))
-
-
-def test_close_is_idempotent_and_a_closed_vec_refuses_work():
-    v = squared_vec()
-    v.reset(0)
-    v.close()
-    v.close()
-    with pytest.raises(RuntimeError, match="closed"):
-        v.send(np.zeros(N, np.int32))
-    with pytest.raises(RuntimeError, match="closed"):
-        v.async_reset(0)
 
 
 def test_factory_rejects_bad_arguments_clearly():
