@@ -349,3 +349,40 @@ def test_close_leaves_no_process_and_no_shared_memory(backend):
     gc.collect()
     assert wait_gone(pids) == [], "a vec dropped without close() left its workers running"
     assert set(shared_memory_here()) <= before
+
+
+def train_three_epochs(backend: str):
+    """The policy's parameters and the epochs' losses after three epochs on `backend`."""
+    import torch
+
+    from puffer_tui.engine.algo.trainer import Trainer
+    from puffer_tui.engine.shared.config import load_config
+
+    settings = {"vec.backend": backend, "vec.num_envs": 16, "train.horizon": 32,
+                "train.minibatch_size": 256, "train.hidden_size": 32, "train.torch_threads": 1,
+                "train.seed": 3}
+    if backend != "serial":
+        settings["vec.num_workers"] = 2
+    if backend == "ray":
+        settings["vec.ray_num_cpus"] = 0.5
+    with Trainer(load_config("squared", settings)) as trainer:
+        losses = [trainer.run_epoch()["losses"] for _ in range(3)]
+        params = torch.cat([p.detach().flatten() for p in trainer.policy.parameters()])
+    return losses, params
+
+
+@pytest.fixture(scope="module")
+def trained_on_serial():
+    return train_three_epochs("serial")
+
+
+def test_a_trainer_trains_exactly_as_on_serial(backend, trained_on_serial):
+    """The same seed gives the same weights on every backend, bit for bit: what the trainer
+    learns on serial (tests/test_learning.py solves squared there) it learns on each."""
+    import torch
+
+    losses, params = train_three_epochs(backend)
+    want_losses, want_params = trained_on_serial
+    assert losses == want_losses
+    assert torch.equal(params, want_params)
+    assert losses[0] != losses[-1], "the policy did not change (the check would prove nothing)"

@@ -289,21 +289,6 @@ def test_an_env_that_cannot_be_built_in_its_actor_is_a_worker_error(cluster):
     assert "cannot build this env on purpose" in info.value.traceback
 
 
-@pytest.mark.learning
-def test_squared_is_solved_on_the_ray_backend(cluster):
-    from puffer_tui.benchmarks.time_to_solve import SOLVED, train_until_solved
-    from puffer_tui.engine.shared.config import load_config
-
-    config = load_config("squared", {
-        "train.torch_threads": 1, "vec.backend": "ray", "vec.num_workers": 2,
-        "vec.ray_address": cluster["address"], "vec.ray_num_cpus": 1.0})
-    metric, threshold = SOLVED["squared"]
-    result = train_until_solved(config, metric, threshold, min_episodes=64)
-    print(f"\nsquared on ray: {metric}={result.value} at step {result.global_step:,} "
-          f"({result.sps:,.0f} SPS)")
-    assert result.solved, f"not solved: last {metric} {result.value}"
-
-
 def _raylet_of(node_id: str) -> psutil.Process:
     for proc in psutil.process_iter(["name", "cmdline"]):
         if proc.info["name"] == "raylet" and f"--node_id={node_id}" in (proc.info["cmdline"] or ()):
