@@ -6,7 +6,7 @@
 # Usage: tests/e2e/tmux_dashboard.sh   (PUFFER_TUI_CMD overrides the command, default puffer-tui)
 # E2E_ENVS: the envs started from the launcher, "all" for every one. The default is the first
 # (the launcher's default, no Down) and the three whose presets no other test trains (snake,
-# multi-agent; cpr; breakout, last in the list: Down through all of it); tests/test_learning.py
+# multi-agent; cpr; breakout, last in the list: Down through all of it); tests/learning/test_learning.py
 # trains the other six presets to a solve. The launcher path itself is the same for every env.
 set -euo pipefail
 
