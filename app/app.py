@@ -32,7 +32,7 @@ from puffer_tui.app.run_start import (
 from puffer_tui.app.system_monitor import SystemMonitor
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.diagnosis_line import merge_diagnosis
-from puffer_tui.engine.shared.protocol import DIAGNOSES, FINAL_STATES, MessageType, RunState
+from puffer_tui.engine.shared.protocol import FINAL_STATES, MessageType, RunState
 from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.crash import CrashScreen
 from puffer_tui.screens.dashboard import DashboardScreen
@@ -193,10 +193,12 @@ class PufferApp(App):
     def _on_telemetry(self, message: lm.Telemetry) -> None:
         if message.link is not self.link:
             return  # from a link the app has left
+        before = self.store.state
         self.store.ingest(message.push)
         if self.store.state in FINAL_STATES:
             self._withdraw_live_questions()
-        self._run_changed("numbers")
+        # a new state (paused after `p`) shows at once, with the engine's numbers for it
+        self._run_changed("numbers", urgent=self.store.state != before)
 
     @on(lm.EngineEvent)
     def _on_engine_event(self, message: lm.EngineEvent) -> None:
@@ -206,9 +208,8 @@ class PufferApp(App):
 
     @on(lm.Diagnosis)
     def _on_diagnosis(self, message: lm.Diagnosis) -> None:
-        if message.link is self.link:  # shown now, not at the next telemetry
-            self.store.latest = {**self.store.latest,
-                                 DIAGNOSES: merge_diagnosis(self.store.latest, message.push)}
+        if message.link is self.link and self.store.latest:  # shown now, not at the next telemetry
+            self.store.amend(diagnoses=merge_diagnosis(self.store.latest.diagnoses, message.push))
             self._run_changed("numbers", urgent=True)
 
     @on(lm.Frame)
@@ -329,17 +330,14 @@ class PufferApp(App):
         if reply.get("ok") and message.link is self.link:
             self.store.touch()
             if cmd == "status":
+                before = self.store.state
                 self.store.ingest({"type": MessageType.TELEMETRY, **reply})
-                self._run_changed("numbers")
+                self._run_changed("numbers", urgent=self.store.state != before)
         if not quiet:  # quiet ones (status pings, render choice) would only flood the log
             self.store.add_event("app" if reply.get("ok") else "error", reply_text(cmd, reply))
             self._run_changed("numbers")
         if not reply.get("ok") and not quiet:
             self.notify(f"{cmd}: {reply.get('error')}", severity="error", markup=False)
-        if cmd in ("pause", "resume") and reply.get("ok") and message.link is self.link:
-            # Show the new state now, not at the next telemetry or redraw slot.
-            self.store.latest = {**self.store.latest, "state": reply.get("state")}
-            self._run_changed("numbers", urgent=True)
         if message.reply_to is not None:
             message.reply_to.post_message(lm.Replied(cmd, message.args, reply, message.link))
         if message.on_reply is not None:
@@ -429,7 +427,7 @@ class PufferApp(App):
 
     def _sample_system(self) -> None:
         if isinstance(self.screen, DashboardScreen):
-            self._sample_worker(list(self.store.latest.get("processes") or []))
+            self._sample_worker(list(self.store.latest.processes if self.store.latest else []))
 
     @work(thread=True, exclusive=True, group="system")
     def _sample_worker(self, processes: list[dict]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import replace
 
 from rich.console import Console, Group
 from rich.live import Live
@@ -23,7 +24,13 @@ from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.engine_stop import STOP_PATIENCE, say_anywhere, send_stop, signal_label
 from puffer_tui.app.widgets.format import duration
 from puffer_tui.engine.shared import run_dir as rd
-from puffer_tui.engine.shared.protocol import FINAL_STATES, LIVE_STATES, MessageType, RunState
+from puffer_tui.engine.shared.protocol import (
+    FINAL_STATES,
+    LIVE_STATES,
+    MessageType,
+    RunState,
+    TelemetrySnapshot,
+)
 
 REFRESH_HZ = 4
 
@@ -32,34 +39,30 @@ def _fmt(value, spec: str = ".4g") -> str:
     return "-" if value is None else format(value, spec)
 
 
-def _sps(t: dict, step: int) -> str:
-    """The engine's current SPS while it runs; once it has ended (its current SPS is 0 then),
-    the run's mean over its training time."""
-    uptime = t.get("uptime") or 0.0
-    if t.get("state") in FINAL_STATES and uptime > 0 and step > 0:
-        return f"{step / uptime:,.0f} mean"
-    return f"{t.get('sps', 0):,.0f}"
+def _sps(t: TelemetrySnapshot) -> str:
+    """The engine's SPS now; once the run has ended (nothing steps), its mean instead."""
+    if t.state in FINAL_STATES and t.sps_mean > 0:
+        return f"{t.sps_mean:,.0f} mean"
+    return f"{t.sps:,.0f}"
 
 
-def render(t: dict, width: int | None = None) -> Panel:
+def render(t: TelemetrySnapshot, width: int | None = None) -> Panel:
     """The panel for one telemetry snapshot (`width` columns, else the console's)."""
-    total = t.get("total_timesteps") or 1
-    step = t.get("global_step", 0)
-    stats = t.get("stats", {})
-    losses = t.get("losses", {})
+    total = t.total_timesteps or 1
+    step, stats = t.global_step, t.stats
     summary = Table.grid(padding=(0, 2))
     for _ in range(4):
         summary.add_column()
-    summary.add_row("state", f"[bold]{t.get('state', '?')}[/]", "epoch", str(t.get("epoch", 0)))
-    summary.add_row("steps", f"{step:,} / {total:,}", "SPS", _sps(t, step))
-    summary.add_row("uptime", duration(t.get("uptime")), "ETA", duration(t.get("eta")))
+    summary.add_row("state", f"[bold]{t.state or '?'}[/]", "epoch", str(t.epoch))
+    summary.add_row("steps", f"{step:,} / {total:,}", "SPS", _sps(t))
+    summary.add_row("uptime", duration(t.uptime), "ETA", duration(t.eta))
     summary.add_row("score", _fmt(stats.get("score"), ".3f"),
                     "return", _fmt(stats.get("episode_return"), ".3f"))
     summary.add_row("ep length", _fmt(stats.get("episode_length"), ".1f"),
-                    "lr", _fmt(t.get("learning_rate"), ".3g"))
-    loss_row = "  ".join(f"{k} {_fmt(v)}" for k, v in losses.items()) or "-"
-    timing = t.get("timing_pct", {})
-    timing_row = "  ".join(f"{k} {v:.0f}%" for k, v in timing.items() if v is not None) or "-"
+                    "lr", _fmt(t.learning_rate, ".3g"))
+    loss_row = "  ".join(f"{k} {_fmt(v)}" for k, v in t.losses.items()) or "-"
+    timing_row = "  ".join(f"{k} {v:.0f}%" for k, v in t.timing_pct.items()
+                           if v is not None) or "-"
     bar = Table.grid(padding=(0, 1))
     bar.add_row(ProgressBar(total=total, completed=min(step, total), width=50),
                 f"{100 * min(step, total) / total:.0f}%")
@@ -69,7 +72,7 @@ def render(t: dict, width: int | None = None) -> Panel:
         f"[dim]losses[/]  {loss_row}",
         f"[dim]timing[/]  {timing_row}",
     )
-    return Panel(body, title=f"puffer-tui  {t.get('env', '')}  {t.get('run', '')}",
+    return Panel(body, title=f"puffer-tui  {t.env}  {t.run}",
                  border_style="cyan", width=width)
 
 
@@ -85,9 +88,9 @@ class HeadlessDisplay:
         self.stop_signal: str | None = None  # the signal that asked for the stop
         self.detached: str | None = None  # the signal that ended the display under --detach
         self.timed_out = False  # the engine did not stop within `patience` seconds
-        self.telemetry: dict = {"state": client.hello.get("state", RunState.STARTING),
-                                "env": client.hello.get("env", ""),
-                                "run": client.hello.get("run", "")}
+        self.telemetry = TelemetrySnapshot.from_wire(  # what hello says, until the first push
+            {"state": client.hello.get("state", RunState.STARTING),
+             "env": client.hello.get("env", ""), "run": client.hello.get("run", "")})
         self.errors: list[str] = []
         self.gave_up = False  # a second Ctrl-C: stopped watching while the engine stops
 
@@ -168,10 +171,11 @@ class HeadlessDisplay:
         for push in self.client.pushes(timeout=1 / REFRESH_HZ):
             kind = push.get("type")
             if kind == MessageType.TELEMETRY:
-                if not push.get("stats") and self.telemetry.get("stats"):
+                snapshot = TelemetrySnapshot.from_wire(push)
+                if not snapshot.stats and self.telemetry.stats:
                     # no episode ended in the last epoch: keep showing the last known ones
-                    push = {**push, "stats": self.telemetry["stats"]}
-                self.telemetry = push
+                    snapshot = replace(snapshot, stats=self.telemetry.stats)
+                self.telemetry = snapshot
             elif kind == MessageType.EVENT:
                 self._print_event(push)
             if time.monotonic() >= deadline:
@@ -196,4 +200,4 @@ class HeadlessDisplay:
             if state not in LIVE_STATES:
                 return state
             time.sleep(0.1)
-        return self.telemetry.get("state", "unknown")
+        return self.telemetry.state or "unknown"

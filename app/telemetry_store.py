@@ -9,6 +9,7 @@ easy to test.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import math
 import time
 from collections import deque
@@ -22,7 +23,7 @@ from puffer_tui.engine.shared.protocol import (
     LOSSES,
     Frame,  # tiles, an RGB image or text; widgets and tests import it from here
     MessageType,
-    RunState,
+    TelemetrySnapshot,
     decode_frame,
 )
 
@@ -42,7 +43,7 @@ class TelemetryStore:
     epoch_capacity: int = 2000
     event_capacity: int = 500
     hello: dict = field(default_factory=dict)
-    latest: dict = field(default_factory=dict)
+    latest: TelemetrySnapshot | None = None  # the engine's last telemetry, as it sent it
     sps: deque = field(init=False)
     steps: deque = field(init=False)  # global_step at each epoch, the x axis of the loss curves
     losses: dict = field(init=False)
@@ -77,7 +78,7 @@ class TelemetryStore:
         self.last_message = time.monotonic() if now is None else now
         kind = message.get("type")
         if kind == MessageType.TELEMETRY:
-            self._telemetry(message)
+            self._telemetry(TelemetrySnapshot.from_wire(message))
         elif kind == MessageType.EVENT:
             self.add_event(message.get("level", "info"), str(message.get("text", "")),
                            message.get("time"))
@@ -123,20 +124,21 @@ class TelemetryStore:
         self.events_seen += len(merged)
         self.events_reordered += 1
 
-    def _telemetry(self, t: dict) -> None:
+    def amend(self, **fields) -> None:
+        """Change fields of the latest telemetry before the next push does (a diagnosis pushed
+        between two telemetries); nothing before the first."""
+        if self.latest is not None:
+            self.latest = dataclasses.replace(self.latest, **fields)
+
+    def _telemetry(self, t: TelemetrySnapshot) -> None:
         self.latest = t
         self.telemetry_seen += 1
-        sps = t.get("sps")
-        if isinstance(sps, (int, float)) and math.isfinite(sps) and t.get("state") == RunState.RUNNING:
-            self.sps.append(float(sps))
-        evaluation = t.get(EVAL)
-        if isinstance(evaluation, dict):
-            self._evaluation(evaluation, evaluation.get("epoch"), t.get("global_step", 0))
-        epoch = t.get("epoch")
-        if epoch is None or not epoch or epoch <= (self._last_epoch or 0):
+        if t.sps > 0 and math.isfinite(t.sps):  # the engine's rate; 0: nothing stepping
+            self.sps.append(t.sps)
+        self._evaluation(t.eval, t.eval.get("epoch"), t.global_step)
+        if not t.epoch or t.epoch <= (self._last_epoch or 0):
             return
-        self._epoch_row(epoch, t.get("global_step", 0), t.get("losses") or {},
-                        t.get("stats") or {})
+        self._epoch_row(t.epoch, t.global_step, t.losses, t.stats)
 
     def _epoch_row(self, epoch: int, step, losses: dict, stats: dict) -> None:
         # Loss and episode histories grow once per epoch, not once per push.
@@ -172,7 +174,9 @@ class TelemetryStore:
 
     @property
     def state(self) -> str:
-        return self.latest.get("state") or self.hello.get("state") or "connecting"
+        if self.latest is not None:
+            return self.latest.state
+        return self.hello.get("state") or "connecting"
 
     def silence(self, now: float | None = None) -> float:
         """Seconds since the engine last said anything (inf before the first message)."""

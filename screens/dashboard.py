@@ -10,15 +10,17 @@ on the engine.
 
 Evaluation during training (engine/evaluation/periodic_eval.py) shows as an "eval score" line beside the
 training score in the episodes panel. Once the run has a recording, `v` replays the newest one
-in the env panel at its frame rate (app/widgets/recording_replay.py); any key stops it.
+in the env panel at its frame rate (a RecordingPlayer, screens/dashboard_replay.py); any key
+stops it.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from pathlib import Path
 
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -40,14 +42,13 @@ from puffer_tui.app.widgets.sps_history import SpsHistory
 from puffer_tui.app.widgets.timing_bars import TimingBars
 from puffer_tui.app.widgets.workers_panel import WorkersPanel
 from puffer_tui.engine.shared.protocol import (
-    CLUSTER,
     FINAL_STATES,
-    WORKERS,
     RunState,
+    TelemetrySnapshot,
     palette_from_wire,
 )
 from puffer_tui.screens.confirm import ChoiceDialog
-from puffer_tui.screens.dashboard_replay import ReplayKeys
+from puffer_tui.screens.dashboard_replay import RecordingPlayer
 from puffer_tui.screens.diagnosis import DiagnosisScreen
 from puffer_tui.screens.help import HelpScreen
 from puffer_tui.screens.hyperparameters import HyperparameterScreen
@@ -60,7 +61,7 @@ FRAME_REFRESH_S = 0.25  # the render, at most this often (the engine sends no mo
 PANEL_REFRESH_S = 1.0  # numbers and plots, at most this often (plots only when a new epoch arrived)
 
 
-class DashboardScreen(ReplayKeys, Screen):
+class DashboardScreen(Screen):
     # 80x24 first (the default terminal): narrow side panels leave the plots room; from 100
     # columns on, the side panels take their full width.
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide")]
@@ -124,7 +125,9 @@ class DashboardScreen(ReplayKeys, Screen):
         self._drawn_at = {"numbers": 0.0, "frame": 0.0}
         self._waiting: dict[str, Timer] = {}
         self.redraws = 0  # numbers-and-plots redraws so far (tests wait on it)
-        self.init_replay()
+        # `v`: the newest recording in the env panel, instead of the live frames
+        self.player = RecordingPlayer(self, lambda: self.query(EnvRender),
+                                      lambda: self.store.frame, self.sync_footer)
 
     def compose(self) -> ComposeResult:
         yield RunHeader()
@@ -212,7 +215,7 @@ class DashboardScreen(ReplayKeys, Screen):
 
     def refresh_frame(self) -> None:
         store = self.store
-        if store.frame is self._shown_frame or self.replay is not None:
+        if store.frame is self._shown_frame or self.player.replay is not None:
             return
         self._shown_frame = store.frame
         render = self.query_one(EnvRender)
@@ -227,35 +230,33 @@ class DashboardScreen(ReplayKeys, Screen):
 
     def refresh_panels(self) -> None:
         store = self.store
-        t = store.latest
-        self.query_one(RunHeader).telemetry = {**self._identity(), **t}
+        t = store.latest or TelemetrySnapshot()  # the engine's numbers, shown as they are
+        header = self.query_one(RunHeader)
+        header.identity, header.telemetry = self._identity(), store.latest
         diagnoses = self.query_one(DiagnosisLine)
         before = diagnoses.top
-        diagnoses.show(t)
+        diagnoses.show(t.diagnoses)
         if (before is None) != (diagnoses.top is None):
             self.set_class(diagnoses.top is not None, "-diagnosis")
             self.sync_footer()  # its keys come (or go)
         sps = self.query_one(SpsHistory)
-        sps.samples = list(store.sps)
-        sps.state = store.state
+        sps.samples, sps.now, sps.state = list(store.sps), t.sps, store.state
         timing = self.query_one(TimingBars)
-        timing.percent = t.get("timing_pct") or {}
-        timing.seconds = t.get("timing") or {}
+        timing.percent, timing.seconds = t.timing_pct, t.timing
         stats = self.query_one(EpisodeStats)
         history = {k: list(v) for k, v in store.stats.items()}
         if store.eval_history():  # one point per evaluation, beside the training score
             history[EVAL_SCORE] = store.eval_history()
         stats.trends = {k: store.trend(k) for k in history}
         stats.history = history
-        self.query_one(CpuPanel).gpu = t.get("gpu")
+        self.query_one(CpuPanel).gpu = t.gpu
         workers = self.query_one(WorkersPanel)
-        workers.worker_rows = t.get(WORKERS) or []
-        workers.cluster = t.get(CLUSTER)
+        workers.worker_rows, workers.cluster = t.workers, t.cluster
         workers.set_class(len(workers.worker_rows) > 1 or bool(workers.cluster), "-shown")
         self.query_one(EventLog).show(list(store.events), store.events_seen,
                                       store.events_reordered)
-        if self.recordings.check(self._run_dir()):
-            self.set_class(self.recordings.path is not None, "-recording")
+        if self.player.recordings.check(self._run_dir()):
+            self.set_class(self.player.available, "-recording")
             self.sync_footer()  # the replay key comes (or goes)
         if store.state != self._last_state:
             self._last_state = store.state
@@ -293,6 +294,10 @@ class DashboardScreen(ReplayKeys, Screen):
     def app_palette(self) -> dict:
         return palette_from_wire(self.store.hello.get("palette"))
 
+    def _run_dir(self) -> Path | None:
+        run_dir = self.store.hello.get("run_dir") or getattr(self.app, "run_dir", None)
+        return Path(run_dir) if run_dir else None
+
     def _identity(self) -> dict:
         hello = self.store.hello
         return {"env": hello.get("env"), "run": hello.get("run"), "state": hello.get("state")}
@@ -316,9 +321,9 @@ class DashboardScreen(ReplayKeys, Screen):
                                 self.action_hyperparameters)
         yield SystemCommand("Render view", "Full-screen render", self.action_render_view)
         yield SystemCommand("Next loss curve", "Plot the next loss", self.action_next_loss)
-        if self.recordings.path is not None:
-            yield SystemCommand("Replay recording", f"Play {self.recordings.path.name} in the "
-                                "env panel", self.action_replay)
+        if self.player.available:
+            yield SystemCommand("Replay recording", f"Play {self.player.recordings.path.name} "
+                                "in the env panel", self.action_replay)
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         state = self.store.state
@@ -332,7 +337,7 @@ class DashboardScreen(ReplayKeys, Screen):
         if action.startswith("diagnosis"):
             return self.query_one(DiagnosisLine).allows(action, self.can_steer())
         if action == "replay":
-            return self.recordings.path is not None or self.replay is not None
+            return self.player.available or self.player.replay is not None
         if action == "pause":
             return state != RunState.PAUSED
         if action == "resume":
@@ -364,6 +369,18 @@ class DashboardScreen(ReplayKeys, Screen):
 
     def action_hyperparameters(self) -> None:
         self.app.push_screen(HyperparameterScreen(self.store, self.link_state))
+
+    def action_replay(self) -> None:
+        self.player.toggle()
+
+    def on_key(self, event: events.Key) -> None:
+        if self.player.busy:
+            event.prevent_default()  # the key stops the replay and does nothing else
+            event.stop()
+            self.player.stop()
+
+    def on_screen_suspend(self) -> None:
+        self.player.stop()
 
     def action_render_view(self) -> None:
         self.app.push_screen(RenderScreen(self.store, self.render_env, self.link_state))

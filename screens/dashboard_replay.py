@@ -1,5 +1,5 @@
-"""The dashboard's replay of the run's newest recording in its env panel (a mixin of
-DashboardScreen, which draws the live frames the rest of the time).
+"""The dashboard's replay of the run's newest recording in its env panel: a `RecordingPlayer`
+that DashboardScreen builds and calls (the screen draws the live frames the rest of the time).
 
 `v` (DashboardScreen.BINDINGS; in the footer once the run has a recording) loads the file in
 a worker thread (app/widgets/recording_replay.py), then shows its frames in the env panel at
@@ -10,9 +10,11 @@ and so does the end of the recording or leaving the screen.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
+from functools import partial
 from pathlib import Path
 
-from textual import events, work
+from textual.dom import DOMNode
 from textual.timer import Timer
 
 from puffer_tui.app.widgets.env_render import EnvRender
@@ -21,85 +23,100 @@ from puffer_tui.app.widgets.recording_replay import LatestRecording, Replay, loa
 MAX_TICKS_PER_S = 20.0  # redraws of a replay at most this often (frames are skipped to keep time)
 
 
-class ReplayKeys:
-    def init_replay(self) -> None:
-        self.recordings = LatestRecording()
+class RecordingPlayer:
+    """`node` runs its timer and loading worker (the screen); `panels()` are the env panels
+    it draws in; `live_frame()` is what they show again when it stops; `on_change()` is
+    told when a replay starts or a playing one stops (the footer's replay key changes)."""
+
+    def __init__(self, node: DOMNode, panels: Callable[[], Iterable[EnvRender]],
+                 live_frame: Callable[[], object], on_change: Callable[[], None]):
+        self._node = node
+        self._panels = panels
+        self._live_frame = live_frame
+        self._on_change = on_change
+        self.recordings = LatestRecording()  # the run's newest recording, checked by the screen
         self.replay: Replay | None = None  # the recording playing in the env panel
-        self._replay_started = 0.0
-        self._replay_timer: Timer | None = None
         self.replays = 0  # replays started so far (tests wait on it)
+        self._loading: Path | None = None  # the file a worker is loading
+        self._started = 0.0
+        self._timer: Timer | None = None
 
-    def _run_dir(self) -> Path | None:
-        run_dir = self.store.hello.get("run_dir") or getattr(self.app, "run_dir", None)
-        return Path(run_dir) if run_dir else None
+    @property
+    def available(self) -> bool:
+        """A recording to play (the key shows in the footer)."""
+        return self.recordings.path is not None
 
-    def action_replay(self) -> None:
+    @property
+    def busy(self) -> bool:
+        """Playing or loading: a key stops it (and does nothing else)."""
+        return self.replay is not None or self._loading is not None
+
+    def toggle(self) -> None:
+        """The key's action: play the newest recording, or stop the one playing."""
         if self.replay is not None:
-            self.stop_replay()
+            self.stop()
         elif self.recordings.path is not None:
-            self.query_one(EnvRender).caption = f"loading {self.recordings.path.name}"
-            self._load_replay(self.recordings.path)
+            path = self._loading = self.recordings.path
+            self._caption(f"loading {path.name}")
+            self._node.run_worker(partial(self._load, path), thread=True, exclusive=True,
+                                  group="replay")
 
-    @work(thread=True, exclusive=True, group="replay")
-    def _load_replay(self, path: Path) -> None:
+    def _load(self, path: Path) -> None:
         from puffer_tui.engine.shared.recordings import RecordingError
 
         try:
             replay = load_replay(path)
         except (RecordingError, OSError, ValueError) as e:
-            self.app.call_from_thread(self._replay_failed, path, e)
+            self._node.app.call_from_thread(self._failed, path, e)
             return
-        self.app.call_from_thread(self._start_replay, replay)
+        self._node.app.call_from_thread(self._start, replay)
 
-    def _replay_failed(self, path: Path, error: Exception) -> None:
-        self.query_one(EnvRender).caption = ""
-        self.notify(f"cannot replay {path.name}: {error}", severity="warning", markup=False)
+    def _failed(self, path: Path, error: Exception) -> None:
+        self._loading = None
+        self._caption("")
+        self._node.notify(f"cannot replay {path.name}: {error}", severity="warning",
+                          markup=False)
 
-    def _start_replay(self, replay: Replay) -> None:
-        if not self.query_one(EnvRender).caption:
+    def _start(self, replay: Replay) -> None:
+        if self._loading is None:
             return  # stopped while it loaded
+        self._loading = None
         self.replay = replay
         self.replays += 1
-        self._replay_started = time.monotonic()
+        self._started = time.monotonic()
         # the frame shown follows the clock, whatever the ticks' jitter; at most 20 a second
-        self._replay_timer = self.set_interval(1 / min(replay.fps, MAX_TICKS_PER_S), self._replay_tick)
-        self._replay_tick()
-        self.sync_footer()
+        self._timer = self._node.set_interval(1 / min(replay.fps, MAX_TICKS_PER_S), self._tick)
+        self._tick()
+        self._on_change()
 
-    def _replay_tick(self) -> None:
+    def _tick(self) -> None:
         replay = self.replay
         if replay is None:
             return
-        elapsed = time.monotonic() - self._replay_started
+        elapsed = time.monotonic() - self._started
         frame = replay.frame_at(elapsed)
         if frame is None:
-            self.stop_replay()
+            self.stop()
             return
-        render = self.query_one(EnvRender)
-        render.caption = (f"replay {replay.position(elapsed)}/{len(replay.frames)} "
-                          f"{replay.path.name}")
-        render.frame = frame
+        for render in self._panels():
+            render.caption = (f"replay {replay.position(elapsed)}/{len(replay.frames)} "
+                              f"{replay.path.name}")
+            render.frame = frame
 
-    def stop_replay(self) -> None:
+    def stop(self) -> None:
         """Back to the live frames (also what any key does while a replay plays)."""
-        if self._replay_timer is not None:
-            self._replay_timer.stop()
-            self._replay_timer = None
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
         was_playing = self.replay is not None
         self.replay = None
-        for render in self.query(EnvRender):
+        self._loading = None
+        for render in self._panels():
             render.caption = ""
-            render.frame = self.store.frame
-        self._shown_frame = self.store.frame
+            render.frame = self._live_frame()
         if was_playing:
-            self.sync_footer()
+            self._on_change()
 
-    def on_key(self, event: events.Key) -> None:
-        if self.replay is not None or self.query_one(EnvRender).caption:
-            event.prevent_default()  # the key stops the replay and does nothing else
-            event.stop()
-            self.stop_replay()
-
-    def on_screen_suspend(self) -> None:
-        self.stop_replay()
-
+    def _caption(self, text: str) -> None:
+        for render in self._panels():
+            render.caption = text

@@ -1,8 +1,9 @@
 """The hyperparameter editor, generated from the schema the engine sent in its hello.
 
 Live fields are editable: each keystroke is checked against the field's type and bounds
-(the same FieldSpec.coerce the engine uses), Enter sends a `set` only when the text is valid,
-and the engine's reply (with when the value applies, in the engine's own words) is shown
+(the same FieldSpec.coerce the engine uses), Enter sends the text in a `set` only when that
+check passed (the engine checks it once more at its door, the one check that types it), and
+the engine's reply (with when the value applies, in the engine's own words) is shown
 under the field. Other fields are read-only: they are fixed when a run starts.
 """
 
@@ -19,7 +20,7 @@ from textual.widgets import Footer, Input, Label, Static
 from puffer_tui.app import link_messages as lm
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.field_input import VALUE_WIDTH, FieldInput, value_text
-from puffer_tui.engine.shared.config import SECTIONS, ConfigError, FieldSpec
+from puffer_tui.engine.shared.config import SECTIONS, FieldSpec
 from puffer_tui.engine.shared.protocol import schema_from_wire
 
 
@@ -30,7 +31,8 @@ def current_values(store: TelemetryStore) -> dict:
     for section in SECTIONS:
         for name, value in (config.get(section) or {}).items():
             values[f"{section}.{name}"] = value
-    values.update(store.latest.get("hyperparameters") or {})
+    if store.latest is not None:
+        values.update(store.latest.hyperparameters)
     return values
 
 
@@ -143,12 +145,12 @@ class HyperparameterScreen(Screen):
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         row = self._row(event.input)
-        try:
-            value = row.spec.coerce(event.value.strip())
-        except ConfigError as e:
+        result = event.validation_result  # the row's FieldValidator, on the submitted text
+        if result is not None and not result.is_valid:
             # Refused here: nothing is sent to the engine.
-            self._verdict(row, f"refused: {e}", "bold red")
-            self.query_one("#status", Static).update(Text(f"not sent: {e}", style="red"))
+            error = result.failure_descriptions[0]
+            self._verdict(row, f"refused: {error}", "bold red")
+            self.query_one("#status", Static).update(Text(f"not sent: {error}", style="red"))
             return
         if not lm.can_steer(self.link_state, self.store.state):
             # the run ended (or the link is gone) under the editor
@@ -157,8 +159,10 @@ class HyperparameterScreen(Screen):
             self.query_one("#status", Static).update(Text(text, style="red"))
             return
         self._verdict(row, "sending...", "yellow")
-        self.post_message(lm.EngineRequest("set", {"key": row.spec.key, "value": value},
-                                           reply_to=self))
+        # The text as typed: the engine checks it once (protocol.check_live) and replies
+        # with the typed value it applied.
+        self.post_message(lm.EngineRequest("set", {"key": row.spec.key,
+                                                   "value": event.value.strip()}, reply_to=self))
 
     @on(lm.LinkStateChanged)
     def _on_link_state(self, message: lm.LinkStateChanged) -> None:

@@ -10,6 +10,7 @@ id; the specs chosen there are remembered (app/services/recent_specs.py) and lis
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 
 from rich.text import Text
@@ -18,7 +19,6 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.suggester import Suggester
 from textual.widgets import Button, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
@@ -37,54 +37,26 @@ from puffer_tui.app.widgets.runs_list import (
 )
 from puffer_tui.engine.shared.config import ConfigError, load_config, schema
 from puffer_tui.engine.shared.protocol import LIVE_STATES
-from puffer_tui.screens.launcher_branch import leave_branch, show_branch_form, start_branch
+from puffer_tui.screens import launcher_autotune as autotune
+from puffer_tui.screens.launcher_branch import (
+    BRANCH_FORM,
+    BranchBaseRead,
+    BranchPrepared,
+    BranchRefused,
+    BranchUnreadable,
+    branch_title,
+    prepare_branch_run,
+    read_branch_base,
+)
+from puffer_tui.screens.launcher_entries import (
+    SpecSuggester,
+    env_option,
+    env_spaces,
+    field_text,
+    typed_spec_info,
+)
 
 FORM_DELAY_S = 0.15  # the preset form follows the env cursor once it rests this long
-
-
-def env_option(info: dict) -> Option:
-    return Option(Text(info["name"], style="italic" if info.get("typed") else "bold"),
-                  id=info["name"])
-
-
-def env_spaces(info: dict) -> Text:
-    text = Text(no_wrap=True, overflow="ellipsis")
-    text.append(info["name"], "bold")
-    if "observation_space" in info:  # a typed spec's spaces are known once its env is built
-        text.append(f"  obs {info['observation_space']}  act {info['action_space']}", "dim")
-    return text
-
-
-def typed_spec_info(spec: str) -> dict:
-    return {"name": spec, "typed": True,
-            "description": "a spec typed below (recent); Enter trains it with this preset"}
-
-
-class SpecSuggester(Suggester):
-    """Completes a typed env spec from candidates filled in once they are loaded (loading
-    Gymnasium's registry takes a moment, so it happens off the UI thread)."""
-
-    def __init__(self):
-        super().__init__(use_cache=False, case_sensitive=False)
-        self.candidates: list[str] = []
-
-    async def get_suggestion(self, value: str) -> str | None:
-        for candidate in self.candidates:
-            if candidate.casefold().startswith(value) and len(candidate) > len(value):
-                return candidate
-        return None
-
-
-def field_text(spec, value: str, error: str | None) -> Text:
-    """The focused field in full (its row may be cut at 80 columns): value, help, bounds."""
-    text = Text()
-    text.append(f"{spec.key} = ", "bold")
-    text.append(value or "''", "bold yellow" if error else "bold")
-    if error:
-        text.append(f"\n{error}", "bold red")
-    else:
-        text.append(f"\n{spec.help} ({spec.bounds_text()}{', live' if spec.live else ''})")
-    return text
 
 
 class LauncherScreen(Screen):
@@ -124,6 +96,8 @@ class LauncherScreen(Screen):
         self._run_depths: dict[str, int] = {}  # option id -> depth in the lineage tree
         self.marked: list[str] = []  # the runs marked for comparison, in marking order
         self.branch_source: Path | None = None  # the checkpoint the branch form starts from
+        self._branch_reading: Path | None = None  # `b` on this run: its checkpoint is read
+        self._branching = False  # a branch's run dir is being written
 
     def compose(self) -> ComposeResult:
         yield Static("puffer-tui   Enter on an env: train it   tab: lists and fields   ?: help",
@@ -212,8 +186,11 @@ class LauncherScreen(Screen):
         self._run_states = {str(i.path): i.state for i in infos}
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option_list.id == "envs" and self._branch_reading is not None:
+            self._branch_reading = None  # an env chosen before the branch form showed: no form
+            self._show_summary()
         if event.option_list.id == "envs" and self.branch_source is not None:
-            leave_branch(self)  # an env chosen: its preset replaces the branch form
+            self._leave_branch()  # an env chosen: its preset replaces the branch form
             self.env_name = ""
         if event.option_list.id == "envs" and event.option.id != self.env_name:
             # The spaces show at once; the form (dozens of widgets) is built once the cursor
@@ -238,7 +215,7 @@ class LauncherScreen(Screen):
     async def on_option_list_option_selected(self, event: OptionList.OptionSelected) -> None:
         if event.option_list.id == "envs":
             if self.branch_source is not None:
-                leave_branch(self)
+                self._leave_branch()
             await self.action_start()
         elif event.option_list.id == "runs" and event.option.id.startswith(SWEEP_OPTION):
             self.app.open_sweep(Path(event.option.id[len(SWEEP_OPTION):]))
@@ -358,7 +335,7 @@ class LauncherScreen(Screen):
 
     async def action_start(self) -> None:
         if self.branch_source is not None:
-            await start_branch(self)
+            self._start_branch()
             return
         await self._sync_form()  # Enter right after Down: the form of the env now chosen
         form = self.query_one("#form", OverrideForm)
@@ -392,15 +369,72 @@ class LauncherScreen(Screen):
         runs.border_subtitle = (f"{len(self.marked)} marked  ctrl+o: compare" if self.marked
                                 else "Enter: open  space: mark")
 
-    async def branch_highlighted(self) -> None:
-        """`b` in the runs list: the branch form of the highlighted run."""
-        runs = self.query_one("#runs", OptionList)
-        option = runs.get_option_at_index(runs.highlighted) if runs.highlighted is not None \
-            else None
-        if option is None or option.id not in self._run_infos:
+    # -- the branch form (screens/launcher_branch.py: its workers and their messages) ----------
+
+    def on_runs_list_branch_requested(self, message: RunsList.BranchRequested) -> None:
+        """`b` in the runs list: the branch form of the highlighted run, once its latest
+        checkpoint is read (off the UI thread)."""
+        if message.option_id not in self._run_infos:
             self.notify("only runs can be branched: b on a run starts the branch form")
             return
-        await show_branch_form(self, Path(option.id))
+        run_dir = self._branch_reading = Path(message.option_id)
+        self.query_one("#chosen", Static).update(
+            Text(f"reading {run_dir.name}'s latest checkpoint...", style="yellow"))
+        self.run_worker(partial(read_branch_base, self, run_dir), thread=True, group="branch")
+
+    async def on_branch_base_read(self, message: BranchBaseRead) -> None:
+        if message.run_dir != self._branch_reading:
+            return  # an env was chosen meanwhile, or b pressed on another run
+        self._branch_reading = None
+        config, checkpoint = message.config, message.checkpoint
+        await self._show_env(config.env_name, config, form_name=BRANCH_FORM + str(checkpoint))
+        self.branch_source = checkpoint
+        self.query_one("#start", Button).label = "Branch"
+        self.query_one("#chosen", Static).update(
+            Text(branch_title(message.run_dir, checkpoint), style="bold"))
+        self.query_one("#form", OverrideForm).query("Input").first().focus()  # ready to edit
+
+    def on_branch_unreadable(self, message: BranchUnreadable) -> None:
+        if message.run_dir != self._branch_reading:
+            return
+        self._branch_reading = None
+        self.query_one("#chosen", Static).update(Text(message.error, style="red"))
+        self.notify(f"cannot branch {message.run_dir.name}: {message.error}", severity="error",
+                    timeout=10, markup=False)
+
+    def _leave_branch(self) -> None:
+        """Back to starting fresh runs (the form follows the env cursor again)."""
+        self.branch_source = None
+        self.query_one("#start", Button).label = "Start"
+
+    def _start_branch(self) -> None:
+        if self._branching:
+            return  # one branch at a time: its run dir is being written
+        form = self.query_one("#form", OverrideForm)
+        try:
+            overrides = form.overrides()
+        except ConfigError as e:
+            form.show_error(str(e))
+            self.query_one("#field", Static).update(Text(str(e), style="bold red"))
+            return
+        source = self.branch_source
+        self.query_one("#field", Static).update(Text(f"branching from {source.name}...", "yellow"))
+        self._branching = True
+        self.run_worker(partial(prepare_branch_run, self, source, overrides, self.runs_root),
+                        thread=True, group="branch-start")
+
+    def on_branch_prepared(self, message: BranchPrepared) -> None:
+        self._branching = False
+        self._leave_branch()
+        self.app.open_run(message.run_dir, attach=False, resume=True)
+
+    def on_branch_refused(self, message: BranchRefused) -> None:
+        self._branching = False
+        if message.checkpoint == self.branch_source:  # the form is still the branch's
+            self.query_one("#form", OverrideForm).show_error(message.error)
+            self.query_one("#field", Static).update(Text(message.error, style="bold red"))
+        self.notify(f"cannot branch: {message.error}", severity="error", timeout=10,
+                    markup=False)
 
     def action_compare(self) -> None:
         if len(self.marked) < 2:
@@ -409,10 +443,35 @@ class LauncherScreen(Screen):
             return
         self.app.open_compare([Path(m) for m in self.marked])
 
-    def action_autotune(self) -> None:
-        from puffer_tui.screens.launcher_autotune import start_autotune
+    # -- autotune (screens/launcher_autotune.py: its worker and its messages) -----------------
 
-        start_autotune(self)  # ~30 s in a subprocess; the best layout fills the [vec] fields
+    def action_autotune(self) -> None:
+        """Autotune the env whose form is shown (~30 s in a subprocess, off the UI thread);
+        its best layout then fills the form's [vec] fields."""
+        forms = self.query(OverrideForm)
+        if not forms:
+            return
+        form = forms.first()
+        try:
+            overrides = form.overrides()
+        except ConfigError as e:
+            self.notify(str(e), severity="error", markup=False)
+            return
+        self.notify(autotune.starting(form.env_name), title="Autotune")
+        self.run_worker(partial(autotune.autotune_in_thread, self, form.env_name, overrides),
+                        thread=True, group="autotune", exclusive=True)
+
+    def on_autotune_finished(self, message: autotune.AutotuneFinished) -> None:
+        forms = self.query(OverrideForm)
+        if not forms or forms.first().env_name != message.env_name:  # another env chosen since
+            self.notify(f"autotune of {message.env_name} done, but another env is chosen now: "
+                        f"{autotune.summary(message.outcome)}", title="Autotune")
+            return
+        autotune.fill_form(forms.first(), autotune.vec_texts(message.outcome))
+        self.notify(autotune.summary(message.outcome), title="Autotune", timeout=10)
+
+    def on_autotune_failed(self, message: autotune.AutotuneFailed) -> None:
+        self.notify(message.error, title="Autotune failed", severity="error", markup=False)
 
     def action_help(self) -> None:
         self.app.open_help()

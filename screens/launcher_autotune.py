@@ -3,7 +3,11 @@ subprocess (it spawns env workers and trains briefly: none of that belongs in th
 process), with the form's [env] and [train] values; its best layout then fills the form's
 [vec] fields, marked as changed, for the person to start with or edit.
 
-    start_autotune(launcher_screen)     # the key's action: runs in a worker thread
+    screen.run_worker(partial(autotune_in_thread, screen, env_name, overrides), thread=True)
+        -> AutotuneFinished(env_name, outcome) | AutotuneFailed(env_name, error)
+
+LauncherScreen (screens/launcher.py) handles the two messages: `fill_form` with `vec_texts`,
+or the error.
 """
 
 from __future__ import annotations
@@ -11,8 +15,10 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 
-from puffer_tui.engine.shared.config import ConfigError
+from textual.message import Message
+from textual.message_pump import MessagePump
 
 AUTOTUNE_SECONDS = 30  # the launcher's budget: half the command's default, a person waits
 VEC_KEYS = ("backend", "num_envs", "num_workers", "batch_size", "zero_copy", "inline")
@@ -79,42 +85,31 @@ def fill_form(form, texts: dict[str, str]) -> None:
             row.query_one(Input).value = texts[row.spec.key]
 
 
-def start_autotune(screen) -> None:
-    """The launcher's action: autotune the env whose form is shown, fill its [vec] fields."""
-    from puffer_tui.app.widgets.override_form import OverrideForm
+def starting(env_name: str) -> str:
+    """What the launcher says as the autotune starts."""
+    return (f"autotuning {env_name}: about {AUTOTUNE_SECONDS} s (the layouts it tries use "
+            f"every core)")
 
-    forms = screen.query(OverrideForm)
-    if not forms:
-        return
-    form = forms.first()
-    env_name = form.env_name
+
+@dataclass(eq=False)
+class AutotuneFinished(Message):
+    """The best layout for `env_name` (the command's JSON `outcome`)."""
+
+    env_name: str
+    outcome: dict
+
+
+@dataclass(eq=False)
+class AutotuneFailed(Message):
+    env_name: str
+    error: str
+
+
+def autotune_in_thread(target: MessagePump, env_name: str, overrides: dict) -> None:
+    """A worker thread's body: autotune `env_name`, tell `target` how it went."""
     try:
-        overrides = form.overrides()
-    except ConfigError as e:
-        screen.notify(str(e), severity="error", markup=False)
+        outcome = run_autotune(env_name, overrides, AUTOTUNE_SECONDS)
+    except (AutotuneError, ValueError) as e:
+        target.post_message(AutotuneFailed(env_name, str(e)))
         return
-    screen.notify(f"autotuning {env_name}: about {AUTOTUNE_SECONDS} s (the layouts it tries "
-                  f"use every core)", title="Autotune")
-
-    def work() -> None:
-        try:
-            outcome = run_autotune(env_name, overrides)
-        except (AutotuneError, ValueError) as e:
-            screen.app.call_from_thread(screen.notify, str(e), title="Autotune failed",
-                                        severity="error")
-            return
-        screen.app.call_from_thread(_apply, screen, env_name, outcome)
-
-    screen.run_worker(work, thread=True, group="autotune", exclusive=True)
-
-
-def _apply(screen, env_name: str, outcome: dict) -> None:
-    from puffer_tui.app.widgets.override_form import OverrideForm
-
-    forms = screen.query(OverrideForm)
-    if not forms or forms.first().env_name != env_name:  # another env was chosen meanwhile
-        screen.notify(f"autotune of {env_name} done, but another env is chosen now: "
-                      f"{summary(outcome)}", title="Autotune")
-        return
-    fill_form(forms.first(), vec_texts(outcome))
-    screen.notify(summary(outcome), title="Autotune", timeout=10)
+    target.post_message(AutotuneFinished(env_name, outcome))

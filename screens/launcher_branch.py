@@ -1,71 +1,90 @@
-"""The launcher's branch form: `b` on a run in the runs list shows the settings its latest
-checkpoint trained with; Branch (the start button, ctrl+s) then starts a new run from that
-checkpoint with what was changed, as `puffer-tui train --from RUN` does (engine/startup/branch.py),
-and opens its dashboard. Choosing an env leaves the form for that env's preset.
+"""The launcher's branch form, off the UI thread: `b` on a run in the runs list
+(RunsList.BranchRequested) shows the settings its latest checkpoint trained with; Branch (the
+start button, ctrl+s) then starts a new run from that checkpoint with what was changed, as
+`puffer-tui train --from RUN` does (engine/startup/branch.py), and opens its dashboard.
 
-    await show_branch_form(launcher, run_dir)   # the key's action
-    await start_branch(launcher)                # Branch / ctrl+s while the form is shown
+Reading a checkpoint and writing a run dir take a moment, so each is a worker thread that
+posts its outcome to the launcher as a message; LauncherScreen (screens/launcher.py)
+handles them (`on_branch_base_read`, `on_branch_prepared`, ...) and draws the form:
+
+    screen.run_worker(partial(read_branch_base, screen, run_dir), thread=True)
+        -> BranchBaseRead(run_dir, checkpoint, config) | BranchUnreadable(run_dir, error)
+    screen.run_worker(partial(prepare_branch_run, screen, checkpoint, overrides, root),
+                      thread=True)
+        -> BranchPrepared(checkpoint, run_dir) | BranchRefused(checkpoint, error)
 """
 
 from __future__ import annotations
 
-import asyncio
+from dataclasses import dataclass
 from pathlib import Path
 
-from rich.text import Text
-from textual.widgets import Button, Static
+from textual.message import Message
+from textual.message_pump import MessagePump
 
 from puffer_tui.app.run_start import RunRefused, branch_base, prepare_branch
-from puffer_tui.app.widgets.override_form import OverrideForm
-from puffer_tui.engine.shared.config import ConfigError
+from puffer_tui.engine.shared.config import Config
 from puffer_tui.engine.shared.lineage import branch_step
 
 BRANCH_FORM = "branch:"  # the form's name while branching: an env chosen rebuilds the form
 
 
-async def show_branch_form(screen, run_dir: Path) -> None:
-    chosen = screen.query_one("#chosen", Static)
-    chosen.update(Text(f"reading {run_dir.name}'s latest checkpoint...", style="yellow"))
-    try:  # loading the checkpoint takes a moment: off the UI thread
-        checkpoint, config = await asyncio.to_thread(branch_base, run_dir)
+@dataclass(eq=False)
+class BranchBaseRead(Message):
+    """The settings `run_dir`'s latest checkpoint trained with: the branch form's start."""
+
+    run_dir: Path
+    checkpoint: Path
+    config: Config
+
+
+@dataclass(eq=False)
+class BranchUnreadable(Message):
+    """`run_dir` cannot be branched (no checkpoint, a damaged one...): why."""
+
+    run_dir: Path
+    error: str
+
+
+@dataclass(eq=False)
+class BranchPrepared(Message):
+    """The branch's run dir, written: its engine starts as a resume of the seed checkpoint."""
+
+    checkpoint: Path
+    run_dir: Path
+
+
+@dataclass(eq=False)
+class BranchRefused(Message):
+    """A check of `train --from` refused the changes (no run dir was written): why."""
+
+    checkpoint: Path
+    error: str
+
+
+def read_branch_base(target: MessagePump, run_dir: Path) -> None:
+    """A worker thread's body: load `run_dir`'s latest checkpoint's settings, tell `target`."""
+    try:
+        checkpoint, config = branch_base(run_dir)
     except RunRefused as e:
-        chosen.update(Text(str(e), style="red"))
-        screen.notify(f"cannot branch {run_dir.name}: {e}", severity="error", timeout=10,
-                      markup=False)
+        target.post_message(BranchUnreadable(run_dir, str(e)))
         return
-    await screen._show_env(config.env_name, config, form_name=BRANCH_FORM + str(checkpoint))
-    screen.branch_source = checkpoint
-    screen.query_one("#start", Button).label = "Branch"
+    target.post_message(BranchBaseRead(run_dir, checkpoint, config))
+
+
+def prepare_branch_run(target: MessagePump, checkpoint: Path, overrides: dict,
+                       runs_root) -> None:
+    """A worker thread's body: every check of `train --from`, then the run dir; tell `target`."""
+    try:
+        run_dir = prepare_branch(checkpoint, overrides, runs_root)
+    except RunRefused as e:
+        target.post_message(BranchRefused(checkpoint, str(e)))
+        return
+    target.post_message(BranchPrepared(checkpoint, run_dir))
+
+
+def branch_title(run_dir: Path, checkpoint: Path) -> str:
+    """The line above the branch form: whose branch, from which step."""
     step = branch_step(str(checkpoint))
     where = f"@ {step:,}" if step is not None else f"from {checkpoint.name}"
-    chosen.update(Text(f"branch of {run_dir.name} {where}: change settings, then ctrl+s",
-                       style="bold"))
-    screen.query_one("#form", OverrideForm).query("Input").first().focus()  # ready to edit
-
-
-def leave_branch(screen) -> None:
-    """Back to starting fresh runs (the form follows the env cursor again)."""
-    screen.branch_source = None
-    screen.query_one("#start", Button).label = "Start"
-
-
-async def start_branch(screen) -> None:
-    form = screen.query_one("#form", OverrideForm)
-    field = screen.query_one("#field", Static)
-    try:
-        overrides = form.overrides()
-    except ConfigError as e:
-        form.show_error(str(e))
-        field.update(Text(str(e), style="bold red"))
-        return
-    source = screen.branch_source
-    field.update(Text(f"branching from {source.name}...", "yellow"))
-    try:  # every check of `train --from`, then the run dir: off the UI thread
-        run_dir = await asyncio.to_thread(prepare_branch, source, overrides, screen.runs_root)
-    except RunRefused as e:
-        form.show_error(str(e))
-        field.update(Text(str(e), style="bold red"))
-        screen.notify(f"cannot branch: {e}", severity="error", timeout=10, markup=False)
-        return
-    leave_branch(screen)
-    screen.app.open_run(run_dir, attach=False, resume=True)
+    return f"branch of {run_dir.name} {where}: change settings, then ctrl+s"

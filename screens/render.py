@@ -92,8 +92,8 @@ class RenderScreen(Screen):
             self._state = store.state
             self.refresh_bindings()  # p only while there is a run to pause
         hello = store.hello
-        self.query_one(RunHeader).telemetry = {
-            "env": hello.get("env"), "run": hello.get("run"), **store.latest}
+        header = self.query_one(RunHeader)
+        header.identity, header.telemetry = hello, store.latest
         render = self.query_one(EnvRender)
         render.palette = palette_from_wire(hello.get("palette"))
         render.num_envs = int(hello.get("num_envs") or 0)

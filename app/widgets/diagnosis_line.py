@@ -15,16 +15,17 @@ from textual.reactive import reactive
 from textual.widgets import Static
 
 from puffer_tui.app import link_messages as lm
-from puffer_tui.engine.shared.protocol import DIAGNOSES, FIRED
+from puffer_tui.engine.shared.protocol import FIRED
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 SEVERITY_STYLES = {"error": "bold red", "warning": "bold yellow", "info": "cyan"}
 MARKS = {"error": "✖", "warning": "▲", "info": "●"}
 
 
-def in_force(telemetry: dict, dismissed: set[str]) -> list[dict]:
-    """The run's diagnoses in force, most severe first, without those dismissed here."""
-    found = [d for d in telemetry.get(DIAGNOSES) or [] if isinstance(d, dict)
+def in_force(diagnoses: list, dismissed: set[str]) -> list[dict]:
+    """The run's diagnoses in force (telemetry's), most severe first, without those
+    dismissed here."""
+    found = [d for d in diagnoses if isinstance(d, dict)
              and d.get("rule") and d.get("rule") not in dismissed]
     return sorted(found, key=lambda d: (SEVERITY_ORDER.get(d.get("severity"), 3),
                                         d.get("epoch") or 0))
@@ -58,11 +59,11 @@ def folded(diagnoses: list[dict]) -> list[tuple[dict, list[dict]]]:
             and groups[d.get("rule")][0] is d]
 
 
-def merge_diagnosis(telemetry: dict, push: dict) -> list[dict]:
+def merge_diagnosis(diagnoses: list, push: dict) -> list[dict]:
     """Telemetry's `diagnoses` after a `diagnosis` push: a fired one added (or replacing its
     rule's), a cleared one removed."""
     rule = push.get("rule")
-    kept = [d for d in telemetry.get(DIAGNOSES) or [] if d.get("rule") != rule]
+    kept = [d for d in diagnoses if d.get("rule") != rule]
     return kept + [push] if push.get("status") == FIRED else kept
 
 
@@ -122,8 +123,8 @@ class DiagnosisLine(Static):
         groups = self.groups
         return groups[0][0] if groups else None
 
-    def show(self, telemetry: dict) -> None:
-        self.diagnoses = in_force(telemetry, set())
+    def show(self, diagnoses: list) -> None:
+        self.diagnoses = in_force(diagnoses, set())
 
     def watch_diagnoses(self, diagnoses: list) -> None:
         top = self.top

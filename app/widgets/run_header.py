@@ -7,7 +7,7 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from puffer_tui.app.widgets.format import bar, duration, human
-from puffer_tui.engine.shared.protocol import RunState
+from puffer_tui.engine.shared.protocol import RunState, TelemetrySnapshot
 
 STATE_STYLES = {
     RunState.RUNNING: "bold green",
@@ -37,35 +37,36 @@ class RunHeader(Widget):
     }
     """
 
-    telemetry: reactive[dict] = reactive(dict)
+    telemetry: reactive[TelemetrySnapshot | None] = reactive(None)  # None: none yet
+    identity: reactive[dict] = reactive(dict)  # hello's env, run and state, until telemetry
     # what the app believes about the link, which can override the engine's own state
     link_state: reactive[str | None] = reactive(None)
 
     def render(self) -> Text:
-        t = self.telemetry
-        state = self.link_state or t.get("state") or "connecting"
-        env, run = str(t.get("env") or "?"), str(t.get("run") or "")
+        t, known = self.telemetry, self.identity
+        state = self.link_state or (t.state if t else known.get("state")) or "connecting"
+        env = str((t.env if t else "") or known.get("env") or "?")
+        run = str((t.run if t else "") or known.get("run") or "")
         # (text, style, priority): what does not fit goes first, lowest priority first; the
         # run name already starts with the env, so the env alone is shown when it is cut.
         parts = [(run if run.startswith(env) else f"{env}  {run}".strip(), "bold", 5),
                  (f" {state} ", STATE_STYLES.get(state, "bold"), 9)]
-        waiting = "global_step" not in t  # attached, no telemetry yet: no made-up "epoch 0"
-        if not waiting:
-            parts += [(f"epoch {t.get('epoch', 0)}", "", 8),
-                      (f"ETA {duration(t.get('eta'))}", "", 7),
-                      (f"up {duration(t.get('uptime'))}", "", 3)]
-            if t.get("device"):
-                parts.append((str(t["device"]), "dim", 1))
-            if t.get("preset"):  # "MuJoCo locomotion preset (mujoco.toml)": the defaults' source
-                parts.append((str(t["preset"]), "dim", 0))
+        if t is not None:  # attached, no telemetry yet: no made-up "epoch 0"
+            parts += [(f"epoch {t.epoch}", "", 8),
+                      (f"ETA {duration(t.eta)}", "", 7),
+                      (f"up {duration(t.uptime)}", "", 3)]
+            if t.device:
+                parts.append((t.device, "dim", 1))
+            if t.preset:  # "MuJoCo locomotion preset (mujoco.toml)": the defaults' source
+                parts.append((t.preset, "dim", 0))
         top = _fit(parts, self.size.width - 2, env)
-        if waiting:
+        if t is None:
             bottom = Text("waiting for the engine's first report", style="dim")
             return Text("\n").join([top, bottom])
         return Text("\n").join([top, self._progress_line(t, state)])
 
-    def _progress_line(self, t: dict, state: str) -> Text:
-        step, total = t.get("global_step") or 0, t.get("total_timesteps") or 0
+    def _progress_line(self, t: TelemetrySnapshot, state: str) -> Text:
+        step, total = t.global_step, t.total_timesteps
         # The last epoch runs whole, so the step can pass the target: the percent stops at
         # 100 and the step reads "target+extra" rather than a ratio above one.
         fraction = min(step / total, 1.0) if total else 0.0
@@ -73,7 +74,7 @@ class RunHeader(Widget):
             left = f"step {human(total)}+{human(step - total)} "
         else:
             left = f"step {human(step)}/{human(total)} "
-        right = f" {fraction * 100:5.1f}%  SPS {human(t.get('sps')):>6}"
+        right = f" {fraction * 100:5.1f}%  SPS {human(t.sps):>6}"
         width = max(self.size.width - len(left) - len(right), 4)
         bottom = Text(no_wrap=True, overflow="ellipsis")
         bottom.append(left)

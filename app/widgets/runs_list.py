@@ -4,8 +4,11 @@ comparison."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from rich.text import Text
 from textual.binding import Binding
+from textual.message import Message
 from textual.widgets import OptionList
 
 from puffer_tui.engine.shared.lineage import branch_step, tree_order
@@ -56,7 +59,7 @@ ENTRY_WIDTH = 24  # the launcher's 30-column runs list, less its border, padding
 
 class RunsList(OptionList):
     """The runs and sweeps; `space` marks runs to compare (ctrl+o opens the comparison), `b`
-    opens the branch form of a run (screens/launcher_branch.py)."""
+    asks for the branch form of a run (BranchRequested, which the launcher handles)."""
 
     BINDINGS = [Binding("space", "mark", "Mark", show=False),
                 Binding("b", "branch", "Branch from this run")]
@@ -64,8 +67,17 @@ class RunsList(OptionList):
     def action_mark(self) -> None:
         self.screen.toggle_mark()
 
-    async def action_branch(self) -> None:
-        await self.screen.branch_highlighted()
+    @dataclass(eq=False)
+    class BranchRequested(Message):
+        """`b`: the branch form of the highlighted entry (its option id: a run's path; None
+        when nothing is highlighted)."""
+
+        option_id: str | None
+
+    def action_branch(self) -> None:
+        option = self.get_option_at_index(self.highlighted) if self.highlighted is not None \
+            else None
+        self.post_message(self.BranchRequested(option.id if option is not None else None))
 
 
 def runs_as_tree(infos: list) -> list[tuple[object, int]]:

@@ -44,7 +44,8 @@ class SpsHistory(Vertical):
     """
 
     samples: reactive[list[float]] = reactive(list)
-    state: reactive[str] = reactive(RunState.RUNNING)  # "now" is 0 unless running
+    now: reactive[float] = reactive(0.0)  # the engine's SPS now, shown as it is
+    state: reactive[str] = reactive(RunState.RUNNING)  # named beside "now" unless running
 
     def compose(self):
         yield Static(id="sps-summary")
@@ -55,6 +56,9 @@ class SpsHistory(Vertical):
         self._show()
 
     def watch_samples(self) -> None:
+        self._show()
+
+    def watch_now(self) -> None:
         self._show()
 
     def watch_state(self) -> None:
@@ -74,9 +78,9 @@ class SpsHistory(Vertical):
         summary = Text(no_wrap=True, overflow="ellipsis")
         summary.append("now ", "dim")
         if self.state == RunState.RUNNING:
-            summary.append(human(samples[-1]), "bold")
-        else:
-            summary.append(f"0 ({self.state})", "bold yellow")
+            summary.append(human(self.now), "bold")
+        else:  # the engine's SPS (0: nothing steps), and why
+            summary.append(f"{human(self.now)} ({self.state})", "bold yellow")
         summary.append(" avg ", "dim")
         summary.append(human(sum(samples) / len(samples)))
         summary.append(" max ", "dim")

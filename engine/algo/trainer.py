@@ -71,9 +71,15 @@ from puffer_tui.engine.shared.config import (
     ConfigError,
     apply,
     from_dict,
-    spec_for,
 )
-from puffer_tui.engine.shared.protocol import ENV, LOSS_KEYS, LOSSES, WORKERS
+from puffer_tui.engine.shared.protocol import (
+    ENV,
+    LOSS_KEYS,
+    LOSSES,
+    WORKERS,
+    LiveChange,
+    check_live,
+)
 
 __all__ = ["Trainer", "auto_threads", "make_vecenv", "resolve_device"]
 
@@ -391,13 +397,14 @@ class Trainer:
     # -- hyperparameters ----------------------------------------------------------------------
 
     def set_hyperparameter(self, key: str, value) -> tuple[object, str]:
-        """Change a live field (e.g. "train.learning_rate"); returns (value, when it applies)."""
-        spec = spec_for(key, self.config.env_name)
-        if not spec.live:
-            raise ConfigError(f"{spec.key} cannot change while training; it applies on restart "
-                              "(set it in the run's config or on the command line)")
-        checked = apply(self.config, {spec.key: value})  # validates the whole config
-        new_value = getattr(getattr(checked, spec.section), spec.name)
+        """Change a live field from raw input (e.g. "train.learning_rate", "0.003")."""
+        return self.apply_live(check_live(key, value, self.config.env_name))
+
+    def apply_live(self, change: LiveChange) -> tuple[object, str]:
+        """(value, when it applies) of a change the schema checked once (protocol.check_live);
+        what is left is this run's: the whole config still consistent, the steps done."""
+        spec, new_value = change, change.value
+        apply(self.config, {change.key: new_value})  # the whole config (e.g. prio_alpha)
         if spec.key == "train.total_timesteps":  # the end moves: the schedules move with it
             if new_value <= self.global_step:
                 raise ConfigError(f"train.total_timesteps {new_value:,} is not above the "

@@ -1,7 +1,7 @@
 """The engine process: the trainer's main loop, its control server and what it reports.
 
   process.py            `python -m puffer_tui.engine RUN_DIR`: the Engine (start here)
-  fault_handling.py     faults that need a person: pause with a checkpoint, never train on
+  recovery.py           faults that need a person: pause with a checkpoint, never train on
   commands.py           the queue from the server's thread to the trainer's safe points
   control_server.py, connection_tracker.py  the unix-socket server and its connections
   engine_state.py       run state and pause/stop flags

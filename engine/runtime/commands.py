@@ -10,7 +10,8 @@ queues and dispatches: the run state and flags it changes are the engine's `Engi
 
 - pause: blocks inside the safe point on the queue itself (no polling, ~0% CPU) until
   resume or stop arrives; `set` and `render` are still served while paused.
-- set: `trainer.set_hyperparameter(key, value)`; the reply says when it applies.
+- set: the server checked the change once (engine/shared/protocol.py `check_set`); the
+  typed `LiveChange` goes to `trainer.apply_live`, and the reply says when it applies.
 - checkpoint: written at the next epoch boundary (a consistent state for exact resume),
   then answered with the path; if training is paused mid-epoch the reply says it is pending.
 - stop: ends the current epoch (cut at the next safe point when it has not ended half a second
@@ -36,6 +37,7 @@ from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.frame_source import FrameSource
 from puffer_tui.engine.shared.config import Config
 from puffer_tui.engine.shared.health import is_disk_full
+from puffer_tui.engine.shared.protocol import LiveChange
 
 
 class LiveTrainer(Protocol):
@@ -44,8 +46,9 @@ class LiveTrainer(Protocol):
     config: Config
     global_step: int
 
-    def set_hyperparameter(self, key: str, value) -> tuple[object, str]:
-        """(the value now in use, when it applies); ConfigError (a ValueError) refuses it."""
+    def apply_live(self, change: LiveChange) -> tuple[object, str]:
+        """(the value now in use, when it applies) of a change the schema has checked;
+        ConfigError (a ValueError) refuses what this run cannot take."""
 
 
 @dataclass
@@ -188,16 +191,17 @@ class CommandQueue:
         return {"state": self.state.run_state}
 
     def _cmd_set(self, command, boundary):
-        key, value = command.args["key"], command.args["value"]
+        change: LiveChange = command.args["change"]
         trainer = self._trainer()
-        old = _get_field(trainer.config, key)
+        old = getattr(getattr(trainer.config, change.section), change.name)
         try:
-            value, applies = trainer.set_hyperparameter(key, value)
+            value, applies = trainer.apply_live(change)
         except ValueError as e:  # ConfigError is a ValueError: a refusal, not a failure
             command.reply({"ok": False, "error": str(e)})
             return None
-        self._event("info", f"{key} changed from {old} to {value} ({applies}, at step {self._step()})")
-        return {"key": key, "value": value, "applies": applies}
+        self._event("info", f"{change.key} changed from {old} to {value} ({applies}, at step "
+                            f"{self._step()})")
+        return {"key": change.key, "value": value, "applies": applies}
 
     def _cmd_checkpoint(self, command, boundary):
         self._pending_checkpoints.append(command)
@@ -245,8 +249,3 @@ class CommandQueue:
     def _event(self, level: str, text: str) -> None:
         if self.events is not None:
             self.events.emit(level, text)
-
-
-def _get_field(config, key: str):
-    section, _, name = key.partition(".")
-    return getattr(getattr(config, section, None), name, None)

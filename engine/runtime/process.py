@@ -7,7 +7,7 @@ An exception becomes an error event carrying the traceback (events.log and every
 state "error" in status.json, and exit status 1.
 
 Faults that need a person pause the run with an error event instead (engine/shared/health.py,
-engine/runtime/fault_handling.py):
+engine/runtime/recovery.py, a `Recovery` the Engine builds and calls):
 NaN or infinity from the env, the losses or the gradients (nothing is learned from a bad
 batch; poisoned weights are never checkpointed and `resume` reloads the last good
 checkpoint), and a full disk (the unwritten metrics rows and the checkpoint stay pending
@@ -39,23 +39,20 @@ from puffer_tui.engine.evaluation.periodic_eval import PeriodicEval
 from puffer_tui.engine.runtime.commands import Command, CommandQueue
 from puffer_tui.engine.runtime.control_server import PROTOCOL_VERSION, ControlServer
 from puffer_tui.engine.runtime.engine_state import EngineState
-from puffer_tui.engine.runtime.fault_handling import FaultHandling, check_memory, tidy_leftovers
 from puffer_tui.engine.runtime.frame_source import FrameSource
-from puffer_tui.engine.runtime.metrics import MetricsWriter, truncate_after
-from puffer_tui.engine.runtime.telemetry import Telemetry
-from puffer_tui.engine.shared import checkpoint as ckpt
+from puffer_tui.engine.runtime.recovery import Recovery, tidy_leftovers
+from puffer_tui.engine.runtime.telemetry import Telemetry, TrainerFeed
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.config import Config, load, schema
 from puffer_tui.engine.shared.health import NonFiniteError, is_disk_full
 from puffer_tui.engine.shared.protocol import (
-    DIAGNOSES,
     EVAL,
     LAUNCH_ID_ENV,
-    MessageType,
     RunState,
     palette_to_wire,
     schema_to_wire,
 )
+from puffer_tui.engine.startup.memory_estimate import check_memory
 from puffer_tui.engine.vec.errors import WorkerError
 
 STATUS_INTERVAL = 1.0  # seconds between status.json updates while training
@@ -64,7 +61,7 @@ STOP_GRACE = 0.5
 LONG_EPOCH = 120.0  # seconds: an epoch longer than this is worth a warning
 
 
-class Engine(FaultHandling):
+class Engine:
     def __init__(self, run_dir: Path, resume: bool = False, fallback: bool = False):
         self.run_dir = run_dir
         self.resume = resume
@@ -81,19 +78,18 @@ class Engine(FaultHandling):
         self.commands = CommandQueue(self.state, self.frames, self.events,
                                      trainer=self._trainer, checkpoint=self.save_checkpoint,
                                      world=self.world)
-        self.metrics: MetricsWriter | None = None
+        # faults that need a person, and the files they are about (metrics, checkpoints)
+        self.recovery = Recovery(run_dir, self.world, self.events, self.state, self.commands,
+                                 trainer=self._trainer,
+                                 write_status=lambda: self.write_status(force=True))
         self.evaluation: PeriodicEval | None = None  # rank 0's, built with the trainer
         self.server: ControlServer | None = None
         self.telemetry: Telemetry | None = None
         self.doctor: Doctor | None = None  # rank 0's diagnosis (engine/diagnosis/doctor.py)
         self.started = time.time()
-        self.last_checkpoint: tuple[int, Path] | None = None  # (global_step, path)
         self.error: str | None = None
         self._status_due = 0.0
         self._signals = 0
-        self._poisoned = False  # see FaultHandling
-        self._checkpoint_due = False
-        self._finished_epoch = None  # see FaultHandling._learner_copy
         self._uptime_seen, self._warned_long_epoch = 0.0, False  # see _warn_of_long_epochs
 
     # -- the whole life of the process ------------------------------------------------------
@@ -124,10 +120,10 @@ class Engine(FaultHandling):
         except Exception as e:  # an estimate that fails must not stop a run that may fit
             self.events.warning(f"could not estimate the memory this run needs: {e}")
         tidy_leftovers(self.run_dir)
-        self.telemetry = Telemetry(self.config, self.run_dir.name, self.state, self._trainer)
+        self.telemetry = Telemetry(self.config, self.run_dir.name, self.state)
         self.server = ControlServer(
             rd.socket_path(self.run_dir), self.commands, self.state, self.frames, self.hello,
-            self._snapshot,
+            self.telemetry.wire,
             env_name=self.config.env_name, num_envs=self.config.vec.num_envs,
         )
         try:
@@ -152,7 +148,7 @@ class Engine(FaultHandling):
         except BaseException as e:
             self.state.enter(RunState.ERROR)
             if self.world.enabled and is_peer_failure(e):  # another rank is gone: say which
-                self.error = self._after_lost_rank(e)
+                self.error = self.recovery.after_lost_rank(e)
                 self.events.error(self.error)
             else:
                 self.error = f"{type(e).__name__}: {e}"
@@ -179,19 +175,21 @@ class Engine(FaultHandling):
         if self.trainer.preset:  # where the defaults came from (envs/gym_presets/family.py)
             self.events.info(f"defaults: {self.trainer.preset}")
         if self.resume:
-            self._restore()
+            self.recovery.restore(self.fallback)
+            self._uptime_seen = self.trainer.uptime  # a long epoch is one of this run
         # the trainer's own config: W&B (train.wandb) attaches it and sees live changes to it
-        self.metrics = MetricsWriter(self.run_dir, config=self.trainer.config,
-                                     warn=self.events.warning) \
-            if self.world.is_main else None
+        metrics = self.recovery.open_metrics_writer(config=self.trainer.config,
+                                                    warn=self.events.warning)
         if self.world.is_main:
             self.evaluation = PeriodicEval(self.trainer.config, self.run_dir, self.events,
                                            self._evaluation_interrupted)
             self.doctor = Doctor(self.trainer, self.events, self.server and self.server.publish_event)
             self.commands.handle("diagnosis", self.doctor.command)
-        if self.metrics is not None and self.metrics.tensorboard_error:
+        if self.telemetry is not None:  # handed what it shows: the trainer's feed, diagnoses
+            self.telemetry.attach(TrainerFeed.of(self.trainer), self.doctor.active)
+        if metrics is not None and metrics.tensorboard_error:
             self.events.warning(f"TensorBoard is installed but unusable, metrics.jsonl only "
-                                f"({self.metrics.tensorboard_error})")
+                                f"({metrics.tensorboard_error})")
         self.state.enter(RunState.RUNNING)
         self.write_status(force=True)
         if self.server is not None:
@@ -200,40 +198,40 @@ class Engine(FaultHandling):
             self.commands.at_boundary()
             if self.state.stop_requested:
                 break
-            if not self._recover():
+            if not self.recovery.recover():
                 continue  # still stuck (disk still full, nothing to reload): paused again
             if self.trainer.done:
                 break
             epoch_start = self.trainer.global_step, self.trainer.epoch, self.trainer.uptime
-            self._finished_epoch = self._learner_copy()  # what a lost rank leaves (DDP)
+            self.recovery.before_epoch()  # what a lost rank leaves (DDP)
             try:
                 row = self.trainer.run_epoch()
             except NonFiniteError as e:
-                self._pause_for_non_finite(e)
+                self.recovery.pause_for_non_finite(e)
                 continue
             except EpochCut as e:  # a stop that could not wait for a long epoch's end
                 self.events.info(f"stop: {e}")
                 break
             except WorkerError as e:  # an env worker or Ray actor died: keep the learning
-                self._checkpoint_after_worker_death(e, epoch_start)
+                self.recovery.after_worker_death(e, epoch_start)
                 raise
-            self._finished_epoch = None  # the trainer is at a finished epoch again
+            self.recovery.epoch_finished()
             if self.telemetry is not None:  # rank 0's
                 self.telemetry.record(row)
             row = self._evaluate(row)
             if self.doctor is not None:
                 row = self.doctor.examine(row)
-            self._persist(row)
+            self.recovery.persist(row, self.config.train.checkpoint_interval)
             self.write_status()
             self._warn_of_long_epochs(row)
         if self.trainer.done and not self.state.stop_requested:
-            path = self._final_checkpoint()
+            path = self.recovery.final_checkpoint()
             self.state.enter(RunState.FINISHED)
             reason = self.trainer.finish_reason  # e.g. train.stop_at_score reached
             self.events.info(f"training finished at step {self.trainer.global_step}"
                              f"{f' ({reason})' if reason else ''}; checkpoint {path}")
         else:
-            path = self._final_checkpoint() if self.state.stop_checkpoint else None
+            path = self.recovery.final_checkpoint() if self.state.stop_checkpoint else None
             if path is not None:
                 self.events.info(f"stopped at step {self.trainer.global_step}; checkpoint {path}")
             else:
@@ -272,28 +270,10 @@ class Engine(FaultHandling):
         self.commands.safe_point(between_steps=True)
         return self.state.stop_requested or self.config.eval.interval == 0
 
-    def _restore(self) -> None:
-        def skipped(path, error):
-            self.events.warning(f"{error}; falling back to the previous checkpoint")
-
-        path, state = self._load_latest(self.fallback, skipped)
-        self.trainer.load_state_dict(state)
-        self._uptime_seen = self.trainer.uptime  # a long epoch is one of this run
-        self.last_checkpoint = (self.trainer.global_step, path)
-        if not self.world.is_main:
-            return
-        dropped = truncate_after(self.run_dir, self.trainer.epoch)
-        note = f" ({dropped} metric rows after it dropped)" if dropped else ""
-        self.events.info(f"resumed from {path.name} at step {self.trainer.global_step}, "
-                         f"epoch {self.trainer.epoch}{note}")
-        if getattr(self.trainer, "inexact_resume", None):  # e.g. Gymnasium envs
-            self.events.warning(f"resume is not exact: {self.trainer.inexact_resume}; "
-                                "episodes start afresh (docs/exact-resume.md)")
-
     def _shutdown(self, previous_handlers) -> None:
         final = None
         try:
-            final = {"type": MessageType.TELEMETRY, **self._snapshot()} if self.telemetry else None
+            final = self.telemetry.snapshot().push() if self.telemetry else None
         except Exception:
             pass
         try:
@@ -309,8 +289,7 @@ class Engine(FaultHandling):
                 self.events.warning(f"closing the trainer failed: {e}")
         if self.doctor is not None:
             self.doctor.close()
-        if self.metrics is not None:
-            self.metrics.close(exit_code=1 if self.error else 0)  # W&B marks a crash failed
+        self.recovery.close(exit_code=1 if self.error else 0)  # the metrics writer
         if self.evaluation is not None:
             try:
                 self.evaluation.close()
@@ -324,20 +303,10 @@ class Engine(FaultHandling):
 
     # -- checkpoints, status, hello ---------------------------------------------------------
 
-    def save_checkpoint(self) -> Path:
-        """Write a checkpoint of the trainer now (main thread, at an epoch boundary). Rank 0
-        writes; the other ranks have nothing to write (None)."""
-        if not self.world.is_main:
-            return None
-        step = self.trainer.global_step
-        if self.last_checkpoint and self.last_checkpoint[0] == step \
-                and self.last_checkpoint[1].exists():
-            return self.last_checkpoint[1]  # nothing changed since the last one
-        path = ckpt.save_checkpoint(self.run_dir, self.trainer.state_dict())
-        self.last_checkpoint = (step, path)
-        self.events.info(f"checkpoint saved: {path.name} (step {step}, epoch {self.trainer.epoch})")
-        self.write_status(force=True)
-        return path
+    def save_checkpoint(self) -> Path | None:
+        """The `checkpoint` command's: a checkpoint of the trainer now (rank 0; None on the
+        others), kept by the Recovery, which knows the last one written."""
+        return self.recovery.save_checkpoint()
 
     def write_status(self, force: bool = False) -> None:
         now = time.monotonic()
@@ -356,7 +325,7 @@ class Engine(FaultHandling):
             "total_timesteps": self.config.train.total_timesteps,
             "started": self.started,
             "updated": time.time(),
-            "last_checkpoint": str(self.last_checkpoint[1]) if self.last_checkpoint else None,
+            "last_checkpoint": str(last[1]) if (last := self.recovery.last_checkpoint) else None,
             "ranks": self.world.size,
             "launch_id": os.environ.get(LAUNCH_ID_ENV),  # the launcher knows torchrun's pid only
         }
@@ -371,11 +340,6 @@ class Engine(FaultHandling):
 
     def _trainer(self):
         return self.trainer
-
-    def _snapshot(self) -> dict:
-        # telemetry plus the diagnoses in force, for clients that attach after they fired
-        doctor = self.doctor
-        return {**self.telemetry.snapshot(), DIAGNOSES: doctor.active() if doctor else []}
 
     def _frame(self, env: int, view: str = "env"):
         return self.trainer.frame(env, view) if self.trainer is not None else None

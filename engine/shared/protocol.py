@@ -6,9 +6,10 @@ described in docs/protocol.md.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from puffer_tui.engine.shared.config import ConfigError, FieldSpec, live_specs, spec_for
@@ -220,8 +221,37 @@ def check_render(args: dict, num_envs: int) -> int | None:
     return env
 
 
+@dataclass(frozen=True)
+class LiveChange:
+    """A live `set`, checked once against the schema: the canonical key and the typed value.
+    The server makes it (check_set), the command queue hands it to the trainer as it is."""
+
+    key: str
+    value: bool | int | float | str
+
+    @property
+    def section(self) -> str:
+        return self.key.partition(".")[0]
+
+    @property
+    def name(self) -> str:
+        return self.key.partition(".")[2]
+
+
+def check_live(key: str, value, env_name: str) -> LiveChange:
+    """The one check of a live change: a known field, live, the value typed and in bounds
+    (the schema's FieldSpec.coerce); ConfigError says what is wrong."""
+    spec = spec_for(key, env_name)
+    if not spec.live:
+        live = ", ".join(s.key for s in live_specs())
+        raise ConfigError(f"{spec.key} cannot be changed while training; it applies on "
+                          f"restart (live fields: {live})")
+    return LiveChange(spec.key, spec.coerce(value))
+
+
 def check_set(args: dict, env_name: str) -> dict:
-    """`{"key", "value"}` of a `set`, the key canonical and the value typed and in bounds."""
+    """A `set` request's args checked (check_live): the queued command's args,
+    `{"change": LiveChange}`. RequestError says what is wrong."""
     if "key" not in args or "value" not in args:
         raise RequestError("set needs \"key\" (e.g. \"train.learning_rate\") and \"value\"")
     key, value = args["key"], args["value"]
@@ -230,14 +260,78 @@ def check_set(args: dict, env_name: str) -> dict:
     if not isinstance(value, (str, int, float, bool)):
         raise RequestError(f"set {key}: value must be a number, boolean or string")
     try:
-        spec = spec_for(key, env_name)
-        if not spec.live:
-            live = ", ".join(s.key for s in live_specs())
-            raise RequestError(f"{spec.key} cannot be changed while training; it applies on "
-                               f"restart (live fields: {live})")
-        return {"key": spec.key, "value": spec.coerce(value)}
+        return {"change": check_live(key, value, env_name)}
     except ConfigError as e:
         raise RequestError(str(e)) from None
+
+
+# -- telemetry: one typed snapshot, the same JSON on the wire --------------------------------
+
+
+@dataclass(frozen=True)
+class TelemetrySnapshot:
+    """A telemetry push (and the `status` reply), field by field as docs/protocol.md lists
+    them. The engine builds it (engine/runtime/telemetry.py, where the "now" rules live: SPS
+    and ETA read 0 and null unless running); clients read these fields and decide nothing."""
+
+    time: float = 0.0
+    state: str = RunState.STARTING
+    env: str = ""
+    run: str = ""
+    global_step: int = 0
+    total_timesteps: int = 0
+    epoch: int = 0
+    sps: float = 0.0  # agent-steps/s now: 0 unless running
+    sps_mean: float = 0.0  # over the run's training time (global_step / uptime)
+    uptime: float = 0.0
+    eta: float | None = None  # seconds, null unless running
+    learning_rate: float | None = None
+    losses: dict = field(default_factory=dict)
+    timing: dict = field(default_factory=dict)
+    timing_pct: dict = field(default_factory=dict)
+    stats: dict = field(default_factory=dict)
+    eval: dict = field(default_factory=dict)
+    hyperparameters: dict = field(default_factory=dict)
+    processes: list = field(default_factory=list)
+    workers: list = field(default_factory=list)
+    cluster: dict | None = None
+    device: str = ""
+    preset: str = ""
+    gpu: dict | None = None
+    diagnoses: list = field(default_factory=list)
+
+    def to_wire(self) -> dict:
+        """The JSON object (without "type"; a push adds it, a `status` reply does not)."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+    def push(self) -> dict:
+        return {"type": MessageType.TELEMETRY, **self.to_wire()}
+
+    @classmethod
+    def from_wire(cls, message: dict) -> TelemetrySnapshot:
+        """A snapshot of a push or `status` reply. Unknown keys are ignored; a missing key, a
+        null or a value of the wrong kind reads as the field's default (0, "", {}, [] or
+        null), so an older or newer engine's telemetry still reads."""
+        values = {}
+        for f in dataclasses.fields(cls):
+            kinds, value = _WIRE_KINDS[f.name], message.get(f.name)
+            if isinstance(value, bool) or not isinstance(value, kinds):
+                continue  # missing, null or the wrong kind: the default
+            values[f.name] = float(value) if kinds is _NUMBER else value
+        if values.get("state") in RunState._value2member_map_:
+            values["state"] = RunState(values["state"])  # an unknown state stays a string
+        return cls(**values)
+
+
+_NUMBER = (int, float)
+_WIRE_KINDS = {"time": _NUMBER, "state": (str,), "env": (str,), "run": (str,),
+               "global_step": (int,), "total_timesteps": (int,), "epoch": (int,),
+               "sps": _NUMBER, "sps_mean": _NUMBER, "uptime": _NUMBER, "eta": _NUMBER,
+               "learning_rate": _NUMBER, "losses": (dict,), "timing": (dict,),
+               "timing_pct": (dict,), "stats": (dict,), "eval": (dict,),
+               "hyperparameters": (dict,), "processes": (list,), "workers": (list,),
+               "cluster": (dict,), "device": (str,), "preset": (str,), "gpu": (dict,),
+               "diagnoses": (list,)}
 
 
 # -- the field schema in hello: what the hyperparameter editor is built from ----------------

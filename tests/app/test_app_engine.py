@@ -94,8 +94,8 @@ async def test_dashboard_fills_with_live_numbers(engine_run):
                     "two epochs of telemetry and a frame")
         await until(pilot, lambda: app.screen.query_one(CpuPanel).sample is not None,
                     "a CPU sample")
-        first = store.latest["global_step"]
-        await until(pilot, lambda: store.latest["global_step"] > first, "the step to advance")
+        first = store.latest.global_step
+        await until(pilot, lambda: store.latest.global_step > first, "the step to advance")
         await pilot.pause(1.1)  # one plot refresh
         text = screen_text(app)
         assert engine_run.name in text and "running" in text
@@ -110,16 +110,16 @@ async def test_pause_stops_the_step_counter_and_resume_restarts_it(engine_run):
         store = app.store
         await until(pilot, lambda: store.telemetry_seen >= 2, "telemetry")
         await pilot.press("p")
-        await until(pilot, lambda: store.latest.get("state") == "paused", "the paused state")
+        await until(pilot, lambda: store.latest.state == "paused", "the paused state")
         seen = store.telemetry_seen
         await until(pilot, lambda: store.telemetry_seen >= seen + 2, "pushes while paused")
-        step = store.latest["global_step"]
+        step = store.latest.global_step
         seen = store.telemetry_seen
         await until(pilot, lambda: store.telemetry_seen >= seen + 4, "more pushes while paused")
-        assert store.latest["global_step"] == step
+        assert store.latest.global_step == step
         await until(pilot, lambda: "Resume" in screen_text(app), "the footer to say Resume")
         await pilot.press("p")
-        await until(pilot, lambda: store.latest["global_step"] > step, "steps after resume")
+        await until(pilot, lambda: store.latest.global_step > step, "steps after resume")
         await until(pilot, lambda: "Pause" in screen_text(app), "the footer to say Pause")
 
 
@@ -140,9 +140,9 @@ async def test_invalid_hyperparameter_is_refused_and_a_valid_one_reaches_the_eng
         assert not [s for s in app.sent if s[0] == "set"]  # nothing was sent
         field.value = "0.0123"
         await pilot.press("enter")
-        await until(pilot, lambda: (store.latest.get("hyperparameters") or {})
+        await until(pilot, lambda: store.latest.hyperparameters
                     .get("train.learning_rate") == 0.0123, "the new value in telemetry")
-        assert ("set", {"key": "train.learning_rate", "value": 0.0123}) in app.sent
+        assert ("set", {"key": "train.learning_rate", "value": "0.0123"}) in app.sent
         # The reply reaches the editor as a message of its own: it may come after telemetry.
         await until(pilot, lambda: any("learning_rate" in e.text and e.level == "info"
                                        for e in store.events), "the change in the event log")
@@ -173,7 +173,7 @@ async def test_detach_leaves_the_engine_running_and_attach_reconnects(engine_run
     app = PufferApp(run_dir=engine_run, attach=True)
     async with app.run_test(size=SIZE) as pilot:
         await until(pilot, lambda: app.store.telemetry_seen >= 1, "telemetry")
-        step = app.store.latest["global_step"]
+        step = app.store.latest.global_step
         await pilot.press("q")
         await pilot.press("d")  # "Detach (keep training)"
         await pilot.pause(0.2)
@@ -183,7 +183,8 @@ async def test_detach_leaves_the_engine_running_and_attach_reconnects(engine_run
 
     again = PufferApp(run_dir=engine_run, attach=True)
     async with again.run_test(size=SIZE) as pilot:
-        await until(pilot, lambda: again.store.latest.get("global_step", 0) > step,
+        await until(pilot, lambda: again.store.telemetry_seen
+                    and again.store.latest.global_step > step,
                     "telemetry after reattaching")
         assert isinstance(again.screen, DashboardScreen)
 
@@ -242,7 +243,8 @@ async def test_engine_crash_is_shown_and_resume_continues(tmp_path, monkeypatch)
             await pilot.click("#resume")
             await until(pilot, lambda: any("resumed from" in e.text for e in app.store.events),
                         "the resumed engine's event", timeout=60)
-            await until(pilot, lambda: app.store.latest.get("state") == "running"
-                        and app.store.latest.get("epoch", 0) > 3, "training after the resume")
+            await until(pilot, lambda: app.store.telemetry_seen
+                        and app.store.latest.state == "running"
+                        and app.store.latest.epoch > 3, "training after the resume")
     finally:
         shut_down(run_dir, app.engine_handle)

@@ -78,11 +78,11 @@ async def test_v_replays_the_newest_recording_and_any_key_stops_it(tmp_path):
         assert isinstance(screen, DashboardScreen)
         assert not screen.check_action("replay", ())  # no recording: no key in the footer
         await pilot.press("v")
-        assert screen.replay is None
+        assert screen.player.replay is None
         _record(tmp_path, 4096, 3)
         newest = _record(tmp_path, 8192, 50, fps=10.0)
         screen.refresh_panels()
-        assert screen.recordings.path == newest.path and screen.check_action("replay", ())
+        assert screen.player.recordings.path == newest.path and screen.check_action("replay", ())
         assert screen.has_class("-recording")
         assert "Replay recording" in [c.title for c in screen.palette_commands()]
         await _until(pilot, lambda: "v Replay" in screen_text(app).splitlines()[-1])
@@ -90,21 +90,21 @@ async def test_v_replays_the_newest_recording_and_any_key_stops_it(tmp_path):
         assert footer.rstrip().endswith("q Quit") and "^p" not in footer
         await pilot.press("v")
         render = screen.query_one(EnvRender)
-        await _until(pilot, lambda: screen.replay is not None)
+        await _until(pilot, lambda: screen.player.replay is not None)
         assert render.frame.kind == FrameKind.RGB
         assert render.border_title.startswith("replay ") and render.border_title.endswith(
             "/50 eval-8192.gif")
         sent = list(app.sent) if hasattr(app, "sent") else []
         await pilot.press("p")  # any key: stops the replay, and only that (no pause)
-        assert screen.replay is None and render.caption == ""
+        assert screen.player.replay is None and render.caption == ""
         assert render.frame is app.store.frame
         assert getattr(app, "sent", []) == sent
         assert screen.check_action("pause", ())  # still running: p did not pause
         # the same key stops it too
         await pilot.press("v")
-        await _until(pilot, lambda: screen.replay is not None)
+        await _until(pilot, lambda: screen.player.replay is not None)
         await pilot.press("v")
-        assert screen.replay is None
+        assert screen.player.replay is None
 
 
 async def test_a_replay_ends_by_itself_back_on_the_live_frames(tmp_path):
@@ -115,7 +115,7 @@ async def test_a_replay_ends_by_itself_back_on_the_live_frames(tmp_path):
         screen = app.screen
         screen.refresh_panels()
         await pilot.press("v")
-        await _until(pilot, lambda: screen.replays == 1 and screen.replay is None)
+        await _until(pilot, lambda: screen.player.replays == 1 and screen.player.replay is None)
         render = screen.query_one(EnvRender)
         assert render.caption == "" and render.frame is app.store.frame
         assert render.border_title == "env 0/64"

@@ -123,7 +123,7 @@ async def test_the_dashboard_redraws_on_messages_and_not_on_a_clock():
             assert time.monotonic() < deadline + 10, "a push was never drawn"
             await pilot.pause(0.05)
         header = dashboard.query_one(RunHeader)
-        assert header.telemetry.get("epoch") == 41
+        assert header.telemetry.epoch == 41
 
 
 async def test_a_burst_of_pushes_is_drawn_a_bounded_number_of_times():
@@ -140,7 +140,7 @@ async def test_a_burst_of_pushes_is_drawn_a_bounded_number_of_times():
         # The first push of the burst draws at once; the rest wait for the next slot (1 s).
         assert dashboard.redraws - before <= 1
         deadline = time.monotonic() + 15
-        while dashboard.query_one(RunHeader).telemetry.get("global_step") != 41 * 4096 + 199:
+        while dashboard.query_one(RunHeader).telemetry.global_step != 41 * 4096 + 199:
             assert time.monotonic() < deadline, "the last push of the burst was never drawn"
             await pilot.pause(0.05)
         assert dashboard.redraws - before <= 3

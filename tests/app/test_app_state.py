@@ -101,7 +101,7 @@ async def test_progress_past_the_target_reads_at_most_100_percent():
     async with app.run_test(size=(100, 30)) as pilot:
         push(app, telemetry(41) | {"global_step": 4_063_232, "total_timesteps": 4_000_000})
         header_widget = app.screen.query_one(RunHeader)
-        await eventually(pilot, lambda: header_widget.telemetry.get("epoch") == 41, "a refresh")
+        await eventually(pilot, lambda: getattr(header_widget.telemetry, "epoch", 0) == 41, "a refresh")
         header = header_widget.render().plain
         assert "100.0%" in header and "101" not in header, header
         assert "4.06M/4M" not in header and "step 4M+63.2k" in header, header

@@ -28,7 +28,7 @@ def test_histories_grow_once_per_epoch_not_per_push():
 
 def test_paused_pushes_do_not_add_sps_samples():
     store = TelemetryStore()
-    store.ingest(telemetry(1, state="paused"))
+    store.ingest(telemetry(1, state="paused") | {"sps": 0.0, "eta": None})  # as the engine says
     assert not store.sps
     assert store.state == "paused"
 

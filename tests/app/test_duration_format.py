@@ -6,6 +6,7 @@ import os
 from puffer_tui.app.commands import runs
 from puffer_tui.app.headless_display import render
 from puffer_tui.app.widgets.format import duration
+from puffer_tui.engine.shared.protocol import TelemetrySnapshot
 
 
 def test_clock_and_coarse_forms():
@@ -22,8 +23,8 @@ def test_the_headless_panel_shows_uptime_and_eta_as_the_dashboard_does():
     from rich.console import Console
 
     console = Console(width=120, record=True)
-    console.print(render({"state": "running", "uptime": 3725, "eta": 65,
-                          "global_step": 10, "total_timesteps": 100}))
+    console.print(render(TelemetrySnapshot.from_wire({"state": "running", "uptime": 3725, "eta": 65,
+                                                      "global_step": 10, "total_timesteps": 100})))
     text = console.export_text()
     assert duration(3725) in text and duration(65) in text
 
@@ -39,10 +40,11 @@ def test_the_runs_listing_says_how_old_a_checkpoint_is(tmp_path):
 def test_a_finished_run_shows_its_mean_sps_not_the_zero_of_an_idle_engine():
     from rich.console import Console
 
-    def shown(state, sps):
+    def shown(state, sps):  # the engine's numbers: SPS now, and the mean over the run
         console = Console(width=120, record=True)
-        console.print(render({"state": state, "uptime": 10.0, "sps": sps,
-                              "global_step": 2_000_000, "total_timesteps": 2_000_000}))
+        console.print(render(TelemetrySnapshot.from_wire({
+            "state": state, "uptime": 10.0, "sps": sps, "sps_mean": 200_000.0,
+            "global_step": 2_000_000, "total_timesteps": 2_000_000})))
         return console.export_text()
 
     assert "200,000 mean" in shown("finished", 0.0)

@@ -176,6 +176,6 @@ def test_gym_presets_by_id_then_namespace_then_family():
 
     pytest.importorskip("minigrid", reason="pip install 'puffer-tui[minigrid]'")
     assert load_config("gym:MiniGrid-Empty-8x8-v0").train.ent_coef == 0.01  # MiniGrid.toml
-    assert load_config("gym:CartPole-v1").train.learning_rate == 0.005  # CartPole-v1.toml
+    assert load_config("gym:CartPole-v1").train.learning_rate == 0.003  # CartPole-v1.toml
     # none of its own: its family's (classic-control.toml, envs/gym_presets/family.py)
     assert load_config("gym:Acrobot-v1").train.normalize_observations

@@ -13,16 +13,21 @@ from puffer_tui.engine.shared import run_dir as rd
 pytestmark = pytest.mark.learning
 
 
-def solved_at(rows, metric="episode_length", threshold=475.0, min_episodes=8):
-    """The step of the first of two consecutive epochs at the threshold (None if never), as
-    benchmarks/time_to_solve.py counts a solve."""
-    streak = []
+def solved_at(rows, metric="episode_length", threshold=475.0, min_episodes=20):
+    """The first step at which the mean `metric` of the newest `min_episodes` or more finished
+    episodes (whole epochs, counted back) is at the threshold (None if never). The preset's
+    epochs are 256 steps, so one epoch rarely holds a whole 500-step episode per env: a mean
+    over epochs, as `bench learn` and `bench train --peer sb3` count."""
+    window = []  # (episodes, mean) of the newest epochs with episodes
     for row in rows:
-        if row.get(metric) is None or row.get("episodes", 0) < min_episodes:
+        if row.get(metric) is None or not row.get("episodes"):
             continue
-        streak = streak + [row] if row[metric] >= threshold else []
-        if len(streak) == 2:
-            return streak[0]["global_step"]
+        window.append((row["episodes"], row[metric]))
+        while sum(n for n, _ in window[1:]) >= min_episodes:
+            window.pop(0)
+        count = sum(n for n, _ in window)
+        if count >= min_episodes and sum(n * m for n, m in window) / count >= threshold:
+            return row["global_step"]
     return None
 
 

@@ -71,7 +71,8 @@ async def test_enter_starts_a_run_from_the_launcher(tmp_path):
             await pilot.press("ctrl+s")
             await until(pilot, lambda: isinstance(app.screen, DashboardScreen), "the dashboard")
             run_dir = app.run_dir
-            await until(pilot, lambda: app.store.latest.get("global_step", 0) > 0,
+            await until(pilot, lambda: app.store.telemetry_seen
+                        and app.store.latest.global_step > 0,
                         "training in the new run", timeout=60)
             assert app.started == [("squared", TINY)]
             saved = cfg.load(run_dir / rd.CONFIG_FILE)

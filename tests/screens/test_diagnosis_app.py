@@ -110,7 +110,7 @@ async def test_a_finished_run_shows_its_diagnoses_without_apply():
 
 
 def test_a_cleared_push_removes_its_rule_and_a_fired_one_replaces_it():
-    state = {"diagnoses": [KL, OBS]}
+    state = [KL, OBS]  # telemetry's diagnoses
     assert [d["rule"] for d in merge_diagnosis(state, {**KL, "status": "cleared"})] == \
         ["obs_scale"]
     again = merge_diagnosis(state, {**KL, "epoch": 9})

@@ -52,7 +52,7 @@ async def test_enter_in_a_burst_sends_the_text_typed_before_it():
         await pilot.pause(0.2)
         burst(app, "end", *["backspace"] * 8, *"0.5", "enter", "backspace")
         await pilot.pause(0.3)
-        assert app.sent == [("set", {"key": "train.learning_rate", "value": 0.5})]
+        assert app.sent == [("set", {"key": "train.learning_rate", "value": "0.5"})]  # as typed
         assert app.focused.value == "0."  # the backspace after enter came last
 
 

@@ -147,15 +147,13 @@ def test_auto_precision_on_cuda_asks_the_device_itself_for_native_bfloat16(
 
 def test_a_trainer_with_auto_precision_runs_what_it_resolved_and_says_so(monkeypatch):
     from puffer_tui.engine.algo import trainer_setup
-    from puffer_tui.engine.runtime.engine_state import EngineState
-    from puffer_tui.engine.runtime.telemetry import Telemetry
+    from puffer_tui.engine.runtime.telemetry import TrainerFeed
 
     for native, precision in ((True, "bfloat16"), (False, "float32")):
         monkeypatch.setattr(trainer_setup, "cpu_has_native_bf16", lambda n=native: n)
         with _trainer(**{"train.precision": "auto"}) as trainer:
             assert trainer.precision == trainer.learner.precision == precision
-            telemetry = Telemetry(trainer.config, "run", EngineState(), lambda t=trainer: t)
-            assert telemetry._device_name(trainer) == ("cpu bf16" if native else "cpu")
+            assert TrainerFeed.of(trainer).device == ("cpu bf16" if native else "cpu")
 
 
 def test_bfloat16_gradients_point_where_float32_ones_do():

@@ -19,7 +19,7 @@ from puffer_tui.engine.runtime.commands import CommandQueue
 from puffer_tui.engine.runtime.control_server import MAX_MESSAGE, ControlServer
 from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.frame_source import FrameSource
-from puffer_tui.engine.shared.config import apply, load_config, spec_for
+from puffer_tui.engine.shared.config import apply, load_config
 from puffer_tui.engine.shared.protocol import RunState
 
 
@@ -34,11 +34,10 @@ class StandInTrainer:
         self.worker_pids = []
         self.safe_point = None
 
-    def set_hyperparameter(self, key, value):
-        spec = spec_for(key, self.config.env_name)
-        checked = apply(self.config, {spec.key: value})
-        setattr(self.config.train, spec.name, getattr(checked.train, spec.name))
-        return getattr(checked.train, spec.name), "from the next minibatch"
+    def apply_live(self, change):  # checked by the server already: the whole config only
+        apply(self.config, {change.key: change.value})
+        setattr(self.config.train, change.name, change.value)
+        return change.value, "from the next minibatch"
 
     def frame(self, env, view="env"):
         return np.full((3, 4), env, dtype=np.uint8) if view == "env" else f"obs of {env}"

@@ -10,7 +10,7 @@ import numpy as np
 from puffer_tui.engine.runtime.commands import Command, CommandQueue
 from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.frame_source import FrameSource
-from puffer_tui.engine.runtime.telemetry import Telemetry
+from puffer_tui.engine.runtime.telemetry import Telemetry, TrainerFeed
 from puffer_tui.engine.shared.config import load_config
 from puffer_tui.engine.shared.protocol import RunState
 
@@ -99,19 +99,20 @@ class _Trainer:
 def test_telemetry_reads_only_its_inputs():
     config = load_config("squared", {"train.total_timesteps": 1040})
     state = EngineState()
-    trainer = None
-    telemetry = Telemetry(config, "run-1", state, lambda: trainer)
+    telemetry = Telemetry(config, "run-1", state)
     before = telemetry.snapshot()  # no trainer yet: the config answers
-    assert before["state"] == RunState.STARTING and before["global_step"] == 0
-    assert before["run"] == "run-1" and before["processes"] == [
-        {"role": "engine", "pid": os.getpid()}]
+    assert before.state == RunState.STARTING and before.global_step == 0
+    assert before.run == "run-1" and before.processes == [{"role": "engine", "pid": os.getpid()}]
     trainer = _Trainer(config)
+    telemetry.attach(TrainerFeed.of(trainer), lambda: [{"rule": "plateau"}])
     state.enter(RunState.RUNNING)
     telemetry.record({"losses": {"policy_loss": 0.5}, "learning_rate": 0.01})
     now = telemetry.snapshot()
-    assert now["global_step"] == 40 and now["sps"] == 1000.0 and now["eta"] == 1.0
-    assert now["losses"] == {"policy_loss": 0.5} and now["learning_rate"] == 0.01
-    assert [p.get("pid") for p in now["processes"][1:]] == [11, 12]
-    assert now["device"] == "cpu"
+    assert now.global_step == 40 and now.sps == 1000.0 and now.eta == 1.0
+    assert now.losses == {"policy_loss": 0.5} and now.learning_rate == 0.01
+    assert [p.get("pid") for p in now.processes[1:]] == [11, 12]
+    assert now.device == "cpu" and now.diagnoses == [{"rule": "plateau"}]
+    trainer.progress = {**trainer.progress, "global_step": 80}  # the feed reads it live
+    assert telemetry.snapshot().global_step == 80
     state.pause()
-    assert telemetry.snapshot()["sps"] == 0.0  # nothing steps while paused
+    assert telemetry.snapshot().sps == 0.0  # nothing steps while paused
