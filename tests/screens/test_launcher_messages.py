@@ -2,14 +2,13 @@
 (screens/launcher_branch.py, screens/launcher_autotune.py) and handled by LauncherScreen:
 the checks run off the UI thread, and what arrives late does not undo what the person did
 meanwhile. No engine runs here: the checkpoint reading and the run dir writing are stood in
-for (tests/test_launcher_branch.py branches a real run)."""
+for (tests/screens/test_launcher_branch.py branches a real run)."""
 
 from __future__ import annotations
 
 import threading
 
 from engine_harness import make_run
-from test_app_engine import until
 
 from puffer_tui.app.app import PufferApp
 from puffer_tui.app.widgets.override_form import OverrideForm
@@ -17,6 +16,7 @@ from puffer_tui.engine.shared import config as cfg
 from puffer_tui.screens import launcher_branch
 from puffer_tui.screens.launcher import LauncherScreen
 from puffer_tui.screens.launcher_autotune import AutotuneFailed, AutotuneFinished
+from tests.app.test_app_engine import until
 
 OUTCOME = {"env": "squared", "best_by": "training",
            "best": {"label": "mp 4x256", "backend": "multiprocessing", "num_envs": 1024,

@@ -1,7 +1,7 @@
 """The dashboard's RecordingPlayer (screens/dashboard_replay.py) on its own: built in a bare
 App with one env panel, as DashboardScreen builds it; what it draws, what it says when a
 file cannot be read, and a stop that comes while the file is still loading.
-tests/test_app_eval_replay.py plays recordings through the dashboard's keys."""
+tests/app/test_app_eval_replay.py plays recordings through the dashboard's keys."""
 
 from __future__ import annotations
 
