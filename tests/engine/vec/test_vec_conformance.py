@@ -41,7 +41,10 @@ def local_ray():
 
     # Ray's workers cannot import the tests directory: ship the test env by value.
     ray.cloudpickle.register_pickle_by_value(crashy_env)
-    saved = {k: os.environ.get(k) for k in (*RAY_ENV, "RAY_ADDRESS")}
+    # Every RAY_ variable is put back after: the backend sets some for a Ray it would start
+    # (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0), and left set, that one makes a later `ray start`
+    # of a second node refuse (tests/engine/vec/test_vec_ray.py's cluster).
+    saved = {k: v for k, v in os.environ.items() if k.startswith("RAY_")}
     os.environ.update(RAY_ENV)
     os.environ.pop("RAY_ADDRESS", None)
     try:
@@ -52,11 +55,9 @@ def local_ray():
     finally:
         ray.shutdown()
         ray.cloudpickle.unregister_pickle_by_value(crashy_env)
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
+        for key in [k for k in os.environ if k.startswith("RAY_")]:
+            os.environ.pop(key)
+        os.environ.update(saved)
 
 
 @pytest.fixture(params=BACKENDS)
