@@ -1,4 +1,4 @@
-"""Loaded by every rank of a DDP engine whose PYTHONPATH holds this folder (tests/test_ddp.py):
+"""Loaded by every rank of a DDP engine whose PYTHONPATH holds this folder (tests/engine/runtime/test_ddp.py):
 
   PUFFER_TEST_DDP_TRACE=DIR    each rank appends to DIR/rank-N.jsonl one line per command it
                                applies ({"cmd", "epoch", "step", "ent_coef", "paused"}) and one

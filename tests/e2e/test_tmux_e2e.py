@@ -1,6 +1,6 @@
 """Runs tests/e2e/tmux_dashboard.sh: the real command in an 80x24 tmux pane, through the
-launcher (every env), the dashboard, editor, palette, resizes, detach and attach (skipped
-without tmux)."""
+launcher (four envs; E2E_ENVS=all for every one), the dashboard, editor, palette, resizes,
+detach and attach (skipped without tmux)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,36 @@
+"""The launcher never shows one env's settings under another env's name: while the next
+env's form is being built (it waits for the cursor to rest), the previous env's form is
+hidden at once (it stayed for about half a second)."""
+
+from __future__ import annotations
+
+from puffer_tui.app.widgets.override_form import OverrideForm
+from tests.app.test_app_engine import until
+from tests.screens.test_app_launcher import LauncherApp
+
+
+def _shown_form(app) -> str | None:
+    holder = app.screen.query_one("#form-holder")
+    forms = app.screen.query(OverrideForm)
+    return forms.first().env_name if forms and holder.display else None
+
+
+async def test_moving_to_another_env_hides_the_previous_form_at_once(tmp_path, monkeypatch):
+    import puffer_tui.screens.launcher as launcher
+
+    # the cursor rests a while before the form is built: long enough to look at the screen
+    # in between however slow this machine is
+    monkeypatch.setattr(launcher, "FORM_DELAY_S", 2.0)
+    app = LauncherApp(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await until(pilot, lambda: _shown_form(app) == "squared", "squared's form")
+        envs = app.screen.query_one("#envs")
+        first = envs.get_option_at_index(envs.highlighted).id
+        await pilot.press("down")  # processed; the new form waits for the cursor to rest
+        chosen = app.screen.env_name
+        assert chosen != first
+        assert _shown_form(app) in (None, chosen), _shown_form(app)
+        assert f"{chosen}'s preset" in str(app.screen.query_one("#field").render())
+        await until(pilot, lambda: _shown_form(app) == chosen, "the new env's form")
+        await pilot.press("down", "up")  # back to the same env before its timer fires
+        await until(pilot, lambda: _shown_form(app) == app.screen.env_name, "a form again")
