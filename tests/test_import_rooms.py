@@ -15,7 +15,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 ROOMS = ("app", "screens", "engine", "envs", "benchmarks")
-LINT_IMPORTS = shutil.which("lint-imports")
+# beside this Python too: a venv run without activating it has its scripts off PATH
+LINT_IMPORTS = (shutil.which("lint-imports")
+                or shutil.which("lint-imports", path=str(Path(sys.executable).parent)))
 needs_import_linter = pytest.mark.skipif(LINT_IMPORTS is None,
                                          reason="import-linter not installed")
 

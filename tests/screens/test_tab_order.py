@@ -8,11 +8,10 @@ lists now run their bindings where the key arrives (app/widgets/ordered_keys.py)
 
 from __future__ import annotations
 
-from test_app_engine import until
-from test_editor_typing import burst
-
 from puffer_tui.app.app import PufferApp
 from puffer_tui.screens.launcher import LauncherScreen
+from tests.app.test_app_engine import until
+from tests.screens.test_editor_typing import burst
 
 
 async def test_characters_typed_behind_a_tab_land_in_the_field_it_focused(tmp_path):

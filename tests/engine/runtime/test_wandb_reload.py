@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from tree_paths import TESTS_DIR
 from wandb_offline_reader import read_finished_run
 
 from puffer_tui.engine.algo.distributed import World
@@ -170,7 +171,7 @@ def test_a_real_engine_keeps_logging_to_wandb_after_a_nan_reload(offline):
     steps = 64 * 16  # engine_harness.TINY: one epoch
     run = make_run(offline / "runs", **{"train.total_timesteps": 5 * steps,
                                         "train.checkpoint_interval": 1, "train.wandb": True})
-    patches = Path(__file__).parent / "fault_patches"
+    patches = TESTS_DIR / "fault_patches"
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PUFFER_TEST_NAN_LOSS": str(2 * 4 + 2),
            "PYTHONPATH": os.pathsep.join(filter(None, [str(patches),
                                                        os.environ.get("PYTHONPATH")]))}

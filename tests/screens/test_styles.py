@@ -13,11 +13,12 @@ import tomllib
 from pathlib import Path
 
 from textual.screen import Screen
+from tree_paths import REPO_ROOT
 
 import puffer_tui.screens
 from puffer_tui.app.app import PufferApp
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO_ROOT
 
 
 def screen_classes() -> list[type]:

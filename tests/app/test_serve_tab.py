@@ -1,6 +1,6 @@
 """A served page (`puffer-tui serve`) in headless chromium: a Tab pressed in the launcher and
 the characters typed right behind it all reach the field the Tab focused. Before PufferApp's
-priority tab binding (tests/test_tab_order.py has the cause) the env list ate the first of
+priority tab binding (tests/screens/test_tab_order.py has the cause) the env list ate the first of
 them: "a lone Tab takes effect only with the next key". The keys go through the browser as a
 person's do (DevTools key events, xterm.js, textual.js's websocket, textual-serve)."""
 

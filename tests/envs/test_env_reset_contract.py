@@ -4,12 +4,12 @@ in Python start a reset from no reward and no episode end."""
 
 import numpy as np
 import pytest
-from test_pettingzoo_emulation import make_dying_agents
 
 from puffer_tui.envs import from_gymnasium
 from puffer_tui.envs.pettingzoo_emulation import from_pettingzoo
 from puffer_tui.envs.registry import make
 from puffer_tui.envs.squared import Squared
+from tests.envs.test_pettingzoo_emulation import make_dying_agents
 
 PYTHON_STEPPED = {
     "gymnasium": lambda: from_gymnasium("CartPole-v1")(num_envs=2),
