@@ -7,7 +7,8 @@ up to the app, through the message queue of every ancestor. Keys that arrive tog
 terminal read of several bytes: tmux send-keys, a paste without bracketing, a fast typist on
 an app busy with telemetry) then apply out of order: backspaces pressed before `500000` land
 after it and eat its zeros. Here the input runs its own bindings where the character would
-be inserted, so every key applies in the order it was pressed (Textual issue #6605).
+be inserted, so every key applies in the order it was pressed (Textual issue #6605), through
+app/widgets/ordered_keys.py, as the launcher's lists do.
 """
 
 from __future__ import annotations
@@ -16,8 +17,10 @@ from textual import events
 from textual.strip import Strip
 from textual.widgets import Input
 
+from puffer_tui.app.widgets.ordered_keys import OrderedKeys
 
-class OrderedInput(Input):
+
+class OrderedInput(OrderedKeys, Input):
     def render_line(self, y: int) -> Strip:
         width = self.scrollable_content_region.width
         if y != 0 or self.has_focus or self._value.cell_len <= width:
@@ -30,31 +33,7 @@ class OrderedInput(Input):
         strip = Strip(list(self.app.console.render(text, options)))
         return strip.extend_cell_length(width + 1).apply_style(self.rich_style)
 
-    async def _on_key(self, event: events.Key) -> None:
-        # Input._on_key runs after this one (the MRO) and inserts printable characters.
-        focused = self.screen.focused
-        if focused is not self and focused is not None:
-            # Queued here behind a key that moved the focus (tab, then digits in one read):
-            # it goes where the focus is now, as it would have had it come a moment later.
-            event.stop()
-            event.prevent_default()
-            focused._forward_event(events.Key(event.key, event.character))
-            return
-        if not event.is_printable and await self._run_own_binding(event.key):
-            event.stop()  # done: it must not run a second time when it reaches the app
-
-    async def _run_own_binding(self, key: str) -> bool:
-        """Run the binding for `key` as the app would once the event reached it, here and now:
-        the focused widget's bindings come first in the chain (the keymap applied), then its
-        ancestors' up to the app's (tab and shift+tab move the focus: typed before digits,
-        they must move it before the digits land); priority bindings have already been
-        checked before the key was forwarded here."""
-        chain = self.screen._modal_binding_chain
-        if not chain or chain[0][0] is not self:
-            return False  # not the focused input: the app resolves the key as usual
-        for namespace, bindings in chain:
-            for binding in bindings.key_to_bindings.get(key, ()):
-                if not binding.priority and await self.app.run_action(binding.action,
-                                                                      namespace):
-                    return True
-        return False
+    def _binds_here(self, event: events.Key) -> bool:
+        # printable characters are Input's own to insert (its _on_key runs after
+        # OrderedKeys' along the MRO); its editing keys and tab run here, in order
+        return not event.is_printable

@@ -10,7 +10,7 @@ field only after the characters typed behind it had reached the env list, which 
 
 `OrderedKeys` runs the binding of a key where the key arrives (the focused widget's binding
 chain, as the app would), and hands a key that arrives after the focus has moved on to the
-widget that has it now. app/widgets/ordered_input.py does the same for inputs.
+widget that has it now. app/widgets/ordered_input.py's input is one, for its editing keys.
 """
 
 from __future__ import annotations
@@ -31,8 +31,13 @@ class OrderedKeys:
             event.prevent_default()
             focused._forward_event(events.Key(event.key, event.character))
             return
-        if await self._run_binding_here(event.key):
+        if self._binds_here(event) and await self._run_binding_here(event.key):
             event.stop()  # done: it must not run a second time when it reaches the app
+
+    def _binds_here(self, event: events.Key) -> bool:
+        """Whether this widget runs `event`'s binding itself (an input leaves printable
+        characters to its own insertion)."""
+        return True
 
     async def _run_binding_here(self, key: str) -> bool:
         """The binding for `key` as the app would run it once the key reached it: the focused

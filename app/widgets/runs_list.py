@@ -67,21 +67,20 @@ class RunsList(OrderedKeys, OptionList):
                 Binding("b", "branch", "Branch from this run")]
 
     @dataclass(eq=False)
-    class MarkRequested(Message):
-        """`space`: mark or unmark the highlighted entry (its option id: a run's path; None
-        when nothing is highlighted)."""
+    class EntryRequest(Message):
+        """A request about the highlighted entry, by its option id (a run's path; None when
+        nothing is highlighted)."""
 
         option_id: str | None
+
+    class MarkRequested(EntryRequest):
+        """`space`: mark or unmark the highlighted entry."""
+
+    class BranchRequested(EntryRequest):
+        """`b`: the branch form of the highlighted entry."""
 
     def action_mark(self) -> None:
         self.post_message(self.MarkRequested(self._highlighted_id()))
-
-    @dataclass(eq=False)
-    class BranchRequested(Message):
-        """`b`: the branch form of the highlighted entry (its option id: a run's path; None
-        when nothing is highlighted)."""
-
-        option_id: str | None
 
     def action_branch(self) -> None:
         self.post_message(self.BranchRequested(self._highlighted_id()))

@@ -87,8 +87,6 @@ class FieldSpec:
     def flag(self) -> str:
         return f"--{self.section}.{self.name.replace('_', '-')}"
 
-    # The rules env settings share live in engine/native/settings.py, imported when first
-    # needed: importing engine.native pulls numpy and gymnasium, which reading a config need not.
     def bounds_text(self) -> str:
         # lazy: pulls gymnasium, which this module does not load
         from puffer_tui.engine.native.settings import bounds_text
@@ -322,21 +320,17 @@ def eval_env_settings(config: Config) -> dict:
 def _check_consistency(c: Config) -> None:
     v, t = c.vec, c.train
     if v.backend in ("multiprocessing", "ray") and v.num_envs % v.num_workers:
-        raise ConfigError(
-            f"vec.num_envs ({v.num_envs}) must be a multiple of vec.num_workers ({v.num_workers})"
-        )
+        raise ConfigError(f"vec.num_envs ({v.num_envs}) must be a multiple of "
+                          f"vec.num_workers ({v.num_workers})")
     if v.batch_size and (v.batch_size > v.num_envs or v.num_envs % v.batch_size):
-        raise ConfigError(
-            f"vec.batch_size ({v.batch_size}) must divide vec.num_envs ({v.num_envs}) (0: all)"
-        )
+        raise ConfigError(f"vec.batch_size ({v.batch_size}) must divide vec.num_envs "
+                          f"({v.num_envs}) (0: all)")
     if t.batch_size and t.batch_size % t.horizon:
-        raise ConfigError(
-            f"train.batch_size ({t.batch_size}) must be a multiple of train.horizon ({t.horizon})"
-        )
+        raise ConfigError(f"train.batch_size ({t.batch_size}) must be a multiple of "
+                          f"train.horizon ({t.horizon})")
     if t.batch_size and t.minibatch_size > t.batch_size:
-        raise ConfigError(
-            f"train.minibatch_size ({t.minibatch_size}) exceeds train.batch_size ({t.batch_size})"
-        )
+        raise ConfigError(f"train.minibatch_size ({t.minibatch_size}) exceeds "
+                          f"train.batch_size ({t.batch_size})")
     if t.separate_critic and t.policy == "lstm":
         raise ConfigError("train.separate_critic is for MLP policies; with train.policy lstm "
                           "the actor and critic share the LSTM (set separate_critic false)")
