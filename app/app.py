@@ -199,22 +199,18 @@ class PufferApp(App):
         self._run_changed("numbers", urgent=self.store.state != before)
 
     @on(lm.EngineEvent)
-    def _on_engine_event(self, message: lm.EngineEvent) -> None:
+    @on(lm.Frame)
+    def _on_push(self, message: lm.EngineEvent | lm.Frame) -> None:
+        """An event or a frame of this run's link: into the store, then the screens told."""
         if message.link is self.link:
             self.store.ingest(message.push)
-            self._run_changed("numbers")
+            self._run_changed("frame" if isinstance(message, lm.Frame) else "numbers")
 
     @on(lm.Diagnosis)
     def _on_diagnosis(self, message: lm.Diagnosis) -> None:
         if message.link is self.link and self.store.latest:  # shown now, not at the next telemetry
             self.store.amend(diagnoses=merge_diagnosis(self.store.latest.diagnoses, message.push))
             self._run_changed("numbers", urgent=True)
-
-    @on(lm.Frame)
-    def _on_frame(self, message: lm.Frame) -> None:
-        if message.link is self.link:
-            self.store.ingest(message.push)
-            self._run_changed("frame")
 
     @on(lm.LinkLost)
     def _on_link_lost(self, message: lm.LinkLost) -> None:
