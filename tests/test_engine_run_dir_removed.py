@@ -23,11 +23,11 @@ REMOVED = "was removed: nothing can reach this engine or keep what it trains; " 
 EXIT_WAIT = 90.0  # a hang guard, generous for a loaded box; the engine checks every 2 s
 
 
-def _start(run, logs):
+def _start(run, logs, launcher=()):
     out = open(logs / "stdout", "wb")
     err = open(logs / "stderr", "wb")
     try:
-        process = subprocess.Popen([sys.executable, "-m", "puffer_tui.engine", str(run)],
+        process = subprocess.Popen([sys.executable, *launcher, "-m", "puffer_tui.engine", str(run)],
                                    stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                                    start_new_session=True)
     finally:
@@ -159,3 +159,31 @@ def test_multiprocessing_workers_and_shared_memory_go_with_the_engine(tmp_path):
     finally:
         client.close()
         _kill(process, workers)
+
+
+def test_two_ddp_ranks_stop_together_through_the_stop_command(tmp_path):
+    """Rank 0 alone watches; the stop it queues reaches rank 1 through the usual broadcast,
+    so rank 1 stops too instead of losing its peer (its errors would be named "rank 1").
+    torchrun's agent then reports rank 0's exit status 1 in its own words, with a traceback
+    of torchrun's own."""
+    run = make_run(tmp_path / "runs", **{"train.nproc": 2, "vec.num_envs": 32,
+                                         "train.total_timesteps": 10**9})
+    (tmp_path / "logs").mkdir()
+    torchrun = ("-m", "torch.distributed.run", "--standalone", "--nproc-per-node=2")
+    process, client = _start(run, tmp_path / "logs", torchrun)
+    ranks = []
+    try:
+        _training(client)
+        ranks = [p.pid for p in psutil.Process(process.pid).children()]
+        assert len(ranks) == 2, ranks
+        assert client.call("pause", timeout=30)["state"] == "paused"
+        _remove(run)
+        code, out, err = _stopped(process, tmp_path / "logs")
+        assert code != 0, f"stderr:\n{err}"
+        assert sum(REMOVED in line for line in err.splitlines()) == 1, err
+        assert "stopped at step" in out and "without a checkpoint" in out, out
+        # rank 1 stopped by the command, not by a lost peer: no error of its own
+        assert "rank 1" not in out + err and "engine crashed" not in out + err, out + err
+    finally:
+        client.close()
+        _kill(process, ranks)

@@ -354,6 +354,8 @@ class Engine:
         try:
             rd.write_json_atomic(self.run_dir / rd.STATUS_FILE, status)
         except OSError as e:
+            if self._run_dir_removed():
+                return  # the stop is queued: every rank ends through the usual stop path
             if not is_disk_full(e):
                 raise
             self._status_due = 0.0  # the old status.json stays whole; try again next time
