@@ -17,8 +17,16 @@ Under torchrun (several learner ranks, engine/algo/distributed.py) every rank ru
 alone serves the socket and writes status, metrics and checkpoints, and hands the commands
 and the checkpoint it loads to the others.
 
-Exit status: 0 finished or stopped, 1 crashed, 2 bad command line or run directory (or
-sizes that need more memory than is available), 130 interrupted twice (no final checkpoint).
+A run directory removed under a live engine (`rm -rf runs/`, a test's tmp dir cleaned up)
+leaves it unreachable (its socket lived there) with nowhere to write: rank 0 checks the
+directory every RUN_DIR_CHECK seconds, says so on stderr and to the clients still connected,
+and stops without a checkpoint (a stop command: it wakes a paused engine and reaches every
+DDP rank through the usual broadcast); the writes into the directory are skipped from then on.
+
+Exit status: 0 finished or stopped, 1 crashed or its run directory was removed (the run ended
+without keeping what it trained: a failure, not a stop; 2 is for what is refused before
+starting), 2 bad command line or run directory (or sizes that need more memory than is
+available), 130 interrupted twice (no final checkpoint).
 """
 
 from __future__ import annotations
@@ -59,6 +67,7 @@ STATUS_INTERVAL = 1.0  # seconds between status.json updates while training
 # a stop lets the epoch end if it does within this; a longer epoch is cut at a safe point
 STOP_GRACE = 0.5
 LONG_EPOCH = 120.0  # seconds: an epoch longer than this is worth a warning
+RUN_DIR_CHECK = 2.0  # seconds between checks that the run directory is still there
 
 
 class Engine:
@@ -91,6 +100,9 @@ class Engine:
         self._status_due = 0.0
         self._signals = 0
         self._uptime_seen, self._warned_long_epoch = 0.0, False  # see _warn_of_long_epochs
+        self.run_dir_gone = False  # set once by the watchdog: nothing more is written there
+        self._watching = threading.Event()  # set to end the watchdog
+        self._gone_lock = threading.Lock()
 
     # -- the whole life of the process ------------------------------------------------------
 
@@ -134,6 +146,8 @@ class Engine:
         self.events.subscribe(self.server.publish_event)
         (self.run_dir / rd.PID_FILE).write_text(f"{os.getpid()}\n")
         self.write_status(force=True)
+        threading.Thread(target=self._watch_run_dir, args=(_identity(self.run_dir),),
+                         name="run-dir-watchdog", daemon=True).start()
         return self._run_training()
 
     def _run_training(self) -> int:
@@ -147,7 +161,9 @@ class Engine:
             code = 130
         except BaseException as e:
             self.state.enter(RunState.ERROR)
-            if self.world.enabled and is_peer_failure(e):  # another rank is gone: say which
+            if self.world.is_main and self._run_dir_removed():
+                code = 1  # a write into the missing directory failed before the watchdog looked
+            elif self.world.enabled and is_peer_failure(e):  # another rank is gone: say which
                 self.error = self.recovery.after_lost_rank(e)
                 self.events.error(self.error)
             else:
@@ -156,6 +172,8 @@ class Engine:
             code = 1
         finally:
             self._shutdown(previous)
+        if self.run_dir_gone and code == 0:
+            code = 1  # stopped, but what it trained is lost with the directory
         return code
 
     def _train(self) -> int:
@@ -272,6 +290,7 @@ class Engine:
         return self.state.stop_requested or self.config.eval.interval == 0
 
     def _shutdown(self, previous_handlers) -> None:
+        self._watching.set()
         final = None
         try:
             final = self.telemetry.snapshot().push() if self.telemetry else None
@@ -297,7 +316,7 @@ class Engine:
             except Exception as e:
                 self.events.warning(f"closing the evaluation envs failed: {e}")
         self.world.close()
-        if self.world.is_main:
+        if self.world.is_main and not self.run_dir_gone:
             (self.run_dir / rd.PID_FILE).unlink(missing_ok=True)
         for sig, handler in previous_handlers.items():
             signal.signal(sig, handler)
@@ -311,7 +330,7 @@ class Engine:
 
     def write_status(self, force: bool = False) -> None:
         now = time.monotonic()
-        if not self.world.is_main or (not force and now < self._status_due):
+        if not self.world.is_main or self.run_dir_gone or (not force and now < self._status_due):
             return
         self._status_due = now + STATUS_INTERVAL
         trainer = self.trainer
@@ -335,6 +354,8 @@ class Engine:
         try:
             rd.write_json_atomic(self.run_dir / rd.STATUS_FILE, status)
         except OSError as e:
+            if self._run_dir_removed():
+                return  # the stop is queued: every rank ends through the usual stop path
             if not is_disk_full(e):
                 raise
             self._status_due = 0.0  # the old status.json stays whole; try again next time
@@ -365,6 +386,33 @@ class Engine:
             "pid": os.getpid(),
         }
 
+    # -- the run directory removed under the engine ------------------------------------------
+
+    def _watch_run_dir(self, identity) -> None:
+        """Rank 0's watchdog thread: the directory gone (or another made in its place) ends
+        the run; the other ranks stop through the stop command rank 0 broadcasts."""
+        while not self._watching.wait(RUN_DIR_CHECK):
+            if self._run_dir_removed(identity):
+                return
+
+    def _run_dir_removed(self, identity=None) -> bool:
+        """True when the run directory is gone; the first call to see it says so and asks
+        for a stop without a checkpoint. Without `identity` (after a failed write) only its
+        absence counts."""
+        now = _identity(self.run_dir)
+        if now == _UNREADABLE or (now is not None and (identity is None or now == identity)):
+            return False
+        with self._gone_lock:
+            first, self.run_dir_gone = not self.run_dir_gone, True
+        if first:
+            self.events.stop_writing()  # no file to append to: the clients still hear it
+            self.error = (f"the run directory {self.run_dir} was removed: nothing can reach "
+                          "this engine or keep what it trains; stopping without a checkpoint")
+            print(f"puffer_tui.engine: {self.error}", file=sys.stderr, flush=True)
+            self.events.error(self.error)
+            self.commands.put(Command("stop", {"checkpoint": False}))  # wakes a paused engine
+        return True
+
     # -- signals ------------------------------------------------------------------------------
 
     def _install_signal_handlers(self) -> dict:
@@ -385,6 +433,20 @@ class Engine:
     def _request_stop(self, name: str) -> None:
         self.events.info(f"{name} received: checkpointing and stopping")
         self.commands.put(Command("stop", {"checkpoint": True}))
+
+
+_UNREADABLE = (-1, -1)
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """(device, inode) of the directory, None once it is gone."""
+    try:
+        st = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError:  # unreadable for a moment is not gone: look again next time
+        return _UNREADABLE
+    return st.st_dev, st.st_ino
 
 
 def _create_time() -> float | None:

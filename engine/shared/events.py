@@ -41,6 +41,11 @@ class EventLog:
         self.path = Path(run_dir) / EVENTS_FILE
         self._lock = threading.Lock()
         self._subscribers: list[Callable[[dict], None]] = []
+        self._writing = True  # False once the run directory is gone: subscribers only
+
+    def stop_writing(self) -> None:
+        """The run directory was removed (engine/runtime/process.py): append nothing more."""
+        self._writing = False
 
     def subscribe(self, callback: Callable[[dict], None]) -> None:
         """Call `callback(event)` for every later event (from the emitting thread)."""
@@ -50,7 +55,8 @@ class EventLog:
         event = event_record(level, text)
         with self._lock:
             try:
-                self._append(format_line(event) + "\n")
+                if self._writing:
+                    self._append(format_line(event) + "\n")
             except OSError as e:
                 # A full disk must not swallow the event that says so: clients still get it.
                 event = {**event, "text": f"{text}\n(not written to {self.path.name}: {e})"}
