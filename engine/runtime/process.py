@@ -177,6 +177,7 @@ class Engine:
         return code
 
     def _train(self) -> int:
+        # lazy: the trainer (vectorizer, env bindings) loads after the socket is up
         from puffer_tui.engine.algo.trainer import Trainer
 
         self.events.info(f"engine {os.getpid()} starting {self.config.env_name} "
@@ -367,6 +368,7 @@ class Engine:
         return self.trainer.frame(env, view) if self.trainer is not None else None
 
     def hello(self) -> dict:
+        # lazy: the env registry (its folders scanned) is not needed before a client asks
         from puffer_tui.envs import env_class
 
         config = self.config
