@@ -30,7 +30,7 @@ if _TRACE:
 
     def _traced_apply(self, command, boundary):
         _apply(self, command, boundary)
-        trainer = self._trainer()
+        trainer = self.trainer  # handed in by CommandQueue.attach
         if trainer is not None and not command.name.startswith("_"):
             _write({"cmd": command.name, "epoch": trainer.epoch, "step": trainer.global_step,
                     "ent_coef": trainer.config.train.ent_coef, "paused": self.state.paused})
