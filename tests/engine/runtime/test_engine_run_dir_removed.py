@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 
 import psutil
 from engine_harness import make_run, wait_until
@@ -74,6 +75,16 @@ def _check_exit(code, out, err, run):
     assert "not written to" not in out  # no event tried to reach the missing events.log
     assert "without a checkpoint" in out
     assert code == 1, f"exit status {code}; stderr:\n{err}"
+
+
+def _describe(pids):
+    described = []
+    for pid in pids:
+        try:
+            described.append(f"{pid} {' '.join(psutil.Process(pid).cmdline())[:120]}")
+        except psutil.Error:
+            described.append(f"{pid} (gone)")
+    return described
 
 
 def _kill(process, pids=()):
@@ -152,9 +163,15 @@ def test_multiprocessing_workers_and_shared_memory_go_with_the_engine(tmp_path):
             except psutil.NoSuchProcess:
                 return True
 
-        # a zombie has exited: only its exit status is left, for init to reap
+        # a zombie has exited: only its exit status is left, for init to reap. The children
+        # include multiprocessing's helpers (its resource tracker), which leave once they
+        # read the end of the engine's pipe, a moment after it exited: a leak is a child still
+        # there seconds later, not one on its way out
+        deadline = time.monotonic() + 10
+        while [pid for pid in workers if not gone(pid)] and time.monotonic() < deadline:
+            time.sleep(0.1)
         alive = [pid for pid in workers if not gone(pid)]
-        assert not alive, f"env workers outlived the engine: {alive}"
+        assert not alive, f"children outlived the engine: {_describe(alive)}"
         assert _our_shm() <= shm_before, _our_shm() - shm_before
     finally:
         client.close()
