@@ -98,7 +98,7 @@ def test_a_separate_critic_shares_no_parameter_with_the_actor():
 @pytest.mark.parametrize("env, label", [
     ("gym:HalfCheetah-v5", "MuJoCo locomotion preset (mujoco.toml)"),
     ("gym:Hopper-v5", "MuJoCo locomotion preset (mujoco.toml)"),
-    ("gym:Pendulum-v1", "continuous control preset (continuous-control.toml)"),
+    ("gym:Pendulum-v1", "preset Pendulum-v1.toml"),  # its own, measured
     ("gym:MountainCarContinuous-v0", "continuous control preset (continuous-control.toml)"),
     ("gym:Acrobot-v1", "classic control preset (classic-control.toml)"),
     ("gym:MountainCar-v0", "classic control preset (classic-control.toml)"),
