@@ -151,11 +151,25 @@ def _stop(pgid: int, on_kill) -> None:
             return
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline:
-            try:
-                os.killpg(pgid, 0)
-            except ProcessLookupError:
+            if not _group_alive(pgid):
                 return
             time.sleep(0.2)
+
+
+def _group_alive(pgid: int) -> bool:
+    """Whether a process of group `pgid` still runs. Not `killpg(pgid, 0)`: that succeeds on a
+    zombie, and the run's main process is one until run_guarded reaps it (so every timed-out
+    run waited out the whole SIGTERM grace)."""
+    import psutil
+
+    for process in psutil.process_iter(["status"]):
+        try:
+            if os.getpgid(process.pid) == pgid and \
+                    process.info["status"] != psutil.STATUS_ZOMBIE:
+                return True
+        except (ProcessLookupError, PermissionError):
+            continue
+    return False
 
 
 def _kill_engines(runs_dir: Path):
