@@ -99,7 +99,7 @@ def test_a_separate_critic_shares_no_parameter_with_the_actor():
     ("gym:HalfCheetah-v5", "MuJoCo locomotion preset (mujoco.toml)"),
     ("gym:Hopper-v5", "MuJoCo locomotion preset (mujoco.toml)"),
     ("gym:Pendulum-v1", "preset Pendulum-v1.toml"),  # its own, measured
-    ("gym:MountainCarContinuous-v0", "continuous control preset (continuous-control.toml)"),
+    ("gym:MountainCarContinuous-v0", "preset MountainCarContinuous-v0.toml"),  # its own
     ("gym:Acrobot-v1", "classic control preset (classic-control.toml)"),
     ("gym:MountainCar-v0", "classic control preset (classic-control.toml)"),
     ("gym:CartPole-v1", "preset CartPole-v1.toml"),  # its own, measured

@@ -152,7 +152,7 @@ def test_held_noise_reaches_the_mountain_car_flag_where_white_noise_does_not(see
         config = load_config("gym:MountainCarContinuous-v0", {
             "vec.backend": "serial", "train.seed": seed, "train.exploration": exploration,
             "train.init_log_std": 0.0, "train.update_epochs": 1, "train.torch_threads": 1,
-            "train.sde_sample_freq": 0})
+            "train.sde_sample_freq": 0, "train.horizon": 128})  # the family's collection
         with Trainer(config) as trainer:
             ends[exploration] = trainer.run_epoch()[ENV]
     assert ends["gsde"]["episodes"] >= 1 and ends["gsde"]["episode_return"] > 90, ends
