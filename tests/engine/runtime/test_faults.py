@@ -310,12 +310,12 @@ def test_oversize_config_is_refused_by_the_engine_too(tmp_path):
 
 def test_a_run_that_ends_before_its_engine_answers_is_reported_not_left_hanging(tmp_path):
     # the hello comes 60 s late, long after this tiny run has finished: the engine's stop ends
-    # the connection, and the engine then takes 3 s more to exit (tests/engine_patches), the
+    # the connection, and the engine then takes 1 s more to exit (tests/engine_patches), the
     # window in which the command used to say "goes on training" and exit 1
     patches = TESTS_DIR / "engine_patches"
     path = os.pathsep.join(filter(None, [str(patches), os.environ.get("PYTHONPATH")]))
     env = {**os.environ, "PYTHONPATH": path, "PUFFER_TEST_HELLO_DELAY": "60",
-           "PUFFER_TEST_EXIT_DELAY": "3"}
+           "PUFFER_TEST_EXIT_DELAY": "1"}
     result = subprocess.run(
         [sys.executable, "-m", "puffer_tui.app.cli", "train", "squared", "--headless",
          "--runs-dir", str(tmp_path), "--vec.num-envs", "64", "--train.horizon", "16",
