@@ -34,12 +34,12 @@ def wait_for(predicate, what: str, limit: float = 120.0):
 
 
 def test_headless_waits_for_an_engine_slow_to_answer(tmp_path):
-    # The hello comes 7 s late (more than the 5 s a client waits by default): the command
+    # The hello comes 6 s late (more than the 5 s a client waits by default): the command
     # waits, says so, and follows the run to its end; its checkpoint and metrics are complete.
     result = subprocess.run(
         [sys.executable, "-m", "puffer_tui.app.cli", "train", "squared", "--headless",
          "--runs-dir", str(tmp_path), *TINY, "--train.total-timesteps", "2048"],
-        capture_output=True, text=True, timeout=180, env=patched_env(PUFFER_TEST_HELLO_DELAY="7"))
+        capture_output=True, text=True, timeout=180, env=patched_env(PUFFER_TEST_HELLO_DELAY="6"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "waiting for the engine" in result.stdout and "to answer" in result.stdout
     assert "finished: 2,048 steps" in result.stdout
