@@ -182,7 +182,13 @@ class ControlServer:
         tick = 0
         try:
             while not self._stopping.is_set():
-                await asyncio.sleep(TICK)
+                # the stop wakes this at once: a sleep made every stop wait out the tick
+                try:
+                    async with asyncio.timeout(TICK):
+                        await self._stopping.wait()
+                    break
+                except TimeoutError:
+                    pass
                 tick += 1
                 if not self._clients:
                     continue

@@ -13,7 +13,8 @@ from pathlib import Path
 from tree_paths import TESTS_DIR
 
 from puffer_tui.engine.shared import run_dir as rd
-from puffer_tui.engine.shared.checkpoint import list_checkpoints
+from puffer_tui.engine.shared.checkpoint import list_checkpoints, parse_name
+from tests.engine.runtime.test_faults import assert_nothing_lost
 
 PATCHES = TESTS_DIR / "engine_patches"
 TINY = ["--vec.num-envs", "64", "--train.horizon", "16", "--train.minibatch-size", "256",
@@ -33,17 +34,19 @@ def wait_for(predicate, what: str, limit: float = 120.0):
 
 
 def test_headless_waits_for_an_engine_slow_to_answer(tmp_path):
-    # The hello comes 7 s late (more than the 5 s a client waits by default): the command
-    # waits, says so, and follows the run to its end.
+    # The hello comes 6 s late (more than the 5 s a client waits by default): the command
+    # waits, says so, and follows the run to its end; its checkpoint and metrics are complete.
     result = subprocess.run(
         [sys.executable, "-m", "puffer_tui.app.cli", "train", "squared", "--headless",
          "--runs-dir", str(tmp_path), *TINY, "--train.total-timesteps", "2048"],
-        capture_output=True, text=True, timeout=180, env=patched_env(PUFFER_TEST_HELLO_DELAY="7"))
+        capture_output=True, text=True, timeout=180, env=patched_env(PUFFER_TEST_HELLO_DELAY="6"))
     assert result.returncode == 0, result.stdout + result.stderr
     assert "waiting for the engine" in result.stdout and "to answer" in result.stdout
     assert "finished: 2,048 steps" in result.stdout
     (run,) = rd.list_runs(tmp_path)
     assert rd.run_state(run) == "finished"
+    assert_nothing_lost(run)
+    assert [parse_name(p.name)[0] for p in list_checkpoints(run)] == [2048]
 
 
 def test_second_ctrl_c_says_the_final_checkpoint_is_being_saved(tmp_path):

@@ -83,9 +83,12 @@ def test_stop_all_stops_every_running_engine_and_only_those(tmp_path):
     try:
         finished = make_run(runs, **{"train.total_timesteps": 4096})
         done = launch_engine(finished)
+        for _ in range(2):  # the three engines start side by side, not one after another
+            run = make_run(runs, **{"train.total_timesteps": 10**9})
+            handles.append((run, launch_engine(run)))
         assert done.wait(120) == 0
-        for _ in range(2):
-            handles.append(start_engine(runs))
+        for run, _ in handles:
+            wait_training(run)
         result = stop(runs, "--all")
         assert result.returncode == 0, result.stdout + result.stderr
         lines = [ln for ln in result.stdout.splitlines() if not ln.startswith("waiting")]

@@ -62,6 +62,19 @@ appears() {
     while ! screen | grep -qF -- "$1"; do (( SECONDS - start > $2 )) && return 1; sleep 0.2; done
 }
 
+# wait_wider COLUMNS: until the app draws a line wider than COLUMNS (it redrew after a resize)
+wait_wider() {
+    local start=$SECONDS
+    until [ "$(widest)" -gt "$1" ]; do
+        if (( SECONDS - start > 30 )); then
+            echo "FAIL: the screen did not grow past $1 columns; the screen was:" >&2
+            screen >&2
+            exit 1
+        fi
+        sleep 0.2
+    done
+}
+
 # wait_header REGEX [SECONDS]: until the first line (the run header) matches REGEX
 wait_header() {
     local regex=$1 limit=${2:-60} start=$SECONDS
@@ -77,6 +90,10 @@ wait_header() {
 }
 
 key() { tmux send-keys -t "$SESSION" "$@"; sleep 0.3; }
+downs() {  # downs N: Down N times at a quick typist's pace (0.3 s each cost seconds per env)
+    local i
+    for (( i = 0; i < $1; i++ )); do tmux send-keys -t "$SESSION" Down; sleep 0.05; done
+}
 absent() {  # absent TEXT: fail if TEXT is on screen now
     if screen | grep -qF -- "$1"; then
         echo "FAIL: '$1' should not be on screen; the screen was:" >&2; screen >&2; exit 1
@@ -121,7 +138,7 @@ for env in $CHOSEN; do
     for name in $ENVS; do [ "$name" = "$env" ] && break; index=$((index + 1)); done
     wait_for "Enter on an env: train it"
     wait_for "squared  obs"          # the launcher opens on the default env
-    for (( i = 0; i < index; i++ )); do key Down; done
+    downs "$index"
     wait_for "$env  obs"
     key Enter
     wait_header "$env-2.* (running|finished) " 90   # the new run of this env, training
@@ -185,11 +202,10 @@ wait_for "p Pause"
 # Resizes: the layout follows, out to 200x60 and back to 80x24.
 tmux resize-window -t "$SESSION" -x 200 -y 60
 wait_for "time per epoch"
-sleep 1.5
-[ "$(widest)" -gt 150 ] || { echo "FAIL: the screen did not grow to 200 columns" >&2; screen >&2; exit 1; }
+wait_wider 150
 echo "ok: 200x60"
 tmux resize-window -t "$SESSION" -x 80 -y 24
-sleep 1.5
+sleep 1.5  # the pane is 80 wide at once: what counts is the screen the app draws for it
 wait_for "q Quit"
 [ "$(widest)" -le 80 ] || { echo "FAIL: the screen did not shrink to 80 columns" >&2; screen >&2; exit 1; }
 echo "ok: back to 80x24"

@@ -7,6 +7,8 @@ slow engine without timing anything:
                                connections already ended) before the process exits
   PUFFER_TEST_CHECKPOINT_GATE=PATH   a checkpoint save creates PATH.waiting, then waits
                                until PATH exists
+  PUFFER_TEST_EXIT_MARKS=PREFIX  the process creates PREFIX.atexit when its atexit handlers
+                               run and PREFIX.finalized when the interpreter is finalized
 """
 
 import os
@@ -15,6 +17,7 @@ import time
 _DELAY = os.environ.get("PUFFER_TEST_HELLO_DELAY")
 _GATE = os.environ.get("PUFFER_TEST_CHECKPOINT_GATE")
 _EXIT_DELAY = os.environ.get("PUFFER_TEST_EXIT_DELAY")
+_EXIT_MARKS = os.environ.get("PUFFER_TEST_EXIT_MARKS")
 
 if _DELAY:
     from puffer_tui.engine.runtime import process as _process
@@ -55,3 +58,20 @@ if _GATE:
         return _save(*args, **kwargs)
 
     _checkpoint.save_checkpoint = _gated_save
+
+if _EXIT_MARKS:
+    import atexit
+    import sys
+
+    def _touch(path, _open=os.open, _close=os.close, _flags=os.O_CREAT | os.O_WRONLY):
+        _close(_open(path, _flags, 0o600))
+
+    atexit.register(_touch, _EXIT_MARKS + ".atexit")
+
+    # the audit event CPython raises as it clears the interpreter (finalization, after atexit);
+    # the names are bound now: module globals may be gone by then
+    def _on_audit(event, args, _marks=_EXIT_MARKS + ".finalized", _touch=_touch):
+        if event == "cpython.PyInterpreterState_Clear":
+            _touch(_marks)
+
+    sys.addaudithook(_on_audit)

@@ -191,7 +191,7 @@ def test_sigint_then_resume_reproduces_the_uninterrupted_engine_run(tmp_path):
     whole = make_run(tmp_path / "whole", "cartpole", **ENGINE_CONFIG)
     cut = make_run(tmp_path / "cut", "cartpole", **ENGINE_CONFIG)
     try:
-        assert _engine(whole).wait(120) == 0
+        whole_engine = _engine(whole)  # side by side with the cut run: they share nothing
         engine = _engine(cut)
         wait_until(lambda: len(read_metrics(cut)) >= 2, 60, what="two epochs")
         os.kill(engine.pid, signal.SIGINT)
@@ -199,6 +199,7 @@ def test_sigint_then_resume_reproduces_the_uninterrupted_engine_run(tmp_path):
         stopped_at = len(read_metrics(cut))
         assert rd.run_state(cut) == "stopped" and list_checkpoints(cut)
         assert stopped_at < EPOCHS, "the run finished before the interrupt: use a longer one"
+        assert whole_engine.wait(120) == 0
         assert _engine(cut, "--resume").wait(120) == 0
     finally:
         kill_engine(whole)

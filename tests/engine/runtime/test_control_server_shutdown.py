@@ -6,6 +6,7 @@ an engine that is going away."""
 import threading
 
 from puffer_tui.app.engine_client import EngineClient, EngineDisconnected
+from puffer_tui.engine.runtime import control_server
 from puffer_tui.engine.runtime.commands import CommandQueue
 from puffer_tui.engine.runtime.control_server import ControlServer
 from puffer_tui.engine.runtime.engine_state import EngineState
@@ -70,3 +71,14 @@ def test_a_stuck_server_loop_still_ends_its_connections_on_stop(tmp_path):
         client.close()
         srv._thread.join(10)
     assert not srv._thread.is_alive()
+
+
+def test_stop_ends_the_server_loop_without_waiting_for_its_next_tick(tmp_path, monkeypatch):
+    # The loop slept a whole tick between looks at its stop flag, so every stop waited up to
+    # a tick (an engine's exit, each attempt above); with a long tick, stop() gave up on the
+    # join and left the loop running. The stop must wake it.
+    monkeypatch.setattr(control_server, "TICK", 60.0)
+    srv = make_server(tmp_path / "c.sock")
+    srv.start()
+    srv.stop()
+    assert not srv._thread.is_alive(), "the server's loop outlived stop()"
