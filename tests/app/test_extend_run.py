@@ -25,12 +25,16 @@ def states_while(run, action):
     """The run states status.json showed while `action` ran (polled from a thread)."""
     seen, done = [], threading.Event()
 
+    def look():
+        state = rd.read_status(run).get("state")
+        if state and (not seen or seen[-1] != state):
+            seen.append(state)
+
     def poll():
         while not done.is_set():
-            state = rd.read_status(run).get("state")
-            if state and (not seen or seen[-1] != state):
-                seen.append(state)
+            look()
             done.wait(0.005)
+        look()  # the state the action left: it may have been written after the last look
 
     poller = threading.Thread(target=poll)
     poller.start()
