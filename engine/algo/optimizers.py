@@ -3,7 +3,9 @@
     optimizer = make_optimizer(policy, config.train)
 
 adam: one Adam over every parameter; its fused kernel where torch has one for the device
-(CPU and CUDA: one pass over all parameters instead of a dozen small ops per tensor).
+(CPU and CUDA: one pass over all parameters instead of a dozen small ops per tensor), called
+by `FusedAdam` below rather than through torch.optim.Adam, whose first step imports
+torch._dynamo: about 1 s of CPU in every run's start-up, for nothing an eager trainer uses.
 
 muon: `torch.optim.Muon` (momentum + Newton-Schulz orthogonalised updates; PufferLib 3.0's
 default) for the hidden 2-D weight matrices, and Adam for the rest. Muon only takes 2-D
@@ -34,10 +36,99 @@ def muon_parameter_names(policy: torch.nn.Module) -> list[str]:
     return names
 
 
-def _adam(params, train, device: torch.device) -> torch.optim.Adam:
-    fused = device.type in ("cpu", "cuda")
-    return torch.optim.Adam(params, lr=train.learning_rate, eps=train.adam_eps,
-                            betas=(train.adam_beta1, train.adam_beta2), fused=fused)
+class FusedAdam:
+    """Adam by torch's fused kernel (`torch._fused_adam_`, the op `torch.optim.Adam(fused=True)`
+    calls on CPU and CUDA), without torch.optim's wrapper and its torch._dynamo import. The
+    arithmetic is the kernel's, so the steps are torch.optim.Adam's to the bit; `state_dict` is
+    torch.optim.Adam's format (one group; per parameter index a float32 `step`, `exp_avg` and
+    `exp_avg_sq`), so checkpoints load in either."""
+
+    def __init__(self, params, lr: float, betas: tuple[float, float], eps: float):
+        self.param_groups = [{"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": 0,
+                              "amsgrad": False, "maximize": False, "foreach": None,
+                              "capturable": False, "differentiable": False, "fused": True,
+                              "decoupled_weight_decay": False, "params": list(params)}]
+        self.state: dict[torch.Tensor, dict[str, torch.Tensor]] = {}  # made at a first step
+
+    @property
+    def params(self) -> list[torch.Tensor]:
+        return self.param_groups[0]["params"]
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for param in self.params:
+            if set_to_none:
+                param.grad = None
+            elif param.grad is not None:
+                param.grad.detach_().zero_()
+
+    @torch.no_grad()
+    def step(self) -> None:
+        group = self.param_groups[0]
+        # parameters without a gradient (not in this loss) keep their moments, as in torch
+        live = [p for p in self.params if p.grad is not None]
+        for param in live:
+            if param not in self.state:
+                self.state[param] = {
+                    "step": torch.zeros((), dtype=torch.float32, device=param.device),
+                    "exp_avg": torch.zeros_like(param, memory_format=torch.preserve_format),
+                    "exp_avg_sq": torch.zeros_like(param, memory_format=torch.preserve_format)}
+        by_kind: dict[tuple, list[torch.Tensor]] = {}  # the kernel takes one device and dtype
+        for param in live:
+            by_kind.setdefault((param.device, param.dtype), []).append(param)
+        beta1, beta2 = group["betas"]
+        for same in by_kind.values():
+            states = [self.state[p] for p in same]
+            steps = [s["step"] for s in states]
+            torch._foreach_add_(steps, 1)
+            torch._fused_adam_(same, [p.grad for p in same], [s["exp_avg"] for s in states],
+                               [s["exp_avg_sq"] for s in states], [], steps, amsgrad=False,
+                               lr=group["lr"], beta1=beta1, beta2=beta2,
+                               weight_decay=group["weight_decay"], eps=group["eps"],
+                               maximize=group["maximize"], grad_scale=None, found_inf=None)
+
+    def state_dict(self) -> dict:
+        index = {param: i for i, param in enumerate(self.params)}
+        group = {**self.param_groups[0], "params": list(range(len(self.params)))}
+        return {"state": {index[p]: dict(s) for p, s in self.state.items()},
+                "param_groups": [group]}
+
+    def load_state_dict(self, state: dict) -> None:
+        """torch.optim.Adam's rules: the group's settings come from `state` (lr, betas, eps),
+        the moments are cast to each parameter's device and dtype, `step` stays float32."""
+        groups = state["param_groups"]
+        if len(groups) != 1 or len(groups[0]["params"]) != len(self.params):
+            sizes = [len(g["params"]) for g in groups]
+            raise ValueError(f"the optimizer state holds parameter groups of {sizes} "
+                             f"parameters, this policy has one group of {len(self.params)}")
+        if groups[0].get("amsgrad") or groups[0].get("decoupled_weight_decay"):
+            raise ValueError("the optimizer state is AMSGrad's or AdamW's, this trainer "
+                             "steps plain Adam")
+        loaded = {}
+        for position, entry in state["state"].items():
+            param = self.params[groups[0]["params"].index(position)]
+            if entry["exp_avg"].shape != param.shape:
+                raise ValueError(f"the optimizer state of parameter {position} has shape "
+                                 f"{tuple(entry['exp_avg'].shape)}, the policy's is "
+                                 f"{tuple(param.shape)}")
+            step = entry["step"]
+            step = step if torch.is_tensor(step) else torch.tensor(float(step))
+            loaded[param] = {
+                "step": step.to(device=param.device, dtype=torch.float32, copy=True),
+                "exp_avg": entry["exp_avg"].to(device=param.device, dtype=param.dtype,
+                                               copy=True),
+                "exp_avg_sq": entry["exp_avg_sq"].to(device=param.device, dtype=param.dtype,
+                                                     copy=True)}
+        settings = {k: v for k, v in groups[0].items() if k != "params"}
+        settings["betas"] = tuple(settings["betas"])
+        self.param_groups[0].update(settings)
+        self.state = loaded
+
+
+def _adam(params, train, device: torch.device):
+    betas = (train.adam_beta1, train.adam_beta2)
+    if device.type in ("cpu", "cuda"):  # where torch has the fused kernel
+        return FusedAdam(params, lr=train.learning_rate, betas=betas, eps=train.adam_eps)
+    return torch.optim.Adam(params, lr=train.learning_rate, eps=train.adam_eps, betas=betas)
 
 
 class MuonWithAdam:

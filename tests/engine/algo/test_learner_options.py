@@ -3,14 +3,19 @@ state, `train.precision bfloat16` (autocast), and the policy's fused heads."""
 
 from __future__ import annotations
 
+import copy
 import math
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from puffer_tui.engine.algo.optimizers import MuonWithAdam, make_optimizer, muon_parameter_names
+from puffer_tui.engine.algo.optimizers import (FusedAdam, MuonWithAdam, make_optimizer,
+                                               muon_parameter_names)
 from puffer_tui.engine.algo.trainer import Trainer
 from puffer_tui.engine.shared import checkpoint as ckpt
 from puffer_tui.engine.shared.config import load_config
@@ -26,8 +31,88 @@ def _trainer(**overrides):
 
 def test_adam_is_fused_on_cpu():
     with _trainer() as trainer:
-        assert isinstance(trainer.optimizer, torch.optim.Adam)
-        assert trainer.optimizer.defaults["fused"] is True
+        assert isinstance(trainer.optimizer, FusedAdam)
+        assert trainer.optimizer.state_dict()["param_groups"][0]["fused"] is True
+
+
+def _twin_models():
+    torch.manual_seed(0)
+    first = torch.nn.Sequential(torch.nn.Linear(5, 7), torch.nn.Tanh(), torch.nn.Linear(7, 3))
+    return first, copy.deepcopy(first)
+
+
+def _steps(model, optimizer, count: int, seed: int, skip_last_layer_every: int = 0) -> None:
+    generator = torch.Generator().manual_seed(seed)
+    for i in range(count):
+        x = torch.randn(16, 5, generator=generator)
+        optimizer.zero_grad(set_to_none=True)
+        model(x).pow(2).mean().backward()
+        if skip_last_layer_every and i % skip_last_layer_every == 0:
+            for param in model[2].parameters():
+                param.grad = None  # a parameter outside this loss keeps its moments
+        optimizer.step()
+
+
+def _same(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    return all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+
+
+def test_fused_adam_steps_as_torch_adam_to_the_bit_and_shares_its_checkpoints():
+    ours, theirs = _twin_models()
+    settings = {"lr": 3e-3, "betas": (0.95, 0.999), "eps": 1e-8}
+    mine = FusedAdam(ours.parameters(), **settings)
+    torchs = torch.optim.Adam(theirs.parameters(), fused=True, **settings)
+    _steps(ours, mine, 40, seed=1, skip_last_layer_every=3)
+    _steps(theirs, torchs, 40, seed=1, skip_last_layer_every=3)
+    assert _same(ours, theirs)
+    saved_ours, saved_torch = mine.state_dict(), torchs.state_dict()
+    assert saved_ours["param_groups"] == saved_torch["param_groups"]
+    for index, entry in saved_torch["state"].items():
+        assert set(entry) == set(saved_ours["state"][index])
+        for name, value in entry.items():
+            assert value.dtype == saved_ours["state"][index][name].dtype
+            assert torch.equal(value, saved_ours["state"][index][name]), (index, name)
+
+    # each loads the other's state (a checkpoint written before or after this optimizer) and
+    # the next steps agree; the loaded group settings replace the constructor's
+    ours2, theirs2 = copy.deepcopy(ours), copy.deepcopy(theirs)
+    mine2 = FusedAdam(ours2.parameters(), lr=1.0, betas=(0.5, 0.5), eps=1e-3)
+    mine2.load_state_dict(copy.deepcopy(saved_torch))
+    torchs2 = torch.optim.Adam(theirs2.parameters(), fused=True, lr=1.0)
+    torchs2.load_state_dict(copy.deepcopy(saved_ours))
+    assert mine2.param_groups[0]["betas"] == (0.95, 0.999)
+    _steps(ours2, mine2, 10, seed=2)
+    _steps(theirs2, torchs2, 10, seed=2)
+    assert _same(ours2, theirs2)
+
+
+def test_fused_adam_refuses_a_state_for_another_policy():
+    model, _ = _twin_models()
+    state = FusedAdam(model.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8).state_dict()
+    smaller = torch.nn.Linear(5, 7)
+    with pytest.raises(ValueError, match="groups of \\[4\\] parameters, this policy has one "
+                                         "group of 2"):
+        FusedAdam(smaller.parameters(), lr=1e-3, betas=(0.9, 0.999),
+                  eps=1e-8).load_state_dict(state)
+
+
+def test_a_training_run_does_not_import_torch_dynamo():
+    """torch.optim's first step imports torch._dynamo (about 1 s of CPU): a run's start-up."""
+    script = textwrap.dedent("""
+        import sys
+        from puffer_tui.engine.algo.trainer import Trainer
+        from puffer_tui.engine.shared.config import load_config
+        overrides = {"vec.num_envs": 8, "train.horizon": 8, "train.minibatch_size": 16,
+                     "train.hidden_size": 16, "vec.backend": "serial"}
+        with Trainer(load_config("squared", overrides)) as trainer:
+            trainer.run_epoch()
+            trainer.run_epoch()
+        print("dynamo imported:", "torch._dynamo" in sys.modules)
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "dynamo imported: False" in done.stdout
 
 
 def test_muon_takes_the_hidden_matrices_and_adam_the_rest():
