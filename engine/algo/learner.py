@@ -49,12 +49,27 @@ def explained_variance(values: torch.Tensor, returns: torch.Tensor, valid: torch
     return float(1.0 - var_residual / var_returns)
 
 
+@torch.no_grad()
+def clip_gradients(params: list[torch.Tensor], max_norm: float) -> torch.Tensor:
+    """Scale the gradients of `params` (one device and dtype) to a total norm of at most
+    `max_norm`; returns the norm before. torch.nn.utils.clip_grad_norm_'s arithmetic to the
+    bit, in four kernels: its own checks and grouping cost about 0.1 ms a call, a tenth of a
+    64-wide policy's minibatch."""
+    grads = [p.grad for p in params if p.grad is not None]
+    if not grads:
+        return torch.zeros((), device=params[0].device if params else None)
+    total = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    torch._foreach_mul_(grads, (max_norm / (total + 1e-6)).clamp_(max=1.0))
+    return total
+
+
 class Learner:
     def __init__(self, policy, optimizer, train_forward: Callable | None = None,
                  precision: str = "float32"):
         if precision not in ("float32", "bfloat16"):
             raise ValueError(f"precision must be float32 or bfloat16, got {precision!r}")
         self.policy = policy
+        self.params = list(policy.parameters())  # fixed: looked up once, not per minibatch
         self.optimizer = optimizer
         # the (possibly compiled) function replaying sequences: (obs, state, starts) -> heads
         self.train_forward = train_forward or policy.forward_sequence
@@ -164,10 +179,9 @@ class Learner:
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if train.max_grad_norm > 0:
-                norm = torch.nn.utils.clip_grad_norm_(self.policy.parameters(),
-                                                      train.max_grad_norm)
-                grad_norm += norm.detach()
-                grad_clipped += (norm.detach() > train.max_grad_norm).float()
+                norm = clip_gradients(self.params, train.max_grad_norm)
+                grad_norm += norm
+                grad_clipped += norm > train.max_grad_norm
             self.optimizer.step()
 
             ratio_rows[idx] = new_ratio.detach().view(mb_rows, cols)

@@ -16,6 +16,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from puffer_tui.engine.algo.optimizers import (FusedAdam, MuonWithAdam, make_optimizer,
                                                muon_parameter_names)
+from puffer_tui.engine.algo.learner import clip_gradients
 from puffer_tui.engine.algo.trainer import Trainer
 from puffer_tui.engine.shared import checkpoint as ckpt
 from puffer_tui.engine.shared.config import load_config
@@ -319,3 +320,16 @@ def test_muon_without_torch_optim_muon_is_a_config_error_naming_the_fix(monkeypa
         check_available(train)
     with pytest.raises(ConfigError, match="torch.optim.Muon"):
         make_optimizer(torch.nn.Linear(2, 2), train)
+
+
+@pytest.mark.parametrize("max_norm", [1e-3, 1e6])  # clipped, and left alone
+def test_clip_gradients_is_torchs_clip_grad_norm_to_the_bit(max_norm):
+    ours, theirs = _twin_models()
+    x = torch.randn(16, 5, generator=torch.Generator().manual_seed(3))
+    for model in (ours, theirs):
+        model(x).pow(2).mean().backward()
+    norm = clip_gradients(list(ours.parameters()), max_norm)
+    expected = torch.nn.utils.clip_grad_norm_(theirs.parameters(), max_norm)
+    assert torch.equal(norm, expected)
+    for mine, torchs in zip(ours.parameters(), theirs.parameters()):
+        assert torch.equal(mine.grad, torchs.grad)
