@@ -94,11 +94,9 @@ def autotune(env_spec: str, overrides: dict, seconds: float, totals: list[int], 
     the process's start); `progress(text, advance, total)` follows along (total: the number
     of steps, each layout timed and each training timing one)."""
     begun = time.perf_counter() - spent
-    # imported first, not inside a layout's slot: torch, and torch._dynamo, which the first
-    # optimizer built imports (torch.optim's constructors are wrapped to disable it): 2-5 s
-    import torch._dynamo  # noqa: F401
-
-    # lazy: pulls gymnasium, torch, the trainer, the policy, the vectorizer, which this module does not load
+    # imported first, not inside a layout's slot (lazy: it pulls gymnasium, torch, the
+    # policy, the vectorizer, which this module does not load). The trainer's optimizer
+    # (engine/algo/optimizers.py FusedAdam) no longer imports torch._dynamo on its first step.
     from puffer_tui.engine.algo import trainer  # noqa: F401
 
     clock = _Clock(max(0.0, seconds - (time.perf_counter() - begun)))  # the phases share the rest
