@@ -14,9 +14,13 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from puffer_tui.engine.algo.optimizers import (FusedAdam, MuonWithAdam, make_optimizer,
-                                               muon_parameter_names)
 from puffer_tui.engine.algo.learner import clip_gradients
+from puffer_tui.engine.algo.optimizers import (
+    FusedAdam,
+    MuonWithAdam,
+    make_optimizer,
+    muon_parameter_names,
+)
 from puffer_tui.engine.algo.trainer import Trainer
 from puffer_tui.engine.shared import checkpoint as ckpt
 from puffer_tui.engine.shared.config import load_config
