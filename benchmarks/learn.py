@@ -63,7 +63,9 @@ def add_arguments(p):
                    help="wall seconds one run may take before it is killed (default 600 s + "
                         "5 ms per step)")
     p.add_argument("--sb3-threads", type=int, default=0,
-                   help="SB3's torch threads (default 0: the cores other processes leave free)")
+                   help="SB3's torch threads (default 0: as many as ours trains the env with, "
+                        "its preset's train.torch_threads; where that is automatic, the cores "
+                        "other processes leave free)")
     p.add_argument("--work-dir", type=Path, default=None,
                    help="keep the runs (ours' run dirs, SB3's models) here (default: a "
                         "temporary directory, removed at the end)")
@@ -147,7 +149,12 @@ def run(args) -> int:
            "machine": _machine(), "commit": None, "zoo_source": ZOO_SOURCE,
            "window": args.window, "marks": list(report.MARKS), "envs": {}}
     # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
-    from puffer_tui.benchmarks.learn_runs import repo_commit, run_ours, run_sb3
+    from puffer_tui.benchmarks.learn_runs import (
+        ours_torch_threads,
+        repo_commit,
+        run_ours,
+        run_sb3,
+    )
 
     out["commit"] = repo_commit()
     try:
@@ -169,6 +176,9 @@ def run(args) -> int:
             sides = [s for s in ("ours", "sb3") if args.side in ("both", s)]
             if env.zoo is None:
                 sides = [s for s in sides if s == "ours"]
+            sb3_threads = args.sb3_threads
+            if "sb3" in sides and not sb3_threads:  # the cores ours' learner gets
+                sb3_threads = ours_torch_threads(env)
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 for side in sides:
                     place = work / f"{env.name}-{side}-s{seed}"
@@ -180,7 +190,7 @@ def run(args) -> int:
                     if side == "ours":
                         result = run_ours(env, seed, steps, place, timeout)
                     else:
-                        result = run_sb3(env, seed, steps, place, timeout, args.sb3_threads)
+                        result = run_sb3(env, seed, steps, place, timeout, sb3_threads)
                     result["started"] = started
                     entry["runs"].append(result)
                     print("   " + _one_line(result, steps, args.window), file=sys.stderr,

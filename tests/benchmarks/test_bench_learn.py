@@ -229,6 +229,31 @@ def test_a_missing_package_skips_the_env_naming_the_extra(monkeypatch):
     assert learn._missing(ENVS["CartPole-v1"]) is None
 
 
+@pytest.mark.parametrize("flag, threads", [((), 1), (("--sb3-threads", "3"), 3)])
+def test_sb3_learns_on_as_many_torch_threads_as_ours(monkeypatch, tmp_path, flag, threads):
+    """SB3 gets the threads of ours' preset (CartPole-v1: one), not one per free core, unless
+    --sb3-threads says: on a quiet 2-core box two threads made SB3 about 2x slower on small
+    MLPs, a gap of the benchmark's making."""
+    import argparse
+
+    from puffer_tui.benchmarks import learn_runs
+
+    given = []
+
+    def sb3_run(env, seed, steps, work, timeout, threads):
+        given.append(threads)
+        return {"side": "sb3", "seed": seed, "chunks": [], "error": "not run in this test"}
+
+    monkeypatch.setattr(learn_runs, "run_sb3", sb3_run)
+    parser = argparse.ArgumentParser()
+    learn.add_arguments(parser)
+    args = parser.parse_args(["CartPole-v1", "--side", "sb3", "--seeds", "1", "--work-dir",
+                              str(tmp_path / "work"), *flag])
+    learn.run(args)
+    assert given == [threads]
+    assert learn_runs.ours_torch_threads(ENVS["CartPole-v1"]) == 1
+
+
 def test_the_guard_counts_the_cpu_of_orphaned_descendants(tmp_path):
     # the child starts a grandchild and exits at once without waiting for it (as an engine
     # that exits before its forkserver): the orphan's fixed CPU work still counts
