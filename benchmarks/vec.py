@@ -116,9 +116,14 @@ def plan_runs(workload, seconds: float, cores: int) -> list[tuple[Result, object
             runs.append((Result(name, f"gymnasium-{kind}", n, 1 if kind == "sync" else n, n, 0.0),
                          partial(vec_runners.run_gymnasium, workload, kind, seconds)))
     if workload.envpool_id and vec_runners.envpool_available():
-        for batch in [n, *pool_batches]:
-            runs.append((Result(name, "envpool", n, cores, batch, 0.0),
-                         partial(vec_runners.run_envpool, workload, cores, batch, seconds)))
+        # a thread per core, and twice that: ours' workers hold a block of games each, whose
+        # C++ threads add up to more than the cores (2 workers x 2 threads on 2 cores), so
+        # EnvPool gets to try as many (its fastest setting is the one compared)
+        for threads in sorted({cores, min(2 * cores, n)}):
+            for batch in [n, *pool_batches]:
+                runs.append((Result(name, "envpool", n, threads, batch, 0.0),
+                             partial(vec_runners.run_envpool, workload, threads, batch,
+                                     seconds)))
     return runs
 
 

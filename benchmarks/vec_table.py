@@ -70,7 +70,8 @@ def print_peers(peers: dict, stat: str) -> None:
         ours, theirs = p["ours"], p["envpool"]
         label = LABELS.get(ours["backend"], ours["backend"])
         print(f"{workload}: ours ({label}, {ours['num_workers']} workers, batch "
-              f"{ours['batch_size']}) / EnvPool (batch {theirs['batch_size']}), {stat} of "
+              f"{ours['batch_size']}) / EnvPool ({theirs['num_workers']} threads, batch "
+              f"{theirs['batch_size']}), {stat} of "
               f"rounds: steps/s {p['sps_ratio']:.2f}x{_spread(p['sps_ratio_rounds'])}; CPU per "
               f"step {p['cpu_ratio']:.2f}x{_spread(p['cpu_ratio_rounds'])} (below 1: ours "
               f"cheaper)")

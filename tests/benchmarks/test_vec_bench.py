@@ -98,3 +98,19 @@ def test_median_stat_and_the_comparison_with_envpool():
     assert len(peer["every_setting"]) == 2
     bench_vec.summarize(fast, "best")
     assert (fast.sps, fast.cpu_us_per_step) == (900, 300)
+
+
+@pytest.mark.parametrize("cores", [1, 2, 8])
+def test_envpool_tries_a_thread_per_core_and_twice_that(monkeypatch, cores):
+    """Ours' workers each hold a block of C++ threads (2 workers x 2 threads on 2 cores), so
+    EnvPool is run with as many threads as that too, not only one per core; its fastest setting
+    is the one compared."""
+    import dataclasses
+
+    monkeypatch.setattr(bench_vec.vec_runners, "envpool_available", lambda: True)
+    cartpole = next(w for w in workloads(16, 16, 4) if w.name == "CartPole-v1")
+    workload = dataclasses.replace(cartpole, envpool_id="CartPole-v1")
+    envpool = [(r.num_workers, r.batch_size)
+               for r, _ in bench_vec.plan_runs(workload, 1.0, cores) if r.backend == "envpool"]
+    threads = sorted({cores, min(2 * cores, workload.num_envs)})
+    assert envpool == [(t, b) for t in threads for b in (16, 8, 4)]
