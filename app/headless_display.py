@@ -172,8 +172,9 @@ class HeadlessDisplay:
             kind = push.get("type")
             if kind == MessageType.TELEMETRY:
                 snapshot = TelemetrySnapshot.from_wire(push)
-                if not snapshot.stats and self.telemetry.stats:
-                    # no episode ended in the last epoch: keep showing the last known ones
+                if set(snapshot.stats) <= {"episodes"} and self.telemetry.stats:
+                    # no episode ended in the last epoch (its stats are just `episodes: 0`):
+                    # keep showing the last known ones
                     snapshot = replace(snapshot, stats=self.telemetry.stats)
                 self.telemetry = snapshot
             elif kind == MessageType.EVENT:
