@@ -139,6 +139,9 @@ def _run(args) -> int:
             config["rnn_name"] = None
         config["train"]["use_rnn"] = bool(model.get("recurrent"))
         config["train"]["precision"] = model.get("precision", "float32")
+    # Its presets ask for up to 16 workers, and it refuses more workers than physical cores
+    # (a VM may count hyperthreads as cores): run as shipped rather than not at all.
+    config["vec"]["overwork"] = True
     config["train"]["total_timesteps"] = 10**12
     config["train"]["checkpoint_interval"] = 10**9  # no checkpoints while timed
     vecenv = pufferl.load_env(args.env, config)
