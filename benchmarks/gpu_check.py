@@ -91,8 +91,21 @@ def _child(command: list[str], timeout: float, marker: str) -> dict:
     return {"error": f"exited {done.returncode}: " + " | ".join(tail)}
 
 
+def env_sets(items: list[str]) -> dict[str, list[str]]:
+    """`--set-env ENV:KEY=VALUE` items by env (ENV may hold ':' itself: gym:ALE/Pong-v5)."""
+    out: dict[str, list[str]] = {}
+    for item in items:
+        head, sep, value = item.partition("=")
+        env, colon, key = head.rpartition(":")
+        if not (sep and colon and env and key):
+            raise ValueError(f"--set-env takes ENV:KEY=VALUE, got {item!r}")
+        out.setdefault(env, []).append(f"{key}={value}")
+    return out
+
+
 def measure_ours(env: str, precision: str, args) -> dict:
-    sets = [f"train.precision={precision}", f"train.device={args.device}", *args.set]
+    sets = [f"train.precision={precision}", f"train.device={args.device}", *args.set,
+            *env_sets(args.set_env).get(env, [])]
     command = [sys.executable, "-m", "puffer_tui.benchmarks.gpu_measure", env,
                "--rounds", str(args.rounds), "--seconds", str(args.seconds)]
     for s in sets:
@@ -136,6 +149,7 @@ def run_peer(envs, ours: list[dict], args, work: Path, build) -> list[dict]:
         for mode in ("preset", "matched"):
             if args.deadline.left() < args.rounds * args.seconds + 30:
                 rows.append({"env": env, "mode": mode, "skipped": "out of time"})
+                yield rows  # a skipped case is reported too, not dropped
                 continue
             result = gpu_peer.measure(build["src"], env, mode, model, args.rounds,
                                       args.seconds, args.device, work / "peer",
@@ -157,6 +171,9 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=3.0, help="per round")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="a config override for every case of ours (e.g. vec.num_envs=64)")
+    p.add_argument("--set-env", action="append", default=[], metavar="ENV:KEY=VALUE",
+                   help="an override for one env's cases (e.g. squared:vec.num_envs=8192, "
+                        "to match the peer's env count)")
     p.add_argument("--budget", type=float, default=540.0,
                    help="wall seconds for the whole call; cases that would not fit are skipped")
     p.add_argument("--case-timeout", type=float, default=120.0)
@@ -166,6 +183,11 @@ def main(argv=None) -> int:
     p.add_argument("--peer-deps", default=None, help="extra PYTHONPATH for PufferLib's deps")
     p.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
     args = p.parse_args(argv)
+    try:
+        env_sets(args.set_env)
+    except ValueError as e:
+        print(f"gpu_check: error: {e}", file=sys.stderr)
+        return 2
     envs = [e for e in args.envs.split(",") if e]
     precisions = (args.precisions.split(",") if args.precisions else
                   list(PRECISIONS) if args.device == "cuda" else ["float32"])
@@ -180,7 +202,8 @@ def main(argv=None) -> int:
     info = environment(args.device)
     report = {"environment": info, "settings": {
         "envs": envs, "precisions": precisions, "rounds": args.rounds,
-        "seconds": args.seconds, "overrides": args.set}, "tests": None, "ours": [],
+        "seconds": args.seconds, "overrides": args.set,
+        "env_overrides": env_sets(args.set_env)}, "tests": None, "ours": [],
         "nproc": None, "peer": None}
 
     def save():

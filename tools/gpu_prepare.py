@@ -42,10 +42,12 @@ PLATFORM = ["--python-version", "3.12", "--implementation", "cp", "--only-binary
                           "manylinux1_x86_64") for a in ("--platform", n)]]
 # On the target's image already (device docs, 2026-11), and large: not shipped. pygame-ce
 # (Gymnasium's classic-control extra) only draws frames, which the check does not ask for.
+# setuptools: the image's torch 2.11 pins it below 82 and the image has 81.0.0, which the
+# build's setuptools>=77 accepts; shipping the newest (84) stopped the install there (2026-11-27).
 TARGET_HAS = {"numpy", "pillow", "opencv-python-headless", "torch", "triton", "pygame-ce",
-              "pygame", "sympy", "networkx", "jinja2", "fsspec", "filelock", "opt-einsum"}
-EXTRA = ["pytest", "pytest-asyncio", "hypothesis", "ale-py", "mujoco", "setuptools>=77",
-         "wheel", "cython>=3.0"]
+              "pygame", "sympy", "networkx", "jinja2", "fsspec", "filelock", "opt-einsum",
+              "setuptools"}
+EXTRA = ["pytest", "pytest-asyncio", "hypothesis", "ale-py", "mujoco", "wheel", "cython>=3.0"]
 # PufferLib's trainer's imports, downloaded without their dependencies (two need torch, which
 # pip would fetch whole): theirs are named here or on the target.
 PEER = ["heavyball<2", "pyro-ppl", "pyro-api", "rich-argparse", "gym-notices", "tqdm",

@@ -1,17 +1,19 @@
 #!/usr/bin/env bash
 # The GPU machine's whole run, in one call of the device tool (docs/gpu.md): install the wheels
 # that tools/gpu_prepare.py put in .gpu_wheels (there is no package index there), build this
-# tree, then
-#   A. gpu_check with the presets as they are: the CUDA tests, every env in float32, and
-#      PufferLib 3.0 built from its sdist and timed on the same card (its presets and ours);
-#   B. gpu_check at PufferLib's env counts for squared and breakout (8192 agents, minibatches
-#      of 32768), float32 and bfloat16: our rate where the card, not a CPU preset, sets it;
-#   C. torch's profiler on two epochs of each of those two (host and device time by op).
-# Results land in $OUT (the device tool brings back 8 files): gpu/ and gpu8k/ (json, md),
-# gpu/cuda_tests.log, profile.txt, run.log and logs.tar.gz (the peer's build and run logs).
+# tree, then the phases named in PHASES (default ABC):
+#   A. gpu_check with the presets as they are: the CUDA tests, every env in float32;
+#   B. gpu_check against PufferLib 3.0, built from its sdist and timed on the same card (its
+#      presets and ours), ours at its env counts (8192 agents: squared, breakout, cartpole;
+#      snake as preset), float32 and bfloat16 (PufferLib's presets are float32);
+#   C. torch's profiler on two epochs of squared and breakout at 8192 agents;
+#   D. how far the rate scales: squared and breakout at 32768 agents.
+# Results land in $OUT (the device tool brings back 8 files): gpu/, gpu_peer/ and gpu_scale/
+# (json and md each), profile.txt and run.log. The peer's build and run logs go in run.log's
+# folder as logs.tar.gz only when a file is free, so a cut-short run still returns its tables.
 #   bash tools/gpu_run.sh
-# PHASE_A, PHASE_B: each gpu_check's budget in seconds; SKIP_INSTALL=1 on a machine that has
-# it installed; DEVICE=cpu and PYTHON=... for a dry run here.
+# PHASES; SKIP_INSTALL=1 on a machine that has it installed; DEVICE=cpu and PYTHON=... for a
+# dry run here; BUDGET_A, BUDGET_B, BUDGET_D: each gpu_check's budget in seconds.
 set -u -o pipefail
 export PYTHONUNBUFFERED=1
 # the image's own pytest plugins were built for its pytest, not the one the wheels bring
@@ -19,9 +21,14 @@ export PYTEST_DISABLE_PLUGIN_AUTOLOAD=1
 OUT=${OUT:?set OUT to the folder that comes back}
 P=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
+PHASES=${PHASES:-ABC}
 WORK=$(mktemp -d)
 LOG=$OUT/run.log
 say() { echo "[$(date +%T)] $*" | tee -a "$LOG"; }
+check() { $P -m puffer_tui.benchmarks.gpu_check --device "$DEVICE" --rounds 3 --seconds 2 "$@" 2>&1 | tee -a "$LOG"; }
+AT_PEER=(--set-env squared:vec.num_envs=8192 --set-env squared:train.minibatch_size=32768
+         --set-env breakout:vec.num_envs=8192 --set-env breakout:train.minibatch_size=32768
+         --set-env cartpole:vec.num_envs=8192 --set-env cartpole:train.minibatch_size=32768)
 
 say "start on $(hostname): $(nproc) cores; $($P -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda, torch.cuda.is_available())' 2>&1)"
 nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,utilization.gpu --format=csv 2>&1 | tee -a "$LOG"
@@ -34,21 +41,31 @@ if [ -z "${SKIP_INSTALL:-}" ]; then
   $P -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir . >>"$LOG" 2>&1 \
     || { say "FAILED: building this tree (see run.log)"; exit 1; }
 fi
-say "phase A: the presets as they are, the CUDA tests, the peer"
-$P -m puffer_tui.benchmarks.gpu_check --out "$OUT/gpu" --device "$DEVICE" --precisions float32 \
-  --rounds 3 --seconds 2 --budget "${PHASE_A:-320}" --case-timeout 60 --peer-dir .gpu_wheels \
-  --work "$WORK/a" 2>&1 | tee -a "$LOG"
-say "phase B: PufferLib's env counts"
-$P -m puffer_tui.benchmarks.gpu_check --out "$OUT/gpu8k" --device "$DEVICE" \
-  --envs squared,breakout --precisions float32,bfloat16 --rounds 3 --seconds 2 \
-  --budget "${PHASE_B:-80}" --case-timeout 40 --no-tests --set vec.num_envs=8192 \
-  --set train.minibatch_size=32768 --work "$WORK/b" 2>&1 | tee -a "$LOG"
-for env in squared breakout; do
-  say "phase C: profile $env"
-  timeout 40 $P -m puffer_tui.benchmarks.gpu_profile "$env" --out "$WORK/profile-$env.txt" \
-    --epochs 2 --set train.device="$DEVICE" --set vec.num_envs=8192 \
-    --set train.minibatch_size=32768 2>&1 | grep -v '^USDT' | tee -a "$LOG"
-  cat "$WORK/profile-$env.txt" >>"$OUT/profile.txt" 2>/dev/null
-done
+if [[ $PHASES == *A* ]]; then
+  say "phase A: the CUDA tests, the presets as they are"
+  check --out "$OUT/gpu" --precisions float32 --budget "${BUDGET_A:-200}" --case-timeout 60 \
+    --work "$WORK/a"
+fi
+if [[ $PHASES == *B* ]]; then
+  say "phase B: against PufferLib, at its env counts"
+  check --out "$OUT/gpu_peer" --envs squared,breakout,snake,cartpole --precisions float32 \
+    --no-tests --budget "${BUDGET_B:-300}" --case-timeout 45 "${AT_PEER[@]}" \
+    --peer-dir .gpu_wheels --work "$WORK/b"
+fi
+if [[ $PHASES == *C* ]]; then
+  for env in squared breakout; do
+    say "phase C: profile $env"
+    timeout 40 $P -m puffer_tui.benchmarks.gpu_profile "$env" --out "$WORK/profile-$env.txt" \
+      --epochs 2 --set train.device="$DEVICE" --set vec.num_envs=8192 \
+      --set train.minibatch_size=32768 2>&1 | grep -v '^USDT' | tee -a "$LOG"
+    cat "$WORK/profile-$env.txt" >>"$OUT/profile.txt" 2>/dev/null
+  done
+fi
+if [[ $PHASES == *D* ]]; then
+  say "phase D: 32768 agents"
+  check --out "$OUT/gpu_scale" --envs squared,breakout --precisions float32,bfloat16 \
+    --no-tests --budget "${BUDGET_D:-90}" --case-timeout 40 --set vec.num_envs=32768 \
+    --set train.minibatch_size=65536 --work "$WORK/d"
+fi
 (cd "$WORK" && find . -name '*.log' -print0 | tar czf "$OUT/logs.tar.gz" --null -T -)
 say "done"
