@@ -1,5 +1,6 @@
 """Prepare the GPU machine's run from this one: the wheels it lacks, PufferLib's sdist, and the
-one command line that installs them there without a package index and runs gpu_check.
+one command line that installs them there without a package index and runs gpu_check
+(tools/gpu_run.sh).
 
     python tools/gpu_prepare.py                 # into .gpu_wheels/ (git-ignored locally)
     python tools/gpu_prepare.py --check-only    # only check the folder: complete, in budget
@@ -95,6 +96,9 @@ def download(folder: Path, peer: bool) -> None:
             raise SystemExit(f"gpu_prepare: pip download failed ({done.returncode}) for {reqs}")
     if peer:
         _peer_extras(full)
+    for wheel in folder.glob("*.whl"):  # what an earlier run shipped and the target now has
+        if canonical(wheel.name.split("-")[0]) in TARGET_HAS:
+            wheel.unlink()
     for wheel in full.glob("*.whl"):
         target = folder if canonical(wheel.name.split("-")[0]) not in TARGET_HAS else None
         if target is not None:
@@ -215,14 +219,10 @@ def tree_bytes() -> int:
     return sum(p.stat().st_size for p in paths if p.is_file())
 
 
-def command_line(folder: str, out: str = "$OUT/gpu") -> str:
-    """The one line run there, from the repository root (the device tool's working dir)."""
-    w = shlex.quote(folder)
-    return (f"set -o pipefail; export PYTHONUNBUFFERED=1; P=python3; "
-            f"$P -m pip install -q --no-index --no-cache-dir --find-links {w} {w}/*.whl "
-            f"&& $P -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir . "
-            f"&& $P -m puffer_tui.benchmarks.gpu_check --out {out} --peer-dir {w} "
-            f"2>&1 | tee {out}.log")
+def command_line(folder: str) -> str:
+    """The one line run there, from the repository root (the device tool's working dir):
+    tools/gpu_run.sh installs the folder's wheels, builds the tree and runs every phase."""
+    return f"WHEELS={shlex.quote(folder)} bash tools/gpu_run.sh"
 
 
 def ignore_locally(folder: str) -> None:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU machine's whole run, in one call of the device tool (docs/gpu.md): install the wheels
-# that tools/gpu_prepare.py put in .gpu_wheels (there is no package index there), build this
-# tree, then the phases named in PHASES (default ABC):
+# that tools/gpu_prepare.py put in $WHEELS (default .gpu_wheels; there is no package index
+# there), build this tree, then the phases named in PHASES (default ABC):
 #   A. gpu_check with the presets as they are: the CUDA tests, every env in float32;
 #   B. gpu_check against PufferLib 3.0, built from its sdist and timed on the same card (its
 #      presets and ours), ours at its env counts (8192 agents: squared, breakout, cartpole;
@@ -22,6 +22,7 @@ OUT=${OUT:?set OUT to the folder that comes back}
 P=${PYTHON:-python3}
 DEVICE=${DEVICE:-cuda}
 PHASES=${PHASES:-ABC}
+WHEELS=${WHEELS:-.gpu_wheels}
 WORK=$(mktemp -d)
 LOG=$OUT/run.log
 say() { echo "[$(date +%T)] $*" | tee -a "$LOG"; }
@@ -35,7 +36,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.sm,utilization.gp
 
 if [ -z "${SKIP_INSTALL:-}" ]; then
   say "install: wheels"
-  $P -m pip install -q --no-index --no-cache-dir --find-links .gpu_wheels .gpu_wheels/*.whl >>"$LOG" 2>&1 \
+  $P -m pip install -q --no-index --no-cache-dir --find-links "$WHEELS" "$WHEELS"/*.whl >>"$LOG" 2>&1 \
     || { say "FAILED: installing the wheels (see run.log)"; exit 1; }
   say "install: this tree (its C extensions are built here)"
   $P -m pip install -q --no-index --no-deps --no-build-isolation --no-cache-dir . >>"$LOG" 2>&1 \
@@ -50,7 +51,7 @@ if [[ $PHASES == *B* ]]; then
   say "phase B: against PufferLib, at its env counts"
   check --out "$OUT/gpu_peer" --envs squared,breakout,snake,cartpole --precisions float32 \
     --no-tests --budget "${BUDGET_B:-300}" --case-timeout 45 "${AT_PEER[@]}" \
-    --peer-dir .gpu_wheels --work "$WORK/b"
+    --peer-dir "$WHEELS" --work "$WORK/b"
 fi
 if [[ $PHASES == *C* ]]; then
   for env in squared breakout; do

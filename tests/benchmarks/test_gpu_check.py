@@ -105,7 +105,76 @@ def test_the_wheel_set_is_complete_and_fits(tmp_path):
     done = subprocess.run([sys.executable, "tools/gpu_prepare.py", "--folder", folder],
                           capture_output=True, text=True, timeout=1200, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "python3 -m puffer_tui.benchmarks.gpu_check" in done.stdout.replace("$P", "python3")
+    assert f"WHEELS={folder} bash tools/gpu_run.sh" in done.stdout
     line = (ROOT / folder / "command.txt").read_text().strip()
     assert len(line) < 2000
     assert list((ROOT / folder).glob("pufferlib-3.0*-trimmed.tar.gz"))
+    # the image's torch pins setuptools below 82; shipping 84 stopped the install there
+    assert not list((ROOT / folder).glob("setuptools-*.whl"))
+
+
+def test_set_env_overrides_one_env_only_and_bad_items_are_one_line(tmp_path):
+    from puffer_tui.benchmarks.gpu_check import env_sets
+
+    assert env_sets(["squared:vec.num_envs=8192", "gym:ALE/Pong-v5:vec.num_envs=16",
+                     "squared:train.minibatch_size=32768"]) == {
+        "squared": ["vec.num_envs=8192", "train.minibatch_size=32768"],
+        "gym:ALE/Pong-v5": ["vec.num_envs=16"]}
+    done = _gpu_check("--out", str(tmp_path), "--device", "cpu", "--set-env", "vec.num_envs=8")
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("gpu_check: error: --set-env takes ENV:KEY=VALUE, got "
+                                   "'vec.num_envs=8'")
+    assert not (tmp_path / "gpu_check.json").exists()
+
+
+def test_peer_cases_left_out_for_time_are_reported_not_dropped(tmp_path):
+    """On the H100 the cartpole cases were skipped for time and the report said nothing of
+    them: the generator only yielded after a measured case."""
+    import argparse
+
+    from puffer_tui.benchmarks.gpu_check import Deadline, run_peer
+
+    args = argparse.Namespace(deadline=Deadline(0.0), rounds=3, seconds=2.0, device="cpu",
+                              case_timeout=10.0, peer_deps=None)
+    reports = list(run_peer(["squared", "cartpole", "gym:CartPole-v1"], [], args, tmp_path,
+                            {"src": str(tmp_path)}))
+    assert reports, "nothing was reported"
+    assert reports[-1] == [{"env": env, "mode": mode, "skipped": "out of time"}
+                           for env in ("squared", "cartpole") for mode in ("preset", "matched")]
+
+
+def test_the_peer_build_drops_lto_that_the_gpu_image_cannot_link(tmp_path):
+    """The GPU image's gcc could not run lto-wrapper, so every PufferLib binding failed to link
+    with its -flto; the build now runs its setup.py without it."""
+    import io
+    import tarfile
+
+    from puffer_tui.benchmarks import gpu_peer
+
+    setup_py = ("import sys\nextra_compile_args = [\n    '-O2',\n    '-flto',\n]\n"
+                "open('seen_args.txt', 'w').write(repr(extra_compile_args))\n")
+    sdist = tmp_path / "pufferlib-3.0.0-trimmed.tar.gz"
+    with tarfile.open(sdist, "w:gz") as tar:
+        for name, text in (("pufferlib-3.0.0/setup.py", setup_py),
+                           ("pufferlib-3.0.0/pufferlib/ocean/squared/binding.c", "")):
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    result = gpu_peer.build(sdist, tmp_path / "work", ["squared"], 1, 60, cuda=False)
+    assert result["ok"], result
+    seen = (tmp_path / "work" / "pufferlib-3.0.0" / "seen_args.txt").read_text()
+    assert seen == "['-O2']"
+
+
+def test_the_profiler_tables_name_the_ops_and_the_time_they_leave_out(tmp_path):
+    out = tmp_path / "profile.txt"
+    done = subprocess.run([sys.executable, "-m", "puffer_tui.benchmarks.gpu_profile", "squared",
+                           "--out", str(out), "--epochs", "1", "--set", "train.device=cpu",
+                           *TINY], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = out.read_text()
+    assert text.startswith("squared on cpu (float32), 16 agents, 1 epoch(s), 256 agent steps")
+    assert "ops' own time: host" in text
+    assert "## by host time" in text and "aten::addmm" in text
+    assert "## by device time" not in text  # no device on the CPU
