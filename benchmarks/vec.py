@@ -105,8 +105,7 @@ def plan_runs(workload, seconds: float, cores: int) -> list[tuple[Result, object
     ]
     # async batches of half and a quarter of the envs: EnvPool's (below, with up to 2 x cores
     # threads), and ours in this process (ALE: a block of games per batch, a thread or more
-    # each: so no more blocks than EnvPool's most threads). On 2 cores, 8 Pong games in 4
-    # blocks of 2 ran 2,886 steps/s at 626 us a step, in 2 blocks of 4 2,656 at 682 (3 rounds).
+    # each: so no more blocks than EnvPool's most threads, which it is given too)
     pool_batches = sorted({b for b in (n // 2, n // 4) if b >= 1 and n % b == 0}, reverse=True)
     if getattr(workload.creator(), "async_batches", False):
         for batch in (b for b in pool_batches if n // b <= 2 * cores):
