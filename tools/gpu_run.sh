@@ -5,12 +5,12 @@
 #   A. gpu_check with the presets as they are: the CUDA tests, every env in float32;
 #   B. gpu_check against PufferLib 3.0, built from its sdist and timed on the same card (its
 #      presets and ours), ours at its env counts (8192 agents: squared, breakout, cartpole;
-#      snake as preset), float32 and bfloat16 (PufferLib's presets are float32);
+#      snake at our preset), float32 as PufferLib's presets;
 #   C. torch's profiler on two epochs of squared and breakout at 8192 agents;
-#   D. how far the rate scales: squared and breakout at 32768 agents.
-# Results land in $OUT (the device tool brings back 8 files): gpu/, gpu_peer/ and gpu_scale/
-# (json and md each), profile.txt and run.log. The peer's build and run logs go in run.log's
-# folder as logs.tar.gz only when a file is free, so a cut-short run still returns its tables.
+#   D. how far the rate scales: squared and breakout at 32768 agents, float32 and bfloat16.
+# Results land in $OUT: gpu/ (json, md, cuda_tests.log), gpu_peer/ and gpu_scale/ (json and
+# md each), profile.txt, run.log and logs.tar.gz (the peer's build and run logs). The device
+# tool brings back 8 files: PHASES=ABC fills them; run D with B (or alone) in another call.
 #   bash tools/gpu_run.sh
 # PHASES; SKIP_INSTALL=1 on a machine that has it installed; DEVICE=cpu and PYTHON=... for a
 # dry run here; BUDGET_A, BUDGET_B, BUDGET_D: each gpu_check's budget in seconds.
@@ -49,7 +49,7 @@ if [[ $PHASES == *A* ]]; then
 fi
 if [[ $PHASES == *B* ]]; then
   say "phase B: against PufferLib, at its env counts"
-  check --out "$OUT/gpu_peer" --envs squared,breakout,snake,cartpole --precisions float32 \
+  check --out "$OUT/gpu_peer" --envs squared,breakout,cartpole,snake --precisions float32 \
     --no-tests --budget "${BUDGET_B:-300}" --case-timeout 45 "${AT_PEER[@]}" \
     --peer-dir "$WHEELS" --work "$WORK/b"
 fi
