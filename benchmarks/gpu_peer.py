@@ -151,6 +151,11 @@ def _run(args) -> int:
     config["train"]["checkpoint_interval"] = 10**9  # no checkpoints while timed
     vecenv = pufferl.load_env(args.env, config)
     policy = pufferl.load_policy(config, vecenv)
+    if not hasattr(policy, "forward_eval"):
+        # Its Snake policy has forward() alone and gets forward_eval from the LSTM wrapper, so
+        # without the LSTM its own loop failed (AttributeError, on the H100 2026-11-27); the
+        # unwrapped step is forward(), which takes and returns what forward_eval does.
+        policy.forward_eval = policy.forward
     trainer = pufferl.PuffeRL(dict(**config["train"], env=args.env), vecenv, policy)
     cuda = str(config["train"]["device"]).startswith("cuda")
     trainer.evaluate()  # warm-up epoch, as ours: not counted
@@ -195,7 +200,17 @@ def main(argv=None) -> int:
     r.add_argument("--device", default="cuda")
     r.add_argument("--result", required=True)
     args = p.parse_args(argv)
-    return _run(args)
+    try:
+        return _run(args)
+    except BaseException:
+        # PufferLib's vec workers and threads would keep a failed child up until gpu_check's
+        # timeout (45 s on the H100): say why, then end it now
+        import traceback
+
+        traceback.print_exc()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(1)
 
 
 if __name__ == "__main__":
