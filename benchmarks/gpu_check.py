@@ -105,7 +105,7 @@ def env_sets(items: list[str]) -> dict[str, list[str]]:
 
 def measure_ours(env: str, precision: str, args) -> dict:
     sets = [f"train.precision={precision}", f"train.device={args.device}", *args.set,
-            *env_sets(args.set_env).get(env, [])]
+            *args.env_overrides.get(env, [])]
     command = [sys.executable, "-m", "puffer_tui.benchmarks.gpu_measure", env,
                "--rounds", str(args.rounds), "--seconds", str(args.seconds)]
     for s in sets:
@@ -184,7 +184,7 @@ def main(argv=None) -> int:
     p.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
     args = p.parse_args(argv)
     try:
-        env_sets(args.set_env)
+        args.env_overrides = env_sets(args.set_env)  # parsed once, checked before anything runs
     except ValueError as e:
         print(f"gpu_check: error: {e}", file=sys.stderr)
         return 2
@@ -203,7 +203,7 @@ def main(argv=None) -> int:
     report = {"environment": info, "settings": {
         "envs": envs, "precisions": precisions, "rounds": args.rounds,
         "seconds": args.seconds, "overrides": args.set,
-        "env_overrides": env_sets(args.set_env)}, "tests": None, "ours": [],
+        "env_overrides": args.env_overrides}, "tests": None, "ours": [],
         "nproc": None, "peer": None}
 
     def save():
