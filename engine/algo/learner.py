@@ -130,51 +130,73 @@ class Learner:
         ev = 0.0
         # pre-clip gradient norms, for engine/diagnosis/rules.py (summed on the device: no sync)
         grad_norm, grad_clipped = torch.zeros((), device=device), torch.zeros((), device=device)
+        # Per minibatch only what changes: on a 64-wide MLP each torch op costs about as much
+        # as its arithmetic, so what is the same all epoch is gathered or computed once.
+        static = None  # shuffled steps: this epoch's batch in its drawn order, sliced below
         for i in range(minibatches):
             if i:
                 safe_point()
                 train = get_train()
             self.set_learning_rate(learning_rate(train, global_step, schedule))
-            clamp = train.reward_clamp
-            used_rewards = rewards.clamp(-clamp, clamp) if clamp > 0 else rewards
-            if i == 0 or train.refresh_advantages:  # off: GAE of the collected values only
-                compute_advantage(values if train.refresh_advantages else data["values"],
+            refresh = train.refresh_advantages  # off: GAE of the collected values only
+            if i == 0 or refresh:
+                clamp = train.reward_clamp
+                used_rewards = rewards.clamp(-clamp, clamp) if clamp > 0 else rewards
+                compute_advantage(values if refresh else data["values"],
                                   used_rewards, terminals, truncations, ratio, train.gamma,
                                   train.gae_lambda, train.vtrace_rho_clip, train.vtrace_c_clip,
                                   out=advantages, final_values=data.get("final_values"))
             if i == 0:
                 ev = explained_variance(values, advantages + values, valid)
             if shuffle:  # every step once an epoch, uniformly: no priorities, weights 1
-                if i % per_epoch == 0:
-                    order = torch.randperm(rows, device=device)
                 part = i % per_epoch
-                idx = order[part * mb_rows:(part + 1) * mb_rows]
-                weights = 1.0
+                if part == 0:
+                    order = torch.randperm(rows, device=device)
+                    # one gather an epoch instead of one per minibatch and tensor; a slice
+                    # of the permuted copy holds what indexing by its part of `order` would
+                    static = {name: t[order] for name, t in (
+                        ("obs", obs_rows), ("actions", actions_rows), ("logprob", logprob_rows),
+                        ("starts", starts_rows), ("valid", valid_rows),
+                        ("collected", collected_rows))}
+                    if not refresh:  # the advantages are fixed for the whole update
+                        static["adv"] = adv_rows[order]
+                cut = slice(part * mb_rows, (part + 1) * mb_rows)
+                idx = order[cut]
+                mb = {name: t[cut] for name, t in static.items()}
+                weights = None
             else:
                 probs = segment_priorities(advantages, train.prio_alpha, valid)
                 beta = annealed_beta(train.prio_beta0, progress(train, global_step, schedule))
                 idx, weights = sample_segments(probs, mb_rows, beta)
+                mb = {"obs": obs_rows[idx], "actions": actions_rows[idx],
+                      "logprob": logprob_rows[idx], "starts": starts_rows[idx],
+                      "valid": valid_rows[idx], "collected": collected_rows[idx]}
+            if refresh or "adv" not in mb:
+                mb["adv"] = adv_rows[idx]
 
-            mb_obs = obs_rows[idx]
             state = (data["state_h"][idx], data["state_c"][idx]) if recurrent else None
             with self.autocast(device):
-                params, new_value = self.train_forward(mb_obs, state, starts_rows[idx])
+                params, new_value = self.train_forward(mb["obs"], state, mb["starts"])
             params, new_value = params.float(), new_value.float()  # no-ops in float32
-            flat_actions = actions_rows[idx].reshape(mb_rows * cols, -1)
+            flat_actions = mb["actions"].reshape(mb_rows * cols, -1)
             new_logprob, entropy = self.policy.actor.evaluate(params, flat_actions)
 
-            mb_valid = valid_rows[idx]
-            mb_adv = adv_rows[idx]
+            mb_valid = mb["valid"]
+            mb_adv = mb["adv"]
             # the value targets and the value clip's reference: the values the advantages
             # were computed with (refreshed ones, or the collected ones)
-            mb_values = values_rows[idx] if train.refresh_advantages else collected_rows[idx]
+            mb_values = values_rows[idx] if refresh else mb["collected"]
             returns = mb_adv + mb_values
-            norm_adv = normalize_advantages(mb_adv, mb_valid) * weights
+            count = mb_valid.sum().clamp(min=1.0)  # shared by the normalization and the loss
+            norm_adv = normalize_advantages(mb_adv, mb_valid, count)
+            if weights is not None:
+                norm_adv = norm_adv * weights
+            flat_valid = mb_valid.reshape(-1)
             loss, stats, new_ratio = ppo_loss(
-                new_logprob, logprob_rows[idx].reshape(-1), entropy, new_value,
+                new_logprob, mb["logprob"].reshape(-1), entropy, new_value,
                 mb_values.reshape(-1), norm_adv.reshape(-1), returns.reshape(-1),
-                mb_valid.reshape(-1), train.clip_coef, train.vf_clip_coef, train.vf_coef,
-                train.ent_coef)
+                flat_valid, train.clip_coef, train.vf_clip_coef, train.vf_coef,
+                train.ent_coef, count)
 
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()
@@ -184,8 +206,11 @@ class Learner:
                 grad_clipped += norm > train.max_grad_norm
             self.optimizer.step()
 
-            ratio_rows[idx] = new_ratio.detach().view(mb_rows, cols)
-            values_rows[idx] = new_value.detach().view(mb_rows, cols)
+            if refresh:
+                # what the next minibatch's V-trace reads; unread while refreshing is off (if
+                # it is turned on live mid-update, the steps trained before read as collected)
+                ratio_rows[idx] = new_ratio.detach().view(mb_rows, cols)
+                values_rows[idx] = new_value.detach().view(mb_rows, cols)
             for name in STAT_NAMES:
                 sums[name] += stats[name]
 

@@ -10,19 +10,25 @@ def masked_mean(x: torch.Tensor, weight: torch.Tensor, count: torch.Tensor) -> t
     return (x * weight).sum() / count
 
 
-def normalize_advantages(adv: torch.Tensor, valid: torch.Tensor) -> torch.Tensor:
-    """(adv - mean) / std over the valid steps; invalid steps come out 0."""
-    count = valid.sum().clamp(min=1.0)
+def normalize_advantages(adv: torch.Tensor, valid: torch.Tensor,
+                         count: torch.Tensor | None = None) -> torch.Tensor:
+    """(adv - mean) / std over the valid steps; invalid steps come out 0. `count`: the valid
+    steps, at least 1, where the caller has it already."""
+    if count is None:
+        count = valid.sum().clamp(min=1.0)
     mean = (adv * valid).sum() / count
     var = (((adv - mean) * valid) ** 2).sum() / count.clamp(min=2.0)
     return (adv - mean) / (var.sqrt() + 1e-8) * valid
 
 
 def ppo_loss(new_logprob, old_logprob, entropy, new_value, old_value, advantages, returns,
-             valid, clip_coef: float, vf_clip_coef: float, vf_coef: float, ent_coef: float):
+             valid, clip_coef: float, vf_clip_coef: float, vf_coef: float, ent_coef: float,
+             count: torch.Tensor | None = None):
     """(loss, stats of detached scalars, ratio). All inputs flat [N]; `valid` is 0/1 float;
-    `advantages` already normalised and importance-weighted."""
-    count = valid.sum().clamp(min=1.0)
+    `advantages` already normalised and importance-weighted; `count` as in
+    normalize_advantages."""
+    if count is None:
+        count = valid.sum().clamp(min=1.0)
     logratio = new_logprob - old_logprob
     ratio = logratio.exp()
 
