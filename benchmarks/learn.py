@@ -150,6 +150,7 @@ def run(args) -> int:
            "window": args.window, "marks": list(report.MARKS), "envs": {}}
     # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.benchmarks.learn_runs import (
+        ours_device,
         ours_torch_threads,
         repo_commit,
         run_ours,
@@ -179,6 +180,7 @@ def run(args) -> int:
             sb3_threads = args.sb3_threads
             if "sb3" in sides and not sb3_threads:  # the cores ours' learner gets
                 sb3_threads = ours_torch_threads(env)
+            sb3_device = ours_device(env) if "sb3" in sides else "cpu"
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 for side in sides:
                     place = work / f"{env.name}-{side}-s{seed}"
@@ -190,7 +192,8 @@ def run(args) -> int:
                     if side == "ours":
                         result = run_ours(env, seed, steps, place, timeout)
                     else:
-                        result = run_sb3(env, seed, steps, place, timeout, sb3_threads)
+                        result = run_sb3(env, seed, steps, place, timeout, sb3_threads,
+                                         sb3_device)
                     result["started"] = started
                     entry["runs"].append(result)
                     print("   " + _one_line(result, steps, args.window), file=sys.stderr,

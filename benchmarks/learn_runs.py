@@ -274,12 +274,23 @@ def ours_torch_threads(env: BenchEnv) -> int:
     return int(load_config(env.ours).train.torch_threads)
 
 
+def ours_device(env: BenchEnv) -> str:
+    """The device ours trains `env` on by default: its preset's train.device, "auto" decided
+    as the trainer decides it (CUDA where torch sees one). SB3 learns on the same one: the
+    small-MLP presets say "cpu", Atari's CNN takes the GPU where there is one."""
+    # lazy: pulls gymnasium and torch, which this module does not load
+    from puffer_tui.engine.algo.trainer_setup import resolve_device
+    from puffer_tui.engine.shared.config import load_config
+
+    return resolve_device(load_config(env.ours).train.device).type
+
+
 def run_sb3(env: BenchEnv, seed: int, steps: int, work: Path, timeout: float,
-            threads: int) -> dict:
+            threads: int, device: str = "cpu") -> dict:
     work.mkdir(parents=True, exist_ok=True)
     base = [sys.executable, "-m", "puffer_tui.benchmarks.learn_sb3"]
     command = [*base, "train", env.name, "--seed", str(seed), "--steps", str(steps),
-               "--threads", str(threads), "--out", str(work)]
+               "--threads", str(threads), "--device", device, "--out", str(work)]
     result = {"side": "sb3", "seed": seed, "command": " ".join(command[2:])}
     timing = run_guarded(command, timeout, work / "train.log")
     result.update(timing)
@@ -287,6 +298,9 @@ def run_sb3(env: BenchEnv, seed: int, steps: int, work: Path, timeout: float,
     if timing["rc"] != 0 or not path.exists():
         why = "timed out" if timing["timed_out"] else f"exit status {timing['rc']}"
         result.update(chunks=[], error=f"{result['command']}: {why}\n{tail(work / 'train.log')}")
+        progress = work / "progress.json"
+        if progress.exists():  # the curve up to the kill, as ours keeps its metrics
+            result["chunks"] = json.loads(progress.read_text())["chunks"]
         return result
     result.update(json.loads(path.read_text()))
     result["sps"] = result["steps"] / result["train_s"] if result["train_s"] else None

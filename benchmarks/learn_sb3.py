@@ -7,7 +7,8 @@
 does: "lin_X" schedules, VecNormalize with the algorithm's gamma, policy_kwargs, the env
 wrapper, frame stacking, n_envs DummyVecEnv copies each under a Monitor), trains N steps and
 writes DIR/result.json (the per-rollout episode returns and the loop's time), DIR/model.zip
-and DIR/vecnormalize.pkl. `eval` plays the saved policy on one fresh env (normalization
+and DIR/vecnormalize.pkl; while it trains, DIR/progress.json holds the returns so far (every
+PROGRESS_EVERY_S), so a run killed at its time limit still shows its curve. `eval` plays the saved policy on one fresh env (normalization
 statistics frozen, rewards raw) for the env's eval episodes, in sequence, and writes
 DIR/eval.json. The parent (benchmarks/learn.py) times each process and reads the files.
 """
@@ -26,6 +27,7 @@ from puffer_tui.benchmarks.learn_zoo_settings import ENVS, ZOO_PPO
 
 SCHEDULED = ("learning_rate", "clip_range", "clip_range_vf")  # the keys the zoo schedules
 NOT_PPO = ("n_envs", "n_timesteps", "normalize", "env_wrapper", "frame_stack", "policy")
+PROGRESS_EVERY_S = 5.0  # how often a training run rewrites DIR/progress.json
 
 
 def linear_schedule(initial: float):
@@ -122,7 +124,14 @@ def sb3_threads(given: int) -> int:
     return max(1, available_cores() - int(busy_cores_of_others() + 0.5))
 
 
-def train(env, seed: int, steps: int, out: Path, threads: int) -> dict:
+def write_json(path: Path, data: dict) -> None:
+    """Atomically: a reader (or a kill) never sees half a file."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def train(env, seed: int, steps: int, out: Path, threads: int, device: str = "cpu") -> dict:
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.callbacks import BaseCallback
@@ -148,12 +157,17 @@ def train(env, seed: int, steps: int, out: Path, threads: int) -> dict:
             step = int(self.model.num_timesteps)
             chunks.append([step, sum(self.returns) / n if n else None, n])
             self.returns = []
+            nonlocal saved_at
+            if time.perf_counter() - saved_at >= PROGRESS_EVERY_S:
+                saved_at = time.perf_counter()
+                write_json(out / "progress.json", {"steps": step, "chunks": chunks,
+                                                   "train_s": saved_at - start})
             if step * 10 // max(steps, 1) > (step - self.model.n_steps * venv.num_envs) * 10 \
                     // max(steps, 1):  # about every 10%: a long run in the log shows its pace
                 print(f"{step:,} steps, {time.perf_counter() - start:.0f} s", flush=True)
 
-    model = PPO(setup["policy"], venv, seed=seed, device="cpu", verbose=0, **setup["ppo"])
-    start = time.perf_counter()
+    model = PPO(setup["policy"], venv, seed=seed, device=device, verbose=0, **setup["ppo"])
+    start = saved_at = time.perf_counter()
     model.learn(total_timesteps=steps, callback=Returns())
     seconds = time.perf_counter() - start
     model.save(out / "model.zip")
@@ -161,7 +175,7 @@ def train(env, seed: int, steps: int, out: Path, threads: int) -> dict:
         venv.save(str(out / "vecnormalize.pkl"))
     venv.close()
     return {"steps": int(model.num_timesteps), "train_s": seconds, "chunks": chunks,
-            "torch_threads": threads}
+            "torch_threads": threads, "device": device}
 
 
 def evaluate(env, seed: int, out: Path, episodes: int) -> dict:
@@ -195,6 +209,7 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--steps", type=int, default=0)
     p.add_argument("--threads", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="train: torch's device for the policy")
     p.add_argument("--episodes", type=int, default=None, help="eval: default the env's")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
@@ -203,13 +218,12 @@ def main(argv=None) -> int:
         raise SystemExit(f"{env.name} has no SB3 peer")
     args.out.mkdir(parents=True, exist_ok=True)
     if args.mode == "train":
-        result, name = train(env, args.seed, args.steps, args.out, args.threads), "result.json"
+        result = train(env, args.seed, args.steps, args.out, args.threads, args.device)
+        name = "result.json"
     else:
         episodes = env.eval_episodes if args.episodes is None else args.episodes
         result, name = evaluate(env, args.seed, args.out, episodes), "eval.json"
-    tmp = args.out / (name + ".tmp")
-    tmp.write_text(json.dumps(result))
-    os.replace(tmp, args.out / name)
+    write_json(args.out / name, result)
     return 0
 
 

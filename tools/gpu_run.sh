@@ -7,7 +7,11 @@
 #      presets and ours), ours at its env counts (8192 agents: squared, breakout, cartpole;
 #      snake at our preset), float32 as PufferLib's presets;
 #   C. torch's profiler on two epochs of squared and breakout at 8192 agents;
-#   D. how far the rate scales: squared and breakout at 32768 agents, float32 and bfloat16.
+#   D. how far the rate scales: squared and breakout at 32768 agents, float32 and bfloat16;
+#   P. `bench learn Pong`: ours and SB3 with the zoo's settings, each on the card its preset
+#      picks (CUDA), at the same time (in sequence they would not fit one call): PONG_STEPS
+#      agent steps each (default 600000), a run past PONG_LIMIT seconds (default 440) is
+#      killed and keeps the returns it logged; pong.md is the merged table.
 # Results land in $OUT: gpu/ (json, md, cuda_tests.log), gpu_peer/ and gpu_scale/ (json and
 # md each), profile.txt, run.log and logs.tar.gz (the peer's build and run logs). The device
 # tool brings back 8 files: PHASES=ABC fills them; run D with B (or alone) in another call.
@@ -67,6 +71,19 @@ if [[ $PHASES == *D* ]]; then
   check --out "$OUT/gpu_scale" --envs squared,breakout --precisions float32,bfloat16 \
     --no-tests --budget "${BUDGET_D:-90}" --case-timeout 40 --set vec.num_envs=32768 \
     --set train.minibatch_size=65536 --work "$WORK/d"
+fi
+if [[ $PHASES == *P* ]]; then
+  say "phase P: Pong, ours and SB3-zoo learning at the same time on this machine"
+  bench=($P -m puffer_tui.app.cli bench learn Pong --seeds 1 --steps "${PONG_STEPS:-600000}"
+         --run-timeout "${PONG_LIMIT:-440}")
+  "${bench[@]}" --side ours --json "$OUT/pong_ours.json" --work-dir "$WORK/pong_ours" \
+    >"$OUT/pong_ours.log" 2>&1 &
+  "${bench[@]}" --side sb3 --json "$OUT/pong_sb3.json" --work-dir "$WORK/pong_sb3" \
+    >"$OUT/pong_sb3.log" 2>&1 &
+  wait
+  $P -m puffer_tui.app.cli bench learn --report "$OUT/pong_ours.json" \
+    --report "$OUT/pong_sb3.json" >"$OUT/pong.md" 2>&1
+  cat "$OUT/pong.md" | tee -a "$LOG"
 fi
 (cd "$WORK" && find . -name '*.log' -print0 | tar czf "$OUT/logs.tar.gz" --null -T -)
 say "done"

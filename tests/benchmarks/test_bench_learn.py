@@ -240,8 +240,8 @@ def test_sb3_learns_on_as_many_torch_threads_as_ours(monkeypatch, tmp_path, flag
 
     given = []
 
-    def sb3_run(env, seed, steps, work, timeout, threads):
-        given.append(threads)
+    def sb3_run(env, seed, steps, work, timeout, threads, device):
+        given.append((threads, device))
         return {"side": "sb3", "seed": seed, "chunks": [], "error": "not run in this test"}
 
     monkeypatch.setattr(learn_runs, "run_sb3", sb3_run)
@@ -250,8 +250,37 @@ def test_sb3_learns_on_as_many_torch_threads_as_ours(monkeypatch, tmp_path, flag
     args = parser.parse_args(["CartPole-v1", "--side", "sb3", "--seeds", "1", "--work-dir",
                               str(tmp_path / "work"), *flag])
     learn.run(args)
-    assert given == [threads]
+    assert given == [(threads, "cpu")]  # CartPole-v1's preset learns on the CPU
     assert learn_runs.ours_torch_threads(ENVS["CartPole-v1"]) == 1
+
+
+def test_sb3_learns_on_the_device_ours_preset_picks(monkeypatch):
+    """The SB3 side learned on the CPU always, so on a GPU machine Pong's CNN compared our GPU
+    with its CPU. It takes ours' preset's device now: "cpu" for the small MLPs, CUDA for
+    Atari's CNN where torch sees a GPU."""
+    pytest.importorskip("ale_py", reason='pip install "puffer-tui[atari]"')
+    import torch
+
+    from puffer_tui.benchmarks.learn_runs import ours_device
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert ours_device(ENVS["CartPole-v1"]) == "cpu"
+    assert ours_device(ENVS["Pong"]) == "cuda"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert ours_device(ENVS["Pong"]) == "cpu"
+
+
+def test_an_sb3_run_killed_at_its_time_limit_keeps_its_curve(tmp_path, monkeypatch):
+    """learn_sb3 rewrites progress.json while it trains; a run past --run-timeout is killed
+    and reported as an error, with the returns of the rollouts it finished (as ours keeps its
+    metrics): a long Pong run cut short still shows whether its return rose."""
+    from puffer_tui.benchmarks import learn_runs
+
+    result = learn_runs.run_sb3(ENVS["CartPole-v1"], 0, 5_000_000, tmp_path, 25.0, 1)
+    assert result["timed_out"] and "timed out" in result["error"]
+    assert result["chunks"], "the curve up to the kill was lost"
+    assert result["chunks"][-1][0] < 5_000_000
+    assert all(c[0] > 0 for c in result["chunks"])
 
 
 def test_the_guard_counts_the_cpu_of_orphaned_descendants(tmp_path):
