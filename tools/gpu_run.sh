@@ -11,7 +11,10 @@
 #   P. `bench learn Pong`: ours and SB3 with the zoo's settings, each on the card its preset
 #      picks (CUDA), at the same time (in sequence they would not fit one call): PONG_STEPS
 #      agent steps each (default 600000), a run past PONG_LIMIT seconds (default 440) is
-#      killed and keeps the returns it logged; pong.md is the merged table.
+#      killed and keeps the returns it logged; pong.md is the merged table;
+#   L. does ours learn Atari: gym:ALE/Breakout-v5 at its preset and gym:ALE/Pong-v5 at 32 envs
+#      (the preset's other settings), at the same time, each cut at LEARN_SECONDS (default
+#      200); their metrics.jsonl come back as breakout.jsonl and pong32.jsonl.
 # Results land in $OUT: gpu/ (json, md, cuda_tests.log), gpu_peer/ and gpu_scale/ (json and
 # md each), profile.txt, run.log and logs.tar.gz (the peer's build and run logs). The device
 # tool brings back 8 files: PHASES=ABC fills them; run D with B (or alone) in another call.
@@ -84,6 +87,19 @@ if [[ $PHASES == *P* ]]; then
   $P -m puffer_tui.app.cli bench learn --report "$OUT/pong_ours.json" \
     --report "$OUT/pong_sb3.json" >"$OUT/pong.md" 2>&1
   cat "$OUT/pong.md" | tee -a "$LOG"
+fi
+if [[ $PHASES == *L* ]]; then
+  say "phase L: Breakout at its preset and Pong at 32 envs, ${LEARN_SECONDS:-200} s each"
+  train=(timeout -s INT "${LEARN_SECONDS:-200}" $P -m puffer_tui.app.cli train --headless)
+  "${train[@]}" gym:ALE/Breakout-v5 --runs-dir "$WORK/breakout" \
+    --train.total-timesteps 400000 >"$WORK/breakout.log" 2>&1 &
+  "${train[@]}" gym:ALE/Pong-v5 --runs-dir "$WORK/pong32" --vec.num-envs 32 \
+    --train.total-timesteps 1500000 >"$WORK/pong32.log" 2>&1 &
+  wait
+  for run in breakout pong32; do
+    tail -n 14 "$WORK/$run.log" | tee -a "$LOG"
+    cp "$WORK/$run"/*/metrics.jsonl "$OUT/$run.jsonl"
+  done
 fi
 (cd "$WORK" && find . -name '*.log' -print0 | tar czf "$OUT/logs.tar.gz" --null -T -)
 say "done"
