@@ -48,7 +48,8 @@ PLATFORM = ["--python-version", "3.12", "--implementation", "cp", "--only-binary
 TARGET_HAS = {"numpy", "pillow", "opencv-python-headless", "torch", "triton", "pygame-ce",
               "pygame", "sympy", "networkx", "jinja2", "fsspec", "filelock", "opt-einsum",
               "setuptools"}
-EXTRA = ["pytest", "pytest-asyncio", "hypothesis", "ale-py", "mujoco", "wheel", "cython>=3.0"]
+EXTRA = ["pytest", "pytest-asyncio", "hypothesis", "ale-py", "mujoco", "wheel", "cython>=3.0",
+         "stable-baselines3"]  # the last: bench learn's peer (gpu_run.sh phase P)
 # PufferLib's trainer's imports, downloaded without their dependencies (two need torch, which
 # pip would fetch whole): theirs are named here or on the target.
 PEER = ["heavyball<2", "pyro-ppl", "pyro-api", "rich-argparse", "gym-notices", "tqdm",
