@@ -7,10 +7,11 @@
 does: "lin_X" schedules, VecNormalize with the algorithm's gamma, policy_kwargs, the env
 wrapper, frame stacking, n_envs DummyVecEnv copies each under a Monitor), trains N steps and
 writes DIR/result.json (the per-rollout episode returns and the loop's time), DIR/model.zip
-and DIR/vecnormalize.pkl; while it trains, DIR/progress.json holds the returns so far (every
-PROGRESS_EVERY_S), so a run killed at its time limit still shows its curve. `eval` plays the saved policy on one fresh env (normalization
-statistics frozen, rewards raw) for the env's eval episodes, in sequence, and writes
-DIR/eval.json. The parent (benchmarks/learn.py) times each process and reads the files.
+and DIR/vecnormalize.pkl; while it trains, DIR/progress.json holds the returns so far
+(every PROGRESS_EVERY_S), so a run killed at its time limit still shows its curve. `eval`
+plays the saved policy on one fresh env (normalization statistics frozen, rewards raw) for
+the env's eval episodes, in sequence, and writes DIR/eval.json. The parent
+(benchmarks/learn.py) times each process and reads the files.
 """
 
 from __future__ import annotations
@@ -18,12 +19,12 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import os
 import sys
 import time
 from pathlib import Path
 
 from puffer_tui.benchmarks.learn_zoo_settings import ENVS, ZOO_PPO
+from puffer_tui.engine.shared.atomic_write import write_atomic
 
 SCHEDULED = ("learning_rate", "clip_range", "clip_range_vf")  # the keys the zoo schedules
 NOT_PPO = ("n_envs", "n_timesteps", "normalize", "env_wrapper", "frame_stack", "policy")
@@ -124,13 +125,6 @@ def sb3_threads(given: int) -> int:
     return max(1, available_cores() - int(busy_cores_of_others() + 0.5))
 
 
-def write_json(path: Path, data: dict) -> None:
-    """Atomically: a reader (or a kill) never sees half a file."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, path)
-
-
 def train(env, seed: int, steps: int, out: Path, threads: int, device: str = "cpu") -> dict:
     import torch
     from stable_baselines3 import PPO
@@ -160,8 +154,9 @@ def train(env, seed: int, steps: int, out: Path, threads: int, device: str = "cp
             nonlocal saved_at
             if time.perf_counter() - saved_at >= PROGRESS_EVERY_S:
                 saved_at = time.perf_counter()
-                write_json(out / "progress.json", {"steps": step, "chunks": chunks,
-                                                   "train_s": saved_at - start})
+                # whole or not at all: a kill mid-write leaves the last one
+                write_atomic(out / "progress.json", json.dumps(
+                    {"steps": step, "chunks": chunks, "train_s": saved_at - start}))
             if step * 10 // max(steps, 1) > (step - self.model.n_steps * venv.num_envs) * 10 \
                     // max(steps, 1):  # about every 10%: a long run in the log shows its pace
                 print(f"{step:,} steps, {time.perf_counter() - start:.0f} s", flush=True)
@@ -223,7 +218,7 @@ def main(argv=None) -> int:
     else:
         episodes = env.eval_episodes if args.episodes is None else args.episodes
         result, name = evaluate(env, args.seed, args.out, episodes), "eval.json"
-    write_json(args.out / name, result)
+    write_atomic(args.out / name, json.dumps(result))
     return 0
 
 

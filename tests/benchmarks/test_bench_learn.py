@@ -270,7 +270,7 @@ def test_sb3_learns_on_the_device_ours_preset_picks(monkeypatch):
     assert ours_device(ENVS["Pong"]) == "cpu"
 
 
-def test_an_sb3_run_killed_at_its_time_limit_keeps_its_curve(tmp_path, monkeypatch):
+def test_an_sb3_run_killed_at_its_time_limit_keeps_its_curve(tmp_path):
     """learn_sb3 rewrites progress.json while it trains; a run past --run-timeout is killed
     and reported as an error, with the returns of the rollouts it finished (as ours keeps its
     metrics): a long Pong run cut short still shows whether its return rose."""
