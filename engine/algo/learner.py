@@ -21,6 +21,7 @@ arithmetic, like the advantages and the optimizer's state, stays float32.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Callable
 
 import torch
@@ -65,7 +66,7 @@ def clip_gradients(params: list[torch.Tensor], max_norm: float) -> torch.Tensor:
 
 class Learner:
     def __init__(self, policy, optimizer, train_forward: Callable | None = None,
-                 precision: str = "float32"):
+                 precision: str = "float32", compile_loss: bool = False):
         if precision not in ("float32", "bfloat16"):
             raise ValueError(f"precision must be float32 or bfloat16, got {precision!r}")
         self.policy = policy
@@ -74,6 +75,28 @@ class Learner:
         # the (possibly compiled) function replaying sequences: (obs, state, starts) -> heads
         self.train_forward = train_forward or policy.forward_sequence
         self.precision = precision
+        # train.compile: the whole minibatch loss as one graph (and its backward as another).
+        # On a small MLP each eager op costs more than its arithmetic: HalfCheetah-v5's
+        # minibatch of 64 (forward, loss, backward, Adam) took 1.96 ms compiled against
+        # 3.04 ms eager on the 2-core dev box (medians of 6 rounds of 1,500).
+        self._compiled_loss = (torch.compile(self._minibatch_loss, dynamic=False)
+                               if compile_loss else None)
+
+    def minibatch_loss(self, *args):
+        """_minibatch_loss, compiled where train.compile asks. A machine where the compiler
+        cannot build (Inductor's CPU code needs a C++ compiler) trains on eagerly, saying so."""
+        if self._compiled_loss is None:
+            return self._minibatch_loss(*args)
+        try:
+            return self._compiled_loss(*args)
+        except torch._dynamo.exc.BackendCompilerFailed as e:
+            self._compiled_loss = None
+            cause = getattr(e, "inner_exception", None) or e
+            reason = f"{type(cause).__name__}: {str(cause).strip().splitlines()[0]}" \
+                if str(cause).strip() else type(cause).__name__
+            warnings.warn(f"train.compile: torch.compile could not build the loss ({reason}); "
+                          f"training on without it", stacklevel=2)
+            return self._minibatch_loss(*args)
 
     def autocast(self, device: torch.device):
         """The precision's context for the policy's forward passes (the trainer's collection
@@ -81,6 +104,28 @@ class Learner:
         if self.precision == "float32":
             return contextlib.nullcontext()
         return torch.autocast(device.type, dtype=torch.bfloat16)
+
+    def _minibatch_loss(self, obs, state, starts, actions, old_logprob, adv, values, valid,
+                        weights, clip_coef: float, vf_clip_coef: float, vf_coef: float,
+                        ent_coef: float):
+        """(loss, stats, new ratios, new values) of one minibatch: the policy's forward, the
+        log-probabilities of the actions taken, the advantages normalized, the PPO loss.
+        Everything between the minibatch's tensors and loss.backward(), so that
+        `train.compile` can fuse it into one forward and one backward graph."""
+        with self.autocast(obs.device):
+            params, new_value = self.train_forward(obs, state, starts)
+        params, new_value = params.float(), new_value.float()  # no-ops in float32
+        new_logprob, entropy = self.policy.actor.evaluate(params, actions)
+        returns = adv + values
+        count = valid.sum().clamp(min=1.0)  # shared by the normalization and the loss
+        norm_adv = normalize_advantages(adv, valid, count)
+        if weights is not None:
+            norm_adv = norm_adv * weights
+        loss, stats, new_ratio = ppo_loss(
+            new_logprob, old_logprob, entropy, new_value, values.reshape(-1),
+            norm_adv.reshape(-1), returns.reshape(-1), valid.reshape(-1), clip_coef,
+            vf_clip_coef, vf_coef, ent_coef, count)
+        return loss, stats, new_ratio, new_value
 
     def set_learning_rate(self, lr: float) -> None:
         for group in self.optimizer.param_groups:
@@ -175,28 +220,13 @@ class Learner:
                 mb["adv"] = adv_rows[idx]
 
             state = (data["state_h"][idx], data["state_c"][idx]) if recurrent else None
-            with self.autocast(device):
-                params, new_value = self.train_forward(mb["obs"], state, mb["starts"])
-            params, new_value = params.float(), new_value.float()  # no-ops in float32
-            flat_actions = mb["actions"].reshape(mb_rows * cols, -1)
-            new_logprob, entropy = self.policy.actor.evaluate(params, flat_actions)
-
-            mb_valid = mb["valid"]
-            mb_adv = mb["adv"]
             # the value targets and the value clip's reference: the values the advantages
             # were computed with (refreshed ones, or the collected ones)
             mb_values = values_rows[idx] if refresh else mb["collected"]
-            returns = mb_adv + mb_values
-            count = mb_valid.sum().clamp(min=1.0)  # shared by the normalization and the loss
-            norm_adv = normalize_advantages(mb_adv, mb_valid, count)
-            if weights is not None:
-                norm_adv = norm_adv * weights
-            flat_valid = mb_valid.reshape(-1)
-            loss, stats, new_ratio = ppo_loss(
-                new_logprob, mb["logprob"].reshape(-1), entropy, new_value,
-                mb_values.reshape(-1), norm_adv.reshape(-1), returns.reshape(-1),
-                flat_valid, train.clip_coef, train.vf_clip_coef, train.vf_coef,
-                train.ent_coef, count)
+            loss, stats, new_ratio, new_value = self.minibatch_loss(
+                mb["obs"], state, mb["starts"], mb["actions"].reshape(mb_rows * cols, -1),
+                mb["logprob"].reshape(-1), mb["adv"], mb_values, mb["valid"], weights,
+                train.clip_coef, train.vf_clip_coef, train.vf_coef, train.ent_coef)
 
             self.optimizer.zero_grad(set_to_none=True)
             loss.backward()

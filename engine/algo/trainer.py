@@ -155,13 +155,17 @@ class Trainer:
         self.policy = make_policy(obs_space, act_space, train).to(self.device)
         self.optimizer = make_optimizer(self.policy, train, self.device)
         step_fn, sequence_fn = self.policy.step, self.policy.forward_sequence
-        if train.compile:
+        # train.compile: the learner compiles its whole minibatch loss, the policy's forward
+        # with it; under DDP (whose wrapper the loss would have to trace) the policy alone
+        compile_loss = bool(train.compile) and not self.world.enabled
+        if train.compile and not compile_loss:
             step_fn = torch.compile(step_fn)
             sequence_fn = torch.compile(sequence_fn)
         sequence_fn = self.world.wrap(self.policy, sequence_fn)  # DDP averages the gradients
         self._step_fn = step_fn
         self.precision = resolve_precision(train.precision, self.device)  # "auto" decided
-        self.learner = Learner(self.policy, self.optimizer, sequence_fn, self.precision)
+        self.learner = Learner(self.policy, self.optimizer, sequence_fn, self.precision,
+                               compile_loss=compile_loss)
 
         # running statistics (engine/algo/normalization.py); None where not asked for
         self.normalization = Normalization(self.policy.obs_norm, self.num_agents, train)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import threading
 from pathlib import Path
 
 from puffer_tui.engine.runtime.wandb_tracker import WandbTracker
@@ -39,6 +40,21 @@ TENSORBOARD_DIR = "tensorboard"
 
 def tensorboard_available() -> bool:
     return importlib.util.find_spec("tensorboard") is not None
+
+
+def _quiet_tensorboard_thread(previous):
+    """A threading.excepthook that leaves TensorBoard's writer thread to MetricsWriter: the
+    thread keeps its error and raises it again in the next add_scalar(), which drops
+    TensorBoard with a one-line warning; printing the thread's traceback too would make a
+    handled failure (the run folder removed, the disk full) look like a crash. Every other
+    thread's exception goes to `previous`."""
+    def hook(args):
+        if type(args.thread).__name__ == "_AsyncWriterThread" and \
+                type(args.thread).__module__.startswith("tensorboard."):
+            return
+        previous(args)
+    hook.quiets_tensorboard = True
+    return hook
 
 
 class MetricsWriter:
@@ -69,6 +85,8 @@ class MetricsWriter:
                 from torch.utils.tensorboard import SummaryWriter
 
                 self._tb = SummaryWriter(str(self.run_dir / TENSORBOARD_DIR))
+                if not getattr(threading.excepthook, "quiets_tensorboard", False):
+                    threading.excepthook = _quiet_tensorboard_thread(threading.excepthook)
             except Exception as e:  # a broken optional install must not stop training
                 if asked:
                     raise
@@ -83,8 +101,11 @@ class MetricsWriter:
         self.flush_pending()
         if self._tb is not None:
             step = row.get("global_step", 0)
-            for tag, value in scalar_tags(row):
-                self._tb.add_scalar(tag, value, step)
+            try:
+                for tag, value in scalar_tags(row):
+                    self._tb.add_scalar(tag, value, step)
+            except Exception as e:  # its folder gone, its disk full: metrics.jsonl goes on
+                self._drop_tensorboard(e)
         if self.tracker is not None:
             try:
                 self.tracker.log_row(row)
@@ -108,8 +129,12 @@ class MetricsWriter:
             pass  # still no room: the rows are lost with the process, the file stays whole
         os.close(self._fd)
         if self._tb is not None:
-            self._tb.close()
-            self._tb = None
+            tb, self._tb = self._tb, None
+            try:
+                tb.close()
+            except Exception as e:
+                self.tensorboard_error = f"{type(e).__name__}: {e}"
+                self._warn(f"TensorBoard failed to finish its file: {self.tensorboard_error}")
         if self.tracker is not None:
             tracker, self.tracker = self.tracker, None
             try:
@@ -117,6 +142,17 @@ class MetricsWriter:
             except Exception as e:
                 self.tracker_error = f"{type(e).__name__}: {e}"
                 self._warn(f"Weights & Biases failed to finish the run: {self.tracker_error}")
+
+    def _drop_tensorboard(self, error: Exception) -> None:
+        self.tensorboard_error = f"{type(error).__name__}: {error}"
+        if self.run_dir.is_dir():  # with the whole run folder gone, the engine says that
+            self._warn(f"TensorBoard stopped logging ({self.tensorboard_error}); "
+                       f"metrics.jsonl goes on")
+        tb, self._tb = self._tb, None
+        try:
+            tb.close()
+        except Exception:
+            pass  # already broken: what it said is in tensorboard_error
 
     def _drop_tracker(self, error: Exception) -> None:
         self.tracker_error = f"{type(error).__name__}: {error}"

@@ -118,8 +118,9 @@ type_text() {  # one character at a time, as a person types
     for (( i = 0; i < ${#text}; i++ )); do tmux send-keys -t "$SESSION" -l "${text:i:1}"; sleep 0.05; done
 }
 
-ENVS=$(python3 -c 'from puffer_tui.envs import ENV_NAMES; print(" ".join(ENV_NAMES))' 2>/dev/null \
-       || $CMD envs | awk 'NR > 1 && $1 ~ /^[a-z]+$/ { print $1 }' | tr '\n' ' ')
+# the built-in envs, from the command under test (the python3 on PATH may lack the package)
+ENVS=$($CMD envs --json | python3 -c 'import json, sys
+print(" ".join(e["name"] for e in json.load(sys.stdin)["envs"] if e["source"] == "built-in"))')
 [ -n "$ENVS" ] || { echo "FAIL: could not list the envs" >&2; exit 2; }
 CHOSEN=${E2E_ENVS:-squared snake cpr breakout}
 [ "$CHOSEN" = all ] && CHOSEN=$ENVS

@@ -94,3 +94,36 @@ def test_metrics_torn_tail_is_cut_on_open_and_a_failed_append_leaves_no_half_lin
     writer.write({"epoch": 3})  # the held-back row goes first
     writer.close()
     assert [r["epoch"] for r in metrics.read_metrics(tmp_path)] == [1, 2, 3]
+
+
+def test_tensorboard_losing_its_folder_mid_run_is_dropped_with_one_line(tmp_path, capfd):
+    """The run folder removed (or the disk full) under TensorBoard's writer thread: the rows
+    go on into metrics.jsonl, TensorBoard is dropped with one warning, and neither its
+    thread nor close() prints a traceback (the engine's "run directory was removed" stop
+    must read as that, not as a crash)."""
+    pytest.importorskip("tensorboard", reason='pip install "puffer-tui[tensorboard]"')
+    import shutil
+    import threading
+    import time
+
+    warnings = []
+    writer = metrics.MetricsWriter(tmp_path, tensorboard=True, warn=warnings.append)
+    writer.write({"global_step": 1, "sps": 1.0})
+    writer._tb.flush()  # the event file exists
+    shutil.rmtree(tmp_path / metrics.TENSORBOARD_DIR)
+    deadline = time.monotonic() + 20
+    step = 2
+    while writer._tb is not None and time.monotonic() < deadline:  # the thread finds it gone
+        writer.write({"global_step": step, "sps": float(step)})
+        step += 1
+        time.sleep(0.05)
+    writer.write({"global_step": step, "sps": 0.5})
+    writer.close()
+    assert writer._tb is None, "TensorBoard was never dropped"
+    assert len(warnings) == 1 and warnings[0].startswith("TensorBoard stopped logging (")
+    assert "metrics.jsonl goes on" in warnings[0]
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["global_step"] for r in rows] == list(range(1, step + 1))
+    assert getattr(threading.excepthook, "quiets_tensorboard", False)
+    out, err = capfd.readouterr()
+    assert "Traceback" not in err + out, err
