@@ -45,8 +45,8 @@ class TrainConfig:
     seed: int = _f(1, "seed for torch, numpy and the envs", 0, 2**31 - 1)
     device: str = _f("auto", "torch device (auto: CUDA when present)", choices=("auto", "cpu", "cuda"))
     torch_threads: int = _f(0, "CPU threads for torch (0: one per core not taken by env workers or other load)", 0, 512)
-    compile: bool = _f(False, "torch.compile the learner's minibatch loss, the policy's forward "
-                       "with it (under DDP the policy alone)")
+    compile: bool = _f(False, "torch.compile the learner's loss, the policy's forward in it "
+                       "(under DDP the policy alone)")
     policy: str = _f("auto", "policy network (auto: a CNN for image observations, else an MLP)",
                      choices=("auto", "mlp", "cnn", "lstm"))
     cnn_channels: int = _f(32, "CNN: channels of the first conv layer (the next two have twice "
