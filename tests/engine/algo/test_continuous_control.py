@@ -115,6 +115,8 @@ def test_the_family_presets_set_what_the_family_needs():
     mujoco = load_config("gym:HalfCheetah-v5").train
     assert mujoco.normalize_observations and mujoco.normalize_rewards
     assert mujoco.separate_critic and mujoco.total_timesteps == 1_000_000
+    assert mujoco.compile  # its 156k tiny minibatches: the compiled loss (mujoco.toml)
+    assert not load_config("gym:Pendulum-v1").train.compile  # short runs: no compile wait
     assert load_config("gym:Pendulum-v1").train.total_timesteps <= 1_000_000
     assert load_config("gym:Acrobot-v1").train.total_timesteps <= 1_000_000
     # flags still win over the family
