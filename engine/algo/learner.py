@@ -78,7 +78,7 @@ class Learner:
         # train.compile: the whole minibatch loss as one graph (and its backward as another).
         # On a small MLP each eager op costs more than its arithmetic: HalfCheetah-v5's
         # minibatch of 64 (forward, loss, backward, Adam) took 1.96 ms compiled against
-        # 3.04 ms eager on the 2-core dev box (medians of 6 rounds of 1,500).
+        # 3.04 ms eager on the 2-core dev box (medians of 6 rounds of 1,500; README).
         self._compiled_loss = (torch.compile(self._minibatch_loss, dynamic=False)
                                if compile_loss else None)
 
