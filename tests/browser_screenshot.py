@@ -17,6 +17,7 @@ import itertools
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -105,12 +106,8 @@ def screenshot_live_page(url: str, width: int = 1280, height: int = 800, timeout
         raise FileNotFoundError(f"no headless browser ({', '.join(BROWSERS)}); on Debian: "
                                 f"apt-get install chromium")
     with tempfile.TemporaryDirectory(prefix="puffer-tui-chromium-") as profile:
-        process = subprocess.Popen(
-            [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-             "--no-first-run", "--disable-extensions", f"--user-data-dir={profile}",
-             f"--window-size={width},{height}", "--remote-debugging-port=0", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "TMPDIR": profile})  # its singleton socket dir goes too
+        process = start_chromium(browser, profile, "--hide-scrollbars",
+                                 f"--window-size={width},{height}")
         try:
             devtools_url = _devtools_url(process, time.monotonic() + 30)
             # chromium goes on logging: keep its pipe drained so it never blocks on it
@@ -118,12 +115,38 @@ def screenshot_live_page(url: str, width: int = 1280, height: int = 800, timeout
             return asyncio.run(_shoot(devtools_url, url, width, height, timeout, settle,
                                       while_open))
         finally:
-            process.terminate()
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_chromium(process)
+
+
+def start_chromium(browser: str, profile: str, *flags: str) -> subprocess.Popen:
+    """Headless chromium on about:blank with its DevTools on a free port, its profile (and
+    its singleton socket dir, through TMPDIR) in `profile`, in a process group of its own
+    so that stop_chromium() ends its helpers too."""
+    return subprocess.Popen(
+        [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
+         "--disable-extensions", f"--user-data-dir={profile}", *flags,
+         "--remote-debugging-port=0", "about:blank"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "TMPDIR": profile}, start_new_session=True)
+
+
+def stop_chromium(process: subprocess.Popen) -> None:
+    """End chromium and every helper of its group. Its helpers outlive the main process
+    for a moment and go on writing the profile, which made the profile's removal fail
+    ("Directory not empty: 'Default'")."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        pass
+    try:
+        os.killpg(process.pid, signal.SIGKILL)  # what is left of the group: none may write
+    except ProcessLookupError:
+        pass
+    process.wait()
 
 
 def _devtools_url(process: subprocess.Popen, deadline: float) -> str:

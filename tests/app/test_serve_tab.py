@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import re
-import subprocess
 import tempfile
 import threading
 import time
 
 import pytest
-from browser_screenshot import FIRST_BYTE_JS, DevTools, _devtools_url, find_browser
+from browser_screenshot import (
+    FIRST_BYTE_JS,
+    DevTools,
+    _devtools_url,
+    find_browser,
+    start_chromium,
+    stop_chromium,
+)
 from serve_probe import serving
 
 pytest.importorskip("textual_serve", reason="the web extra (textual-serve) is not installed")
@@ -117,21 +122,11 @@ def test_keys_typed_right_after_a_tab_in_a_served_page_reach_the_field_it_focuse
                     "on Debian: apt-get install chromium")
     with serving(tmp_path / "runs") as served, \
             tempfile.TemporaryDirectory(prefix="puffer-tui-chromium-") as profile:
-        chromium = subprocess.Popen(
-            [browser, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-             "--disable-extensions", f"--user-data-dir={profile}", "--window-size=1280,800",
-             "--remote-debugging-port=0", "about:blank"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "TMPDIR": profile})
+        chromium = start_chromium(browser, profile, "--window-size=1280,800")
         try:
             devtools_url = _devtools_url(chromium, time.monotonic() + 30)
             threading.Thread(target=chromium.stderr.read, daemon=True).start()
             _, after = asyncio.run(type_after_tab(devtools_url, served.url))
         finally:
-            chromium.terminate()
-            try:
-                chromium.wait(10)
-            except subprocess.TimeoutExpired:
-                chromium.kill()
-                chromium.wait()
+            stop_chromium(chromium)
     assert SPEC in after, json.dumps(after[-600:])
