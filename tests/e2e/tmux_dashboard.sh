@@ -9,6 +9,10 @@
 # multi-agent; cpr; breakout, last in the list: Down through all of it); tests/learning/test_learning.py
 # trains the other six presets to a solve. The launcher path itself is the same for every env.
 set -euo pipefail
+# COLUMNS and LINES in the environment override the terminal's own size for Python programs
+# (shutil.get_terminal_size, which Textual asks on every resize): pytest-xdist's workers export
+# 80 and 24, and the app inside the pane then never followed a resize to 200x60.
+unset COLUMNS LINES
 
 CMD=${PUFFER_TUI_CMD:-$(command -v puffer-tui || true)}  # absolute: the pane's login shell resets PATH
 if [ -z "$CMD" ]; then
@@ -62,22 +66,10 @@ appears() {
     while ! screen | grep -qF -- "$1"; do (( SECONDS - start > $2 )) && return 1; sleep 0.2; done
 }
 
-# wait_wider COLUMNS: until the app draws a line wider than COLUMNS (it redrew after a resize).
-# Once, in a parallel test run (pytest -n 2, both cores busy), the app went on drawing at 80
-# columns for 30 s after the resize to 200x60 and never reproduced since: so after 15 s the
-# window is resized once more (to the same size, by way of one column less), which sends the
-# pane's program another SIGWINCH, and this says so.
+# wait_wider COLUMNS: until the app draws a line wider than COLUMNS (it redrew after a resize)
 wait_wider() {
-    local start=$SECONDS nudged=""
+    local start=$SECONDS
     until [ "$(widest)" -gt "$1" ]; do
-        if [ -z "$nudged" ] && (( SECONDS - start > 15 )); then
-            nudged=1
-            echo "note: no redraw wider than $1 columns 15 s after the resize; resizing again"
-            local size; size=$(tmux display -p -t "$SESSION" '#{window_width} #{window_height}')
-            tmux resize-window -t "$SESSION" -x $(( ${size% *} - 1 )) -y "${size#* }"
-            sleep 0.5
-            tmux resize-window -t "$SESSION" -x "${size% *}" -y "${size#* }"
-        fi
         if (( SECONDS - start > 30 )); then
             echo "FAIL: the screen did not grow past $1 columns (the window is" \
                 "$(tmux display -p -t "$SESSION" '#{window_width}x#{window_height}')); the screen was:" >&2
