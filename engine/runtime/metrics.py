@@ -134,7 +134,9 @@ class MetricsWriter:
                 tb.close()
             except Exception as e:
                 self.tensorboard_error = f"{type(e).__name__}: {e}"
-                self._warn(f"TensorBoard failed to finish its file: {self.tensorboard_error}")
+                if self.run_dir.is_dir():  # as in _drop_tensorboard
+                    self._warn(f"TensorBoard failed to finish its file: "
+                               f"{self.tensorboard_error}")
         if self.tracker is not None:
             tracker, self.tracker = self.tracker, None
             try:

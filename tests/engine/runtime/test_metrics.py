@@ -127,3 +127,22 @@ def test_tensorboard_losing_its_folder_mid_run_is_dropped_with_one_line(tmp_path
     assert getattr(threading.excepthook, "quiets_tensorboard", False)
     out, err = capfd.readouterr()
     assert "Traceback" not in err + out, err
+
+
+def test_close_says_nothing_of_tensorboard_when_the_whole_run_folder_is_gone(tmp_path):
+    """The engine reports a removed run folder itself ("run directory was removed"); a
+    TensorBoard that fails to finish its file in that folder is no news, as mid-run."""
+    pytest.importorskip("tensorboard", reason='pip install "puffer-tui[tensorboard]"')
+    import shutil
+
+    run = tmp_path / "run"
+    run.mkdir()
+    warnings = []
+    writer = metrics.MetricsWriter(run, tensorboard=True, warn=warnings.append)
+    writer.write({"global_step": 1, "sps": 1.0})
+    writer._tb.flush()
+    shutil.rmtree(run)
+    writer.write({"global_step": 2, "sps": 2.0})  # queued for TensorBoard's writer thread
+    writer.close()
+    assert writer.tensorboard_error is not None, "TensorBoard should have failed to finish"
+    assert warnings == []
