@@ -23,7 +23,8 @@ def test_two_ranks_solve_squared(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "puffer_tui.app.cli", "train", "squared", "--headless",
          "--runs-dir", str(tmp_path), "--train.nproc", "2", "--vec.num-envs", "512",
-         "--train.torch-threads", "1", "--train.total-timesteps", str(BUDGET)],
+         "--train.torch-threads", "1", "--train.total-timesteps", str(BUDGET),
+         "--train.stop-at-score", str(threshold)],
         capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     (run,) = [p for p in tmp_path.iterdir() if rd.is_run_dir(p)]
