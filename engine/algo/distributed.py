@@ -201,14 +201,24 @@ def exit_rank(code: int) -> None:
     A thread that asks for the GIL once the interpreter is finalizing is ended by
     pthread_exit, whose unwinding through gloo's noexcept destructor calls std::terminate:
     the rank died of SIGABRT ("terminate called without an active exception") about one exit
-    in ten, and torchrun failed the run. So: everything Python would do at exit (non-daemon
-    threads joined, atexit handlers: multiprocessing, W&B, logging), then os._exit."""
+    in ten, and torchrun failed the run. So: everything Python would do at exit, in its order,
+    then os._exit: threading's exit hooks, non-daemon threads joined, atexit handlers
+    (multiprocessing, W&B, logging).
+
+    The hooks come first because they stop the worker threads of concurrent.futures pools,
+    which otherwise wait for work forever: joining those first hung every engine whose
+    torch.compile had built kernels (Inductor compiles them on such a pool, on a cold cache)
+    after its last word, for good."""
     import atexit
     import threading
 
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
+    if threading.current_thread() is threading.main_thread() and \
+            hasattr(threading, "_shutdown"):
+        threading._shutdown()  # the interpreter's own first step at exit (CPython 3.11-3.13)
+    else:
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:
