@@ -235,6 +235,24 @@ class GymSource(PythonEnvSource):
         super().__init__(spec, f"Gymnasium {self.env_id}", _gym_settings(gym_spec))
         if gym_spec is not None:
             self.description += f" ({gym_spec.entry_point})"
+        # lazy: the ports load their C bindings
+        from puffer_tui.envs.classic_ports import NATIVE_KEY, port_of
+
+        port = port_of(self.env_id)
+        if port is not None:  # stepped in C unless told otherwise: sized as a native env
+            self.python = False
+            self.description += f", stepped by its C port {port.name}"
+            self.palette = dict(port.palette)  # its frames are tiles
+            self.settings_schema += (Setting(
+                NATIVE_KEY, True, help=f"step through the C port {port.name} (Gymnasium's "
+                f"dynamics); false: Gymnasium's own env"),)
+
+    def steps_in_python(self, settings: dict) -> bool:
+        """Whether this env with these settings steps in Python (the config sizes it so)."""
+        # lazy: the ports load their C bindings
+        from puffer_tui.envs.classic_ports import wants_port
+
+        return not wants_port(self.env_id, settings)
 
     def _gym_spec(self, settings: dict):
         import gymnasium
@@ -254,10 +272,15 @@ class GymSource(PythonEnvSource):
         return checked
 
     def make_creator(self, settings: dict, evaluation: bool = False):
-        # cycle: importing envs.gym_emulation loads this module
+        # lazy: the ports load their C bindings; cycle: importing envs.gym_emulation loads
+        # this module
+        from puffer_tui.envs.classic_ports import NATIVE_KEY, port_creator
         from puffer_tui.envs.gym_emulation import from_gymnasium
 
-        kwargs = {k: v for k, v in settings.items() if k != IMPORT_KEY}
+        port = _built(self.spec, lambda: port_creator(self.env_id, settings))
+        if port is not None:  # a C port of the same env (envs/classic_ports.py)
+            return port
+        kwargs = {k: v for k, v in settings.items() if k not in (IMPORT_KEY, NATIVE_KEY)}
         if self.env_id.startswith("ALE/") and kwargs.pop(ALE_VECTOR_KEY, True) not in (
                 False, "false"):
             # cycle: importing envs.ale_vector loads this module

@@ -130,3 +130,14 @@ def preset_label(env_name: str) -> str:
     except Exception:  # noqa: BLE001 - an env that cannot be looked up has no label
         return ""
     return path_label(path) if path is not None else ""
+
+
+def stepping_note(env_name: str, settings: dict) -> str:
+    """The run header's line when a Gymnasium id steps through a C port of it
+    (envs/classic_ports.py), else ""."""
+    # lazy: the ports load their C bindings
+    from puffer_tui.envs.classic_ports import port_note
+
+    if not env_name.startswith(GYM_PREFIX):
+        return ""
+    return port_note(env_name[len(GYM_PREFIX):], settings)

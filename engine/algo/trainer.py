@@ -81,7 +81,7 @@ from puffer_tui.engine.shared.protocol import (
     check_live,
 )
 from puffer_tui.envs import env_class
-from puffer_tui.envs.registry import preset_label
+from puffer_tui.envs.registry import preset_label, stepping_note
 
 __all__ = ["Trainer", "auto_threads", "make_vecenv", "resolve_device"]
 
@@ -191,6 +191,7 @@ class Trainer:
 
         cls = env_class(config.env_name)
         self.preset = preset_label(config.env_name)  # where the defaults came from
+        self.stepping = stepping_note(config.env_name, dict(config.env))  # a C port's line
         self.palette = dict(cls.palette)
         self.frame_shape = cls.layout(cls.resolve(dict(config.env))).frame_shape
 

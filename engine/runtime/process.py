@@ -194,6 +194,8 @@ class Engine:
                          f"{collect} collecting, {learn} learning")
         if self.trainer.preset:  # where the defaults came from (envs/gym_presets/family.py)
             self.events.info(f"defaults: {self.trainer.preset}")
+        if self.trainer.stepping:
+            self.events.info(self.trainer.stepping)
         if self.resume:
             self.recovery.restore(self.fallback)
             self._uptime_seen = self.trainer.uptime  # a long epoch is one of this run

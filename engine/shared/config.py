@@ -372,15 +372,17 @@ def load_config(env_name: str, overrides: dict[str, Any] | None = None, preset: 
     from puffer_tui.envs import load_preset
 
     data: dict = {"env_name": env_name, **_empty_sections()}
-    python = getattr(_env_class(env_name), "python", False)
+    # the env's own settings for this run, typed as config.toml will hold them
+    env_settings = {spec_for(key, env_name).name: spec_for(key, env_name).coerce(value)
+                    for key, value in (overrides or {}).items() if key.startswith("env.")}
+    env = _env_class(env_name)
+    python = env.steps_in_python(env_settings) if hasattr(env, "steps_in_python") \
+        else getattr(env, "python", False)
     if python:
         for section, values in python_env_defaults().items():
             data[section].update(values)
     sized_by_default = python and "vec.num_workers" not in (overrides or {})
     if preset:
-        # the env's own settings for this run, typed as config.toml will hold them
-        env_settings = {spec_for(key, env_name).name: spec_for(key, env_name).coerce(value)
-                        for key, value in (overrides or {}).items() if key.startswith("env.")}
         try:
             sections = load_preset(env_name, env_settings or None)
         except (KeyError, ValueError) as e:

@@ -77,13 +77,29 @@ def family_path(family: str) -> Path:
     return PRESETS / f"{family}.toml"
 
 
-def read_preset_file(path: Path) -> dict:
+def read_preset_file(path: Path, _seen: tuple = ()) -> dict:
     """A preset's sections ([vec], [train], ...); a top-level env_name (as `sweep best`
-    writes it) names no section and is left out."""
-    with Path(path).open("rb") as f:
+    writes it) names no section and is left out. A top-level `base = "FILE.toml"` (beside
+    this one) is read first and this file's values go over its own, section by section, so
+    an env's preset says only how it differs from its family's."""
+    path = Path(path)
+    with path.open("rb") as f:
         data = tomllib.load(f)
     data.pop("env_name", None)
-    return data
+    base = data.pop("base", None)
+    if base is None:
+        return data
+    base_path = path.parent / str(base)
+    if base_path.resolve() in _seen or base_path.resolve() == path.resolve():
+        raise ValueError(f"preset {path.name}: base = {base!r} leads back to itself")
+    if not base_path.is_file():
+        raise ValueError(f"preset {path.name}: base = {base!r} is not a file beside it")
+    merged = read_preset_file(base_path, (*_seen, path.resolve()))
+    for section, values in data.items():
+        if not isinstance(values, dict):
+            raise ValueError(f"preset {path.name}: {section!r} is not a [section]")
+        merged[section] = {**merged.get(section, {}), **values}
+    return merged
 
 
 def path_label(path) -> str:

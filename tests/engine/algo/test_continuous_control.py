@@ -101,7 +101,7 @@ def test_a_separate_critic_shares_no_parameter_with_the_actor():
     ("gym:Walker2d-v5", "MuJoCo locomotion preset (mujoco.toml)"),
     ("gym:Pendulum-v1", "preset Pendulum-v1.toml"),  # its own, measured
     ("gym:MountainCarContinuous-v0", "preset MountainCarContinuous-v0.toml"),  # its own
-    ("gym:Acrobot-v1", "classic control preset (classic-control.toml)"),
+    ("gym:Acrobot-v1", "preset Acrobot-v1.toml"),  # the family's, laid out for its C port
     ("gym:MountainCar-v0", "classic control preset (classic-control.toml)"),
     ("gym:CartPole-v1", "preset CartPole-v1.toml"),  # its own, measured
 ])
@@ -156,9 +156,9 @@ def test_a_family_preset_replaced_by_sweep_best_output_loads(tmp_path, monkeypat
     from puffer_tui.envs.gym_presets import family
 
     (tmp_path / "classic-control.toml").write_text(
-        'env_name = "gym:Acrobot-v1"\n\n[train]\nlearning_rate = 0.0042\n')
+        'env_name = "gym:MountainCar-v0"\n\n[train]\nlearning_rate = 0.0042\n')
     monkeypatch.setattr(family, "PRESETS", tmp_path)
-    assert load_config("gym:Acrobot-v1").train.learning_rate == 0.0042
+    assert load_config("gym:MountainCar-v0").train.learning_rate == 0.0042
 
 
 SCORING = {"vec.num_envs": 8, "train.horizon": 8, "train.minibatch_size": 16,

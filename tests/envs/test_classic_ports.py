@@ -1,0 +1,73 @@
+"""gym:Acrobot-v1 and gym:Pendulum-v1 step through their C ports (envs/classic_ports.py)
+unless told `--env.native false`; the run says which; settings map or send it to Gymnasium."""
+
+import numpy as np
+import pytest
+
+from puffer_tui.app.cli import main
+from puffer_tui.engine.shared.config import load_config
+from puffer_tui.envs import env_class
+from puffer_tui.envs.registry import make, stepping_note
+
+SMALL = ["--train.total-timesteps", "2048", "--train.horizon", "16",
+         "--train.minibatch-size", "256", "--train.torch-threads", "1"]
+
+
+@pytest.mark.parametrize("env_id, port", [("Acrobot-v1", "acrobot"), ("Pendulum-v1", "pendulum")])
+def test_the_id_steps_through_its_port_by_default(env_id, port):
+    env = make(f"gym:{env_id}", num_envs=3, seed=1)
+    try:
+        assert env.name == port and env.num_envs == 3
+        source = env_class(f"gym:{env_id}")
+        assert source.layout({}).observation_space == env.single_observation_space
+        assert source.layout({}).action_space == env.single_action_space
+        assert source.palette == env_class(port).palette  # its frames are the port's tiles
+    finally:
+        env.close()
+    config = load_config(f"gym:{env_id}")
+    assert config.vec.backend == "serial", "a C env needs no worker processes"
+    assert "C port" in stepping_note(f"gym:{env_id}", {})
+
+
+def test_native_false_steps_gymnasiums_own_env_in_worker_processes():
+    env = make("gym:Acrobot-v1", num_envs=2, seed=1, native=False)
+    try:
+        assert env.name != "acrobot"
+        assert len(env.envs) == 2 and type(env.envs[0].unwrapped).__name__ == "AcrobotEnv"
+    finally:
+        env.close()
+    config = load_config("gym:Acrobot-v1", {"env.native": "false"})
+    assert config.vec.backend == "multiprocessing" and config.env == {"native": False}
+    assert stepping_note("gym:Acrobot-v1", {"native": False}) == ""
+
+
+def test_gymnasium_settings_map_onto_the_port_or_choose_gymnasium():
+    env = make("gym:Pendulum-v1", num_envs=1, seed=0, max_episode_steps=3, g=9.81)
+    try:
+        assert env.name == "pendulum"
+        env.reset()
+        for t in range(1, 4):
+            _, _, _, trunc, _ = env.step(np.zeros((1, 1), np.float32))
+            assert bool(trunc[0]) == (t == 3), "max_episode_steps is the port's max_steps"
+    finally:
+        env.close()
+    # a setting the port does not know: Gymnasium's env, which does
+    env = make("gym:Pendulum-v1", num_envs=1, seed=0, render_mode="rgb_array")
+    try:
+        assert env.name != "pendulum"
+    finally:
+        env.close()
+    # a bad value of a mapped setting fails with the port's bounds, before anything runs
+    with pytest.raises(ValueError, match="max_steps"):
+        make("gym:Acrobot-v1", num_envs=1, max_episode_steps=0)
+
+
+def test_a_run_says_it_steps_the_port_and_eval_plays_it(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    assert main(["train", "gym:Acrobot-v1", "--headless", "--runs-dir", str(runs), *SMALL]) == 0
+    out = capsys.readouterr().out
+    assert "gym:Acrobot-v1 steps through its C port (acrobot" in out
+    assert "--env.native false" in out
+    run = next(p for p in runs.iterdir() if (p / "config.toml").exists())
+    assert main(["eval", str(run), "--episodes", "2", "--num-envs", "1"]) == 0
+    assert "episode" in capsys.readouterr().out
