@@ -33,7 +33,7 @@ def test_every_step_matches_gymnasium_acrobot_v1():
     rng = np.random.default_rng(5)
     ticks = np.zeros(n, int)
     compared = terminations = truncations = 0
-    for _ in range(1500):
+    for _ in range(600):
         before = env.observations.copy()
         # half the envs pump energy into the swing (they reach the goal), half act at random
         pump = np.where(before[:, 5] > 0, 2, 0)  # torque along the elbow's swing
@@ -55,7 +55,7 @@ def test_every_step_matches_gymnasium_acrobot_v1():
                 continue
             np.testing.assert_allclose(obs[i], gym_obs, rtol=1e-5, atol=2e-5)
             compared += 1
-    assert compared > 20_000 and terminations > 20 and truncations > 5
+    assert compared > 8_000 and terminations > 20 and truncations > 5
 
 
 def test_open_loop_rollout_tracks_gymnasium():
