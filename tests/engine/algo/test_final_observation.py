@@ -20,6 +20,7 @@ from puffer_tui.envs import creator, from_gymnasium
 # (env, the setting that truncates, extra settings): one agent row per truncation source.
 TRUNCATING = [
     ("cartpole", "max_steps", {}),
+    ("acrobot", "max_steps", {}),
     ("squared", "max_ticks", {}),
     ("breakout", "max_ticks", {}),
     ("cpr", "max_ticks", {}),
