@@ -21,8 +21,8 @@ MAX_VELOCITY_2 = 9 * math.pi
 
 class Acrobot(NativeEnv):
     name = "acrobot"
-    order = 4
-    description = "swing a two-link arm's tip above a line (Acrobot-v1 dynamics); -1 per step"
+    order = 10
+    description = "Acrobot-v1 in C; -1 per step"
     binding = binding
     palette = {
         0: (" ", "default"),

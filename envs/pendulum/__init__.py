@@ -17,8 +17,8 @@ MAX_TORQUE = 2.0
 
 class Pendulum(NativeEnv):
     name = "pendulum"
-    order = 5
-    description = "swing a pendulum up and hold it there (Pendulum-v1 dynamics); continuous torque"
+    order = 11
+    description = "Pendulum-v1 in C; swing up, hold"
     binding = binding
     palette = {
         0: (" ", "default"),

@@ -211,7 +211,7 @@ def test_builtin_envs_are_their_folders_in_list_order():
     root = REPO_ROOT / "envs"
     folders = {p.parent.name for p in root.glob("*/binding.pyx")}
     assert set(ENV_NAMES) == folders
-    assert ENV_NAMES[0] == "squared" and ENV_NAMES[-2:] == ("cpr", "breakout")
+    assert ENV_NAMES[0] == "squared" and ENV_NAMES[-3:] == ("breakout", "acrobot", "pendulum")
 
 
 def test_a_folder_is_read_without_importing_it(tmp_path):
