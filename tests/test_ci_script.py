@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def readme_blocks() -> list[str]:
     text = (ROOT / "README.md").read_text()
     lines = []
-    for name in ("install", "test"):
+    for name in ("install", "test", "test-long"):
         match = re.search(rf"<!-- ci:{name} -->\n```bash\n(.*?)```", text, flags=re.S)
         assert match, f"README.md has no ```bash block after <!-- ci:{name} -->"
         lines += match.group(1).splitlines()
@@ -32,13 +32,31 @@ def test_ci_tests_the_readme_install_alone_then_the_extras():
     """The README's test command right after its install (it must pass with no extra), then
     the extras, then only the tests that skipped."""
     script = (ROOT / ".ci" / "run").read_text()
-    steps = ['eval "$install"', 'eval "$tests"', 'pip install -q "${extras[@]}"',
+    steps = ['eval "$install"', 'eval "$tests"', 'eval "$long_tests"',
+             'pip install -q "${extras[@]}"',
              "--no-build-isolation ./examples/puffer_tui_corridor",
              'python -m pytest -q -rs -- "${again[@]}"']
     where = [script.find(step) for step in steps]
     assert -1 not in where, list(zip(steps, where, strict=True))
     assert where == sorted(where), list(zip(steps, where, strict=True))
-    assert "pip install" not in script[where[0]:where[1]]  # nothing between the two
+    assert "pip install" not in script[where[0]:where[2]]  # nothing between the three
+
+
+def test_the_two_readme_test_commands_split_the_suite_by_marker():
+    """The README's first test command deselects exactly what its second selects, so that
+    together they run every test once."""
+    blocks = readme_blocks()
+    first = next(line for line in blocks if line.startswith("ruff check . && python -m pytest"))
+    second = blocks[-1]
+    quick = re.search(r'-m "not \((.*)\)"', first).group(1)
+    long = re.search(r'-m "(.*)"', second).group(1)
+    assert quick == long == "learning or e2e or slow"
+    import tomllib
+
+    markers = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"][
+        "ini_options"]["markers"]
+    declared = {m.split(":")[0] for m in markers}
+    assert {"learning", "e2e", "slow"} <= declared
 
 
 # extras left out of `all` on purpose, each named in the README: EnvPool brings ~700 MB of

@@ -77,6 +77,7 @@ def test_a_detached_run_is_stopped_by_name(tmp_path):
         cleanup(runs, cli)
 
 
+@pytest.mark.slow
 def test_stop_all_stops_every_running_engine_and_only_those(tmp_path):
     runs = tmp_path / "runs"
     handles = []

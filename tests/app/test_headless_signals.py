@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 
+import pytest
 from engine_harness import wait_until
 from stop_harness import (
     CLI,
@@ -112,6 +113,7 @@ def test_sighup_with_the_terminal_gone_stops_the_engine(tmp_path):
         cleanup(runs, cli)
 
 
+@pytest.mark.slow
 def test_a_signal_before_the_display_stops_the_engine_too(tmp_path):
     # SIGTERM while the command still waits for the engine's hello (delayed 8 s): the stop
     # goes over the socket the engine has opened, and the command waits for it

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from puffer_tui.app.app import PufferApp
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
 from puffer_tui.engine.shared import config as cfg
@@ -82,6 +84,7 @@ async def test_enter_starts_a_run_from_the_launcher(tmp_path):
             shut_down(run_dir, app.engine_handle)
 
 
+@pytest.mark.slow
 async def test_moving_through_every_env_and_starting_a_non_default_one(tmp_path):
     """Down through the whole env list rebuilds the preset form each time (no DuplicateIds),
     and the env picked last, not squared, is the one that trains."""

@@ -172,6 +172,7 @@ def test_a_crashing_rank_stops_the_others_with_its_traceback(tmp_path, patched, 
     assert status["state"] == "error" and "another learner rank failed" in status["error"]
 
 
+@pytest.mark.slow
 def test_resume_with_two_ranks_then_one_then_two(tmp_path):
     budget = 2 * 32 * 16 * 3  # three 2-rank epochs
     first = train_cli("squared", "--runs-dir", str(tmp_path), *_cli(TWO_RANKS),

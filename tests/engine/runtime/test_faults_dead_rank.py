@@ -48,6 +48,7 @@ def _weights(state: dict) -> float:
     return sum(float(t.double().sum()) for t in state["policy"].values())
 
 
+@pytest.mark.slow
 def test_a_killed_rank_leaves_a_checkpoint_of_the_last_epoch_and_resume_goes_on(
         tmp_path, patched, monkeypatch, engines):  # noqa: F811
     # rank 1 dies at its 3rd minibatch of epoch 4: rank 0 has already learnt from two

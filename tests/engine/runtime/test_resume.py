@@ -111,6 +111,7 @@ def test_stop_and_resume_reproduces_the_uninterrupted_run(policy):
     assert_same_tensors(weights, expected_weights, "policy")
 
 
+@pytest.mark.slow
 def test_ctrl_c_then_resume_continues_the_run(tmp_path):
     """Ctrl-C in `train --headless` checkpoints and stops; `train --resume` carries on (here
     with a smaller budget, so that it ends soon)."""

@@ -33,6 +33,7 @@ def root(tmp_path):
     kill_everything(tmp_path)
 
 
+@pytest.mark.slow
 def test_headless_sweep_completes_with_every_trial_an_ordinary_run(root):
     done = cli("sweep", "bandit", "--trials", "8", "--parallel", "2", "--headless",
                "--study", "s8", "--runs-dir", str(root), "--seed", "3", *TINY)
@@ -76,6 +77,7 @@ def test_headless_sweep_completes_with_every_trial_an_ordinary_run(root):
     assert again.train.total_timesteps == 12288  # the sweep's fixed flags come along
 
 
+@pytest.mark.slow
 def test_the_driver_socket_serves_hello_and_status_ctrl_c_stops_and_resume_finishes(root):
     watcher = cli_background("sweep", "bandit", "--trials", "2", "--parallel", "2",
                              "--headless", "--study", "sock",
@@ -106,6 +108,7 @@ def test_the_driver_socket_serves_hello_and_status_ctrl_c_stops_and_resume_finis
     assert len(states.get("COMPLETE", [])) + len(states.get("PRUNED", [])) == 2
 
 
+@pytest.mark.slow
 def test_a_sigkilled_driver_resumes_without_running_any_trial_twice(root):
     watcher = cli_background("sweep", "bandit", "--trials", "4", "--parallel", "2",
                              "--headless", "--study", "k", "--runs-dir", str(root), *TINY)
@@ -141,6 +144,7 @@ def test_a_sigkilled_driver_resumes_without_running_any_trial_twice(root):
     assert no_live_engine(root)
 
 
+@pytest.mark.slow
 def test_two_drivers_on_one_sqlite_study_share_the_work(root):
     first = cli_background("sweep", "bandit", "--trials", "3", "--headless", "--study", "two",
                            "--runs-dir", str(root / "a"), *TINY, *ONE_THREAD)

@@ -54,6 +54,7 @@ def driver_out(sweep_dir) -> str:
         return ""
 
 
+@pytest.mark.slow
 def test_a_locked_database_is_reported_within_seconds_and_the_result_kept(root):
     watcher = cli_background("sweep", "bandit", "--trials", "1", "--parallel", "1",
                              "--headless", "--study", "lk", "--runs-dir", str(root), *LONGER)
@@ -101,6 +102,7 @@ def test_a_trial_of_a_killed_driver_is_adopted_by_resume_and_its_result_kept(roo
     assert no_live_engine(root)
 
 
+@pytest.mark.slow
 def test_a_sigkilled_trial_gets_a_final_status(root):
     watcher = cli_background("sweep", "bandit", "--trials", "1", "--parallel", "1",
                              "--headless", "--study", "kt", "--runs-dir", str(root), *LONGER)

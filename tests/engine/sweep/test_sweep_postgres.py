@@ -85,6 +85,7 @@ def postgres_url():
         shutil.rmtree(base, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_two_drivers_on_one_postgresql_study_share_the_work(postgres_url, tmp_path):
     try:
         first = cli_background("sweep", "bandit", "--trials", "3", "--headless", "--study",
