@@ -124,6 +124,20 @@ typedef struct {
         (log).n += 1.0f;                                                                  \
     } while (0)
 
+/* ---- frames ---- */
+
+/* Put `tile` on the cell of point (x, y) in a rows x cols tile grid whose centre cell is the
+ * origin, x to the right and y up, at `rows_per_unit` and `cols_per_unit` cells per unit of
+ * length (about twice as many columns as rows: a terminal cell is twice as tall as wide).
+ * Points off the grid are left out. For envs that draw a mechanism (acrobot, pendulum). */
+static inline void puffer_plot(unsigned char* tiles, int rows, int cols, double rows_per_unit,
+                               double cols_per_unit, double x, double y, unsigned char tile) {
+    double c = x * cols_per_unit, r = y * rows_per_unit;
+    int col = cols / 2 + (int)(c < 0 ? c - 0.5 : c + 0.5);   /* rounded half away from 0 */
+    int row = rows / 2 - (int)(r < 0 ? r - 0.5 : r + 0.5);
+    if (row >= 0 && row < rows && col >= 0 && col < cols) tiles[row * cols + col] = tile;
+}
+
 /* ---- random numbers: splitmix64 for seeding, xorshift64* for the stream ---- */
 
 static inline uint64_t puffer_splitmix64(uint64_t x) {

@@ -153,11 +153,8 @@ static inline void c_step(Acrobot* env) {
 }
 
 static inline void ac_plot(unsigned char* tiles, double x, double y, unsigned char tile) {
-    /* x right, y up, in link lengths from the pivot at the grid's centre */
-    int col = AC_FRAME_COLS / 2 + (int)lround(x * AC_COLS_PER_LINK);
-    int row = AC_FRAME_ROWS / 2 - (int)lround(y * AC_ROWS_PER_LINK);
-    if (row >= 0 && row < AC_FRAME_ROWS && col >= 0 && col < AC_FRAME_COLS)
-        tiles[row * AC_FRAME_COLS + col] = tile;
+    puffer_plot(tiles, AC_FRAME_ROWS, AC_FRAME_COLS, AC_ROWS_PER_LINK, AC_COLS_PER_LINK, x, y,
+                tile);
 }
 
 static inline void c_frame(const Acrobot* env, unsigned char* tiles) {

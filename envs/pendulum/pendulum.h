@@ -106,11 +106,8 @@ static inline void c_step(Pendulum* env) {
 }
 
 static inline void pd_plot(unsigned char* tiles, double x, double y, unsigned char tile) {
-    /* x right, y up, in rod lengths from the pivot at the grid's centre */
-    int col = PD_FRAME_COLS / 2 + (int)lround(x * PD_COLS_PER_LENGTH);
-    int row = PD_FRAME_ROWS / 2 - (int)lround(y * PD_ROWS_PER_LENGTH);
-    if (row >= 0 && row < PD_FRAME_ROWS && col >= 0 && col < PD_FRAME_COLS)
-        tiles[row * PD_FRAME_COLS + col] = tile;
+    puffer_plot(tiles, PD_FRAME_ROWS, PD_FRAME_COLS, PD_ROWS_PER_LENGTH, PD_COLS_PER_LENGTH, x,
+                y, tile);
 }
 
 static inline void c_frame(const Pendulum* env, unsigned char* tiles) {
