@@ -89,12 +89,11 @@ CASES = [  # the fix comparisons first: they take 2 x seeds runs each
     Case("healthy breakout", None, "breakout", "defaults (50M steps)", {}),
     Case("healthy snake", None, "snake", "defaults, 20M steps",
          {"train.total_timesteps": 20_000_000}),
-    Case("healthy gym:Acrobot-v1", None, "gym:Acrobot-v1", "preset classic-control.toml", {}),
-    Case("healthy gym:Pendulum-v1", None, "gym:Pendulum-v1", "preset continuous-control.toml",
-         {}),
+    Case("healthy gym:Acrobot-v1", None, "gym:Acrobot-v1", "preset Acrobot-v1.toml", {}),
+    Case("healthy gym:Pendulum-v1", None, "gym:Pendulum-v1", "preset Pendulum-v1.toml", {}),
     Case("healthy gym:HalfCheetah-v5", None, "gym:HalfCheetah-v5", "preset mujoco.toml, 500k",
          {"train.total_timesteps": 500_000}),
-    Case("healthy gym:Hopper-v5", None, "gym:Hopper-v5", "preset mujoco.toml, 500k",
+    Case("healthy gym:Hopper-v5", None, "gym:Hopper-v5", "preset Hopper-v5.toml, 500k",
          {"train.total_timesteps": 500_000}),
 ]
 
