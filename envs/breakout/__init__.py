@@ -25,7 +25,7 @@ def arena_shape(settings) -> tuple[int, int]:
 class Breakout(NativeEnv):
     name = "breakout"
     order = 9
-    description = "break bricks with a ball and a paddle; score = fraction of bricks broken"
+    description = "break bricks with a paddle and a ball; score = fraction broken"
     binding = binding
     palette = {
         EMPTY: (" ", "default"),

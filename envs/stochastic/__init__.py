@@ -23,7 +23,7 @@ def episode_reward(f: float, p: float, horizon: int) -> float:
 class Stochastic(NativeEnv):
     name = "stochastic"
     order = 6
-    description = "see nothing; choose action 0 with probability p per step, scored per episode"
+    description = "blind: best is action 0 with probability p"
     binding = binding
     palette = {
         0: ("·", "grey39"),
