@@ -15,6 +15,8 @@ def reply_body(cmd: str, reply: dict) -> str:
     if cmd == "set":
         return f"set {reply.get('key')} = {reply.get('value')} ({reply.get('applies', 'applied')})"
     if cmd == "checkpoint":
+        if reply.get("pending"):  # paused mid-epoch: the engine writes it when the epoch ends
+            return f"checkpoint pending: written {reply.get('applies', 'when the epoch ends')}"
         return f"checkpoint written: {reply.get('path')}"
     if "state" in reply:
         return f"{cmd}: engine is {reply['state']}"
