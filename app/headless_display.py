@@ -22,6 +22,7 @@ from rich.text import Text
 
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.engine_stop import STOP_PATIENCE, say_anywhere, send_stop, signal_label
+from puffer_tui.app.run_history import read_events
 from puffer_tui.app.widgets.format import duration
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.protocol import (
@@ -93,11 +94,14 @@ class HeadlessDisplay:
              "env": client.hello.get("env", ""), "run": client.hello.get("run", "")})
         self.errors: list[str] = []
         self.gave_up = False  # a second Ctrl-C: stopped watching while the engine stops
+        # (second, level, text) of the events printed: events.log and the pushes overlap
+        self._printed: set[tuple] = set()
 
     def run(self) -> str:
         """Show progress until the engine exits; returns its final state. With StopSignals
         the signals are flags read here between frames, not exceptions: one raised inside a
         redraw would leave half a frame on the screen."""
+        self.print_earlier_events()
         if self.signals is not None:
             self.signals.raising = False
         try:
@@ -183,10 +187,27 @@ class HeadlessDisplay:
                 break
         live.update(self._render())
 
+    def print_earlier_events(self) -> None:
+        """What this engine said before we connected (pushed only to the clients connected
+        then: its start-up lines, a C port's note): events.log from the engine's own
+        `engine PID starting` entry on, so a resumed run's earlier engines stay out."""
+        pid = self.client.hello.get("pid")
+        if self.run_dir is None or pid is None:
+            return
+        events = read_events(self.run_dir)
+        starts = [i for i, e in enumerate(events) if e.text.startswith(f"engine {pid} starting")]
+        for event in events[starts[-1]:] if starts else ():
+            self._print_event({"time": event.time, "level": event.level, "text": event.text})
+
     def _print_event(self, event: dict) -> None:
         level = event.get("level", "info")
         style = {"info": "dim", "warning": "yellow", "error": "bold red"}.get(level, "")
         text = str(event.get("text", ""))
+        # events.log keeps whole seconds and no trailing newline: compare at that
+        key = (int(event.get("time") or 0), level, text.rstrip("\n"))
+        if key in self._printed:
+            return  # read from events.log, then pushed too (or the other way round)
+        self._printed.add(key)
         if level == "error":
             self.errors.append(text)
         # one print: above a live display a partial line (end="") is erased by its redraw;

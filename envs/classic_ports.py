@@ -52,6 +52,52 @@ def _port_settings(env_id: str, settings: dict) -> dict | None:
     return {names[k]: v for k, v in given.items()}
 
 
+def settings_outside_port(env_id: str, settings: dict) -> list[str]:
+    """The settings (Gymnasium's names) that `env_id`'s port does not take, sorted."""
+    _, names = PORTS[env_id]
+    return sorted(k for k in settings if k not in NOT_ENV_SETTINGS and k not in names)
+
+
+def check_native_setting(env_id: str, settings: dict) -> str | None:
+    """What is wrong with `--env.native` in these settings, or None: it is refused for an id
+    without a port, and `true` with a setting the port does not take (which would otherwise
+    step Gymnasium's env after all, against what was asked)."""
+    if NATIVE_KEY not in settings:
+        return None
+    if port_of(env_id) is None:
+        ported = ", ".join(f"gym:{name}" for name in PORTS)
+        return (f"--env.native: gym:{env_id} has no C port (the ports: {ported}); drop "
+                f"--env.native")
+    outside = settings_outside_port(env_id, settings)
+    if settings[NATIVE_KEY] in (True, "true") and outside:
+        return (f"--env.native true: the C port of gym:{env_id} does not take "
+                f"{_flags(outside)}; drop {'it' if len(outside) == 1 else 'them'}, or "
+                f"--env.native false for Gymnasium's own env")
+    return None
+
+
+def check_port_values(env_id: str, settings: dict) -> str | None:
+    """What is out of the port's bounds in these settings when the port steps the env, named
+    by the flag given (`--env.g -5`), or None."""
+    if port_of(env_id) is None or not wants_port(env_id, settings):
+        return None
+    cls, names = PORTS[env_id]
+    for gym_name, port_name in names.items():
+        if gym_name not in settings:
+            continue
+        try:
+            cls.resolve({port_name: settings[gym_name]})
+        except ValueError as e:
+            reason = str(e).replace(f"{cls.name}.{port_name}", f"env.{gym_name}")
+            return (f"{_flags([gym_name])} {settings[gym_name]}: {reason} (the bounds of its C "
+                    f"port {cls.name}; --env.native false steps Gymnasium's own env)")
+    return None
+
+
+def _flags(names: list[str]) -> str:
+    return ", ".join(f"--env.{name.replace('_', '-')}" for name in names)
+
+
 def port_creator(env_id: str, settings: dict):
     """A picklable creator of `env_id`'s port with these (Gymnasium-named) settings, with
     `.layout`; None when the id has no port or the settings want Gymnasium's env."""
@@ -65,8 +111,16 @@ def port_creator(env_id: str, settings: dict):
 
 
 def port_note(env_id: str, settings: dict) -> str:
-    """The run header's line when the port steps the env, else ""."""
-    if not wants_port(env_id, settings):
+    """The run header's line for an id with a port: which implementation steps it, and why
+    when it is Gymnasium's own; "" for an id without a port."""
+    cls = port_of(env_id)
+    if cls is None:
         return ""
-    return (f"gym:{env_id} steps through its C port ({port_of(env_id).name}: Gymnasium's "
-            f"dynamics, every env in one call); --env.native false for Gymnasium's own")
+    if wants_port(env_id, settings):
+        return (f"gym:{env_id} steps through its C port ({cls.name}: Gymnasium's dynamics, "
+                f"every env in one call); --env.native false for Gymnasium's own")
+    if settings.get(NATIVE_KEY, True) in (False, "false"):
+        return f"gym:{env_id} steps through Gymnasium's own env (--env.native false)"
+    outside = settings_outside_port(env_id, settings)
+    return (f"gym:{env_id} steps through Gymnasium's own env: its C port {cls.name} does not "
+            f"take {_flags(outside)}")

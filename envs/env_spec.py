@@ -267,8 +267,15 @@ class GymSource(PythonEnvSource):
             raise EnvSpecError(unknown_gym_id_message(self.env_id)) from None
 
     def check_settings(self, given: dict) -> dict:
+        # lazy: the ports load their C bindings
+        from puffer_tui.envs.classic_ports import check_native_setting, check_port_values
+
         checked = super().check_settings(given)
         self._gym_spec(checked)  # an --env.import that registers the id, or fails clearly
+        problem = (check_native_setting(self.env_id, checked)
+                   or check_port_values(self.env_id, checked))
+        if problem:
+            raise EnvSpecError(f"{self.spec}: {problem}")
         return checked
 
     def make_creator(self, settings: dict, evaluation: bool = False):

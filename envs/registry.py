@@ -133,8 +133,8 @@ def preset_label(env_name: str) -> str:
 
 
 def stepping_note(env_name: str, settings: dict) -> str:
-    """The run header's line when a Gymnasium id steps through a C port of it
-    (envs/classic_ports.py), else ""."""
+    """The run header's line for a Gymnasium id with a C port (envs/classic_ports.py): the
+    port steps it, or Gymnasium's own env and why; else ""."""
     # lazy: the ports load their C bindings
     from puffer_tui.envs.classic_ports import port_note
 

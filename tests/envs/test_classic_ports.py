@@ -38,7 +38,8 @@ def test_native_false_steps_gymnasiums_own_env_in_worker_processes():
         env.close()
     config = load_config("gym:Acrobot-v1", {"env.native": "false"})
     assert config.vec.backend == "multiprocessing" and config.env == {"native": False}
-    assert stepping_note("gym:Acrobot-v1", {"native": False}) == ""
+    assert stepping_note("gym:Acrobot-v1", {"native": False}) == \
+        "gym:Acrobot-v1 steps through Gymnasium's own env (--env.native false)"
 
 
 def test_gymnasium_settings_map_onto_the_port_or_choose_gymnasium():
@@ -58,7 +59,7 @@ def test_gymnasium_settings_map_onto_the_port_or_choose_gymnasium():
     finally:
         env.close()
     # a bad value of a mapped setting fails with the port's bounds, before anything runs
-    with pytest.raises(ValueError, match="max_steps"):
+    with pytest.raises(ValueError, match=r"--env\.max-episode-steps 0: .*C port acrobot"):
         make("gym:Acrobot-v1", num_envs=1, max_episode_steps=0)
 
 
@@ -71,3 +72,28 @@ def test_a_run_says_it_steps_the_port_and_eval_plays_it(tmp_path, capsys):
     run = next(p for p in runs.iterdir() if (p / "config.toml").exists())
     assert main(["eval", str(run), "--episodes", "2", "--num-envs", "1"]) == 0
     assert "episode" in capsys.readouterr().out
+
+
+def test_native_is_refused_where_it_cannot_apply_and_a_fallback_says_why():
+    from puffer_tui.envs.env_spec import EnvSpecError, resolve_spec as source_for
+
+    # an id without a port: --env.native was swallowed, and Gymnasium's env ran
+    with pytest.raises(EnvSpecError, match=r"gym:CartPole-v1 has no C port \(the ports: "
+                                           r"gym:Acrobot-v1, gym:Pendulum-v1\)"):
+        source_for("gym:CartPole-v1").check_settings({"native": True})
+    # native asked for with a setting the port does not take: Gymnasium's env ran anyway
+    with pytest.raises(EnvSpecError, match=r"does not take --env\.render-mode; drop it, or "
+                                           r"--env\.native false"):
+        source_for("gym:Acrobot-v1").check_settings({"native": True,
+                                                     "render_mode": "rgb_array"})
+    # without native the same settings choose Gymnasium's env, and the run says why
+    assert source_for("gym:Acrobot-v1").check_settings({"render_mode": "rgb_array"})
+    assert stepping_note("gym:Acrobot-v1", {"render_mode": "rgb_array"}) == (
+        "gym:Acrobot-v1 steps through Gymnasium's own env: its C port acrobot does not take "
+        "--env.render-mode")
+    # a value out of the port's bounds is named by its flag, before anything is built
+    with pytest.raises(EnvSpecError, match=r"--env\.g -5\.0: env\.g = -5\.0 is out of "
+                                           r"bounds.*C port pendulum"):
+        source_for("gym:Pendulum-v1").check_settings({"g": -5.0})
+    # Gymnasium's own Pendulum takes it (its bounds are Gymnasium's, not the port's)
+    assert source_for("gym:Pendulum-v1").check_settings({"g": -5.0, "native": False})
