@@ -7,6 +7,7 @@ import pytest
 from puffer_tui.app.cli import main
 from puffer_tui.engine.shared.config import load_config
 from puffer_tui.envs import env_class
+from puffer_tui.envs.env_spec import EnvSpecError, resolve_spec
 from puffer_tui.envs.registry import make, stepping_note
 
 SMALL = ["--train.total-timesteps", "2048", "--train.horizon", "16",
@@ -75,25 +76,23 @@ def test_a_run_says_it_steps_the_port_and_eval_plays_it(tmp_path, capsys):
 
 
 def test_native_is_refused_where_it_cannot_apply_and_a_fallback_says_why():
-    from puffer_tui.envs.env_spec import EnvSpecError, resolve_spec as source_for
-
     # an id without a port: --env.native was swallowed, and Gymnasium's env ran
     with pytest.raises(EnvSpecError, match=r"gym:CartPole-v1 has no C port \(the ports: "
                                            r"gym:Acrobot-v1, gym:Pendulum-v1\)"):
-        source_for("gym:CartPole-v1").check_settings({"native": True})
+        resolve_spec("gym:CartPole-v1").check_settings({"native": True})
     # native asked for with a setting the port does not take: Gymnasium's env ran anyway
     with pytest.raises(EnvSpecError, match=r"does not take --env\.render-mode; drop it, or "
                                            r"--env\.native false"):
-        source_for("gym:Acrobot-v1").check_settings({"native": True,
+        resolve_spec("gym:Acrobot-v1").check_settings({"native": True,
                                                      "render_mode": "rgb_array"})
     # without native the same settings choose Gymnasium's env, and the run says why
-    assert source_for("gym:Acrobot-v1").check_settings({"render_mode": "rgb_array"})
+    assert resolve_spec("gym:Acrobot-v1").check_settings({"render_mode": "rgb_array"})
     assert stepping_note("gym:Acrobot-v1", {"render_mode": "rgb_array"}) == (
         "gym:Acrobot-v1 steps through Gymnasium's own env: its C port acrobot does not take "
         "--env.render-mode")
     # a value out of the port's bounds is named by its flag, before anything is built
     with pytest.raises(EnvSpecError, match=r"--env\.g -5\.0: env\.g = -5\.0 is out of "
                                            r"bounds.*C port pendulum"):
-        source_for("gym:Pendulum-v1").check_settings({"g": -5.0})
+        resolve_spec("gym:Pendulum-v1").check_settings({"g": -5.0})
     # Gymnasium's own Pendulum takes it (its bounds are Gymnasium's, not the port's)
-    assert source_for("gym:Pendulum-v1").check_settings({"g": -5.0, "native": False})
+    assert resolve_spec("gym:Pendulum-v1").check_settings({"g": -5.0, "native": False})
