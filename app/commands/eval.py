@@ -118,7 +118,7 @@ def run(args) -> int:
         evaluator.close()
         return _fail(refused)
     if args.render and args.episodes is None:
-        print(f"playing {episodes} episodes at {args.fps:g} fps (change with --episodes N and "
+        print(f"playing {_episodes(episodes)} at {args.fps:g} fps (change with --episodes N and "
               f"--fps F; Ctrl-C stops with the score so far)", file=sys.stderr, flush=True)
     interrupted = False
     try:
@@ -171,12 +171,16 @@ def run(args) -> int:
     return 130 if interrupted else 0
 
 
+def _episodes(count: int) -> str:
+    return f"{count} episode" + ("" if count == 1 else "s")
+
+
 def summary(result: dict, path: Path, target: int) -> str:
     def shown(key, fmt):
         return "-" if result[key] is None else format(result[key], fmt)
 
-    played = (f"interrupted after {result['episodes']} of {target} episodes"
-              if result["interrupted"] else f"{result['episodes']} episodes")
+    played = (f"interrupted after {result['episodes']} of {_episodes(target)}"
+              if result["interrupted"] else _episodes(result["episodes"]))
     return (f"{result['env']}: {played} from {path.name}: score {shown('score', '.3f')}, "
             f"return {shown('episode_return', '.3f')}, length {shown('episode_length', '.1f')}")
 
@@ -201,7 +205,7 @@ def record(evaluator, path: Path, fps: float, scale: int | None):
     # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.engine.evaluation.recording import record_episodes
 
-    print(f"recording {evaluator.target} episodes to {path} (Ctrl-C stops and keeps the "
+    print(f"recording {_episodes(evaluator.target)} to {path} (Ctrl-C stops and keeps the "
           "frames so far)", file=sys.stderr, flush=True)
     return record_episodes(evaluator.recording_frames(), path, fps, scale,
                            palette_from_wire(evaluator.palette))

@@ -123,7 +123,7 @@ def test_render_ascii_draws_a_gym_rgb_env(capsys, cartpole_run):
     assert len(picture) >= 10, out
     assert all(set(line) <= set(" .:-=+*#%@") for line in picture), "no colours in a pipe"
     assert any(set(line) - {"@"} for line in picture), "the cart and pole, darker than the sky"
-    assert out.rstrip().splitlines()[-1].startswith("gym:CartPole-v1: 1 episodes from ")
+    assert out.rstrip().splitlines()[-1].startswith("gym:CartPole-v1: 1 episode from ")
 
 
 def test_render_ascii_shows_a_gym_ansi_env_as_its_text(capsys, tmp_path_factory):
