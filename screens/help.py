@@ -6,7 +6,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Markdown
+from textual.widgets import Footer, Markdown
 
 HELP = """\
 # puffer-tui keys
@@ -89,3 +89,4 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             yield Markdown(HELP)
+        yield Footer(compact=True)  # `esc Close` in sight: the text's own hint is at its end
