@@ -100,6 +100,10 @@ class RenderScreen(Screen):
         if action in ("pause", "resume"):
             paused = self.store.state == RunState.PAUSED
             return lm.can_steer(self.link_state, self.store.state) and paused == (action == "resume")
+        if action in ("env", "toggle_view"):
+            # another env or view is a frame the engine draws: once the run is over (or the
+            # link is gone) the last frame stays, and the keys that cannot change it go
+            return lm.can_steer(self.link_state, self.store.state)
         return True
 
     def action_env(self, delta: int) -> None:

@@ -147,3 +147,30 @@ async def test_o_in_the_render_view_switches_to_the_observation_and_back():
         assert isinstance(app.screen, DashboardScreen)
         assert app.sent[-1] == ("render", {"env": 0, "fps": 4})
         app.link = None
+
+
+async def test_the_render_view_of_an_ended_run_offers_no_env_or_view_keys():
+    # they changed the title and left the last frame of env 0 on the screen, the app toasting
+    # "not connected to an engine" for each press: the frames come from the engine
+    from app_fakes import push, telemetry
+
+    def footer_text(app) -> str:
+        return "\n".join(s.text for s in app.screen._compositor.render_strips()).splitlines()[-1]
+
+    app = OfflineApp()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.press("r")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, RenderScreen)
+        assert "Next env" in footer_text(app) and "Obs/env" in footer_text(app)
+        push(app, telemetry(41, state="finished"))
+        for _ in range(50):  # the screen's redraw and the footer's recompose; bounded
+            await pilot.pause(0.1)
+            if "Next env" not in footer_text(app):
+                break
+        assert "Next env" not in footer_text(app) and "Obs/env" not in footer_text(app)
+        sent = len(app.sent)
+        await pilot.press("right_square_bracket", "o")
+        await pilot.pause(0.1)
+        assert len(app.sent) == sent and app.screen.env_index == 0
+        assert "Back" in footer_text(app)
