@@ -81,9 +81,13 @@ def split_env_settings(argv: list[str]) -> tuple[list[str], list[str]]:
     return rest, settings
 
 
-def unknown_argument_message(token: str, flags: list[str]) -> str:
+def unknown_argument_message(token: str, flags: list[str], prog: str = "puffer-tui") -> str:
     suggestion = closest_flag(token, flags) if token.startswith("-") else None
     hint = f"; did you mean {suggestion}?" if suggestion else ""
+    section, dot, name = token.removeprefix("--").partition("=")[0].partition(".")
+    if not suggestion and dot and any(f.startswith(f"--{section}.") for f in flags):
+        # nothing close: say what is wrong, and where the section's flags are listed
+        hint = f"; {section} has no field {name!r} (`{prog} --help` lists the --{section}.* flags)"
     return f"unrecognized argument {token!r}{hint}"
 
 
@@ -110,7 +114,8 @@ def main(argv: list[str] | None = None) -> int:
         flags = _option_strings(parser, args)
         if getattr(args, "accepts_extra", False):
             flags += getattr(args, "extra_flags", lambda: [])()
-        print(f"{prog}: error: {unknown_argument_message(extra[0], flags)}", file=sys.stderr)
+        print(f"{prog}: error: {unknown_argument_message(extra[0], flags, prog)}",
+              file=sys.stderr)
         return 2
     if env_settings and not getattr(args, "accepts_extra", False):
         print(f"{prog}: error: {env_settings[0].partition('=')[0]} is not an option of "

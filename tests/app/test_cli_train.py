@@ -81,6 +81,9 @@ def test_eval_of_a_corrupt_checkpoint_names_the_file(tmp_path, capsys):
     (["squared", "--env.colour", "red"], r"unknown config key env.colour"),
     (["squared", "--train.device", "tpu"], r"--train.device tpu: .*one of auto, cpu, cuda"),
     (["squared", "--bogus"], r"unrecognized argument '--bogus'"),
+    (["squared", "--train.foo", "1"], r"unrecognized argument '--train.foo'; train has no field "
+                                      r"'foo' \(`puffer-tui train --help` lists the --train\.\* "
+                                      r"flags\)"),
     (["nosuchenv"], r"unknown env 'nosuchenv'; available envs: squared, .*; or gym:ID"),
     ([], r"name the ENV to train"),
     (["--resume", "nowhere"], r"no run 'nowhere'"),
