@@ -238,6 +238,7 @@ class Trainer:
         except EpochCut:  # the partial batch is dropped; the envs' episodes go on
             dropped, self.global_step = self.global_step - self._epoch_start_step, \
                 self._epoch_start_step
+            self.progress = {**self.progress, "global_step": self.global_step}  # as counted
             raise EpochCut(f"the epoch's partial collection ({dropped:,} of "
                            f"{self.batch_size:,} steps) was dropped") from None
         self.normalization.sync(self.world)
@@ -255,6 +256,9 @@ class Trainer:
         except EpochCut:  # learnt from part of the batch: the epoch counts, cut short
             self.epoch += 1
             self.uptime = self._uptime_start + time.perf_counter() - self._epoch_start
+            # what telemetry shows: the epoch and steps the checkpoint then written holds
+            self.progress = {**self.progress, "global_step": self.global_step,
+                             "epoch": self.epoch, "uptime": self.uptime}
             raise EpochCut("the epoch's update was cut short (the policy learnt from part "
                            "of its minibatches)") from None
         check_together(self.world, health.check_update, stats, self.policy)

@@ -90,6 +90,10 @@ def test_a_cut_epoch_leaves_the_trainer_consistent(phase):
         else:  # learnt from part of the batch: the epoch and its steps count
             assert trainer.epoch == epoch + 1 and trainer.global_step == step + 16 * 16
             assert changed
+        # what telemetry shows agrees with the checkpoint about to be written (the header said
+        # epoch 51 of a stopped run whose checkpoint was epoch 52)
+        assert (trainer.progress["epoch"], trainer.progress["global_step"]) == \
+            (trainer.epoch, trainer.global_step)
         state = trainer.state_dict()  # a checkpoint can be taken at once
         trainer.run_epoch()  # and training goes on
     assert state["global_step"] == (step if phase == "collect" else step + 256)
