@@ -304,7 +304,21 @@ class GymSource(PythonEnvSource):
         try:
             return from_gymnasium(make, **kwargs)
         except Exception as e:
+            unknown = _unexpected_keyword(e)
+            if unknown in kwargs:  # one of the user's settings, not a fault of ours
+                raise EnvSpecError(self._unknown_setting_message(unknown)) from None
             raise EnvSpecError(f"{self.spec} cannot be built: {type(e).__name__}: {e}") from None
+
+    def _unknown_setting_message(self, name: str) -> str:
+        """Gymnasium's env refused a keyword: name the flag, the settings it has, the closest."""
+        import difflib
+
+        known = sorted({s.name for s in self.settings_schema} - {IMPORT_KEY})
+        flag = f"--env.{name.replace('_', '-')}"
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+        hint = f"; did you mean --env.{close[0].replace('_', '-')}?" if close else ""
+        listed = ", ".join(f"--env.{k.replace('_', '-')}" for k in known) or "none"
+        return f"{self.spec}: {flag} is not a setting of {self.env_id} (known: {listed}){hint}"
 
     def preset_path(self, settings: dict | None = None):
         """gym_presets/ID.toml ("/" as "_"), else one for the id's namespace (ALE.toml),
@@ -320,6 +334,13 @@ class GymSource(PythonEnvSource):
             if path.exists():
                 return path
         return super().preset_path(settings)
+
+
+def _unexpected_keyword(error: Exception) -> str | None:
+    """The keyword a constructor refused (`__init__() got an unexpected keyword argument
+    'x'`, as Gymnasium passes it on), else None."""
+    match = re.search(r"got an unexpected keyword argument '(\w+)'", str(error))
+    return match.group(1) if match and isinstance(error, TypeError) else None
 
 
 def _gym_settings(gym_spec) -> tuple:

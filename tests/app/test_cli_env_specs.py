@@ -59,7 +59,8 @@ BAD_SPECS = [
     (["pz:user_envs:make_cartpole"], "pz:user_envs:make_cartpole cannot be built"),
     (["gym:CartPole-v1", "--env.max-episode-steps", "many"], "not a valid int"),
     (["gym:CartPole-v1", "--env.import", "no_such_module_xyz"], "'no_such_module_xyz'"),
-    (["gym:CartPole-v1", "--env.no-such-kwarg", "1"], "cannot be built: TypeError"),
+    (["gym:CartPole-v1", "--env.no-such-kwarg", "1"], "--env.no-such-kwarg is not a setting of "
+                                                      "CartPole-v1 (known: "),
     (["gym:CartPole-v1", "--vec.num-envs", "2", "--vec.num-workers", "2"], "minibatch_size"),
 ]
 

@@ -96,3 +96,13 @@ def test_native_is_refused_where_it_cannot_apply_and_a_fallback_says_why():
         resolve_spec("gym:Pendulum-v1").check_settings({"g": -5.0})
     # Gymnasium's own Pendulum takes it (its bounds are Gymnasium's, not the port's)
     assert resolve_spec("gym:Pendulum-v1").check_settings({"g": -5.0, "native": False})
+
+
+def test_a_misspelled_gymnasium_setting_names_the_flag_and_the_closest_one():
+    # Gymnasium's own "AcrobotEnv.__init__() got an unexpected keyword argument" came through
+    # as it was, with no pointer to --env.max-episode-steps
+    with pytest.raises(EnvSpecError, match=r"gym:Acrobot-v1: --env\.max-episode-step is not a "
+                                           r"setting of Acrobot-v1 \(known: .*"
+                                           r"--env\.max-episode-steps.*\); did you mean "
+                                           r"--env\.max-episode-steps\?"):
+        resolve_spec("gym:Acrobot-v1").make_creator({"max_episode_step": 5})
