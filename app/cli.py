@@ -85,7 +85,8 @@ def unknown_argument_message(token: str, flags: list[str], prog: str = "puffer-t
     suggestion = closest_flag(token, flags) if token.startswith("-") else None
     hint = f"; did you mean {suggestion}?" if suggestion else ""
     section, dot, name = token.removeprefix("--").partition("=")[0].partition(".")
-    if not suggestion and dot and any(f.startswith(f"--{section}.") for f in flags):
+    if not suggestion and token.startswith("--") and dot and \
+            any(f.startswith(f"--{section}.") for f in flags):
         # nothing close: say what is wrong, and where the section's flags are listed
         hint = f"; {section} has no field {name!r} (`{prog} --help` lists the --{section}.* flags)"
     return f"unrecognized argument {token!r}{hint}"

@@ -36,6 +36,11 @@ from puffer_tui.engine.shared.protocol import (
 REFRESH_HZ = 4
 
 
+def _event_key(when, level: str, text: str) -> tuple:
+    """An event as events.log keeps it: whole seconds, its lines as the file reads back."""
+    return int(when or 0), level, "\n".join(str(text).splitlines())
+
+
 def _fmt(value, spec: str = ".4g") -> str:
     return "-" if value is None else format(value, spec)
 
@@ -94,17 +99,18 @@ class HeadlessDisplay:
              "env": client.hello.get("env", ""), "run": client.hello.get("run", "")})
         self.errors: list[str] = []
         self.gave_up = False  # a second Ctrl-C: stopped watching while the engine stops
-        # (second, level, text) of the events printed: events.log and the pushes overlap
-        self._printed: set[tuple] = set()
+        # (second, level, text) of the events read back from events.log and printed: a push of
+        # one of them (it came as we read) is skipped once
+        self._from_log: set[tuple] = set()
 
     def run(self) -> str:
         """Show progress until the engine exits; returns its final state. With StopSignals
         the signals are flags read here between frames, not exceptions: one raised inside a
         redraw would leave half a frame on the screen."""
-        self.print_earlier_events()
         if self.signals is not None:
             self.signals.raising = False
         try:
+            self.print_earlier_events()  # a Ctrl-C meanwhile is a flag, as in the loop
             with Live(self._render(), console=self.console,
                       refresh_per_second=REFRESH_HZ, transient=False) as live:
                 self._loop(live)
@@ -198,16 +204,16 @@ class HeadlessDisplay:
         starts = [i for i, e in enumerate(events) if e.text.startswith(f"engine {pid} starting")]
         for event in events[starts[-1]:] if starts else ():
             self._print_event({"time": event.time, "level": event.level, "text": event.text})
+            self._from_log.add(_event_key(event.time, event.level, event.text))
 
     def _print_event(self, event: dict) -> None:
         level = event.get("level", "info")
         style = {"info": "dim", "warning": "yellow", "error": "bold red"}.get(level, "")
         text = str(event.get("text", ""))
-        # events.log keeps whole seconds and no trailing newline: compare at that
-        key = (int(event.get("time") or 0), level, text.rstrip("\n"))
-        if key in self._printed:
-            return  # read from events.log, then pushed too (or the other way round)
-        self._printed.add(key)
+        key = _event_key(event.get("time"), level, text)
+        if key in self._from_log:
+            self._from_log.discard(key)
+            return  # read back from events.log already: it came as we read
         if level == "error":
             self.errors.append(text)
         # one print: above a live display a partial line (end="") is erased by its redraw;

@@ -59,17 +59,17 @@ def settings_outside_port(env_id: str, settings: dict) -> list[str]:
 
 
 def check_native_setting(env_id: str, settings: dict) -> str | None:
-    """What is wrong with `--env.native` in these settings, or None: it is refused for an id
-    without a port, and `true` with a setting the port does not take (which would otherwise
-    step Gymnasium's env after all, against what was asked)."""
-    if NATIVE_KEY not in settings:
+    """What is wrong with `--env.native` in a new run's settings, or None: `true` is refused
+    for an id without a port, and with a setting the port does not take (either would step
+    Gymnasium's env after all, against what was asked); `false` asks for what runs anyway."""
+    if settings.get(NATIVE_KEY) not in (True, "true"):
         return None
     if port_of(env_id) is None:
         ported = ", ".join(f"gym:{name}" for name in PORTS)
         return (f"--env.native: gym:{env_id} has no C port (the ports: {ported}); drop "
                 f"--env.native")
     outside = settings_outside_port(env_id, settings)
-    if settings[NATIVE_KEY] in (True, "true") and outside:
+    if outside:
         return (f"--env.native true: the C port of gym:{env_id} does not take "
                 f"{_flags(outside)}; drop {'it' if len(outside) == 1 else 'them'}, or "
                 f"--env.native false for Gymnasium's own env")
@@ -78,7 +78,7 @@ def check_native_setting(env_id: str, settings: dict) -> str | None:
 
 def check_port_values(env_id: str, settings: dict) -> str | None:
     """What is out of the port's bounds in these settings when the port steps the env, named
-    by the flag given (`--env.g -5`), or None."""
+    by its flag and value (`--env.g -5.0`), or None."""
     if port_of(env_id) is None or not wants_port(env_id, settings):
         return None
     cls, names = PORTS[env_id]

@@ -268,15 +268,24 @@ class GymSource(PythonEnvSource):
 
     def check_settings(self, given: dict) -> dict:
         # lazy: the ports load their C bindings
-        from puffer_tui.envs.classic_ports import check_native_setting, check_port_values
+        from puffer_tui.envs.classic_ports import check_port_values
 
         checked = super().check_settings(given)
         self._gym_spec(checked)  # an --env.import that registers the id, or fails clearly
-        problem = (check_native_setting(self.env_id, checked)
-                   or check_port_values(self.env_id, checked))
+        problem = check_port_values(self.env_id, checked)  # the port could not be built
         if problem:
             raise EnvSpecError(f"{self.spec}: {problem}")
         return checked
+
+    def check_new_settings(self, settings: dict) -> None:
+        """A new run's settings, beyond check_settings: what a saved config may hold from
+        before (and resume, eval must still read) but a new run is refused."""
+        # lazy: the ports load their C bindings
+        from puffer_tui.envs.classic_ports import check_native_setting
+
+        problem = check_native_setting(self.env_id, settings)
+        if problem:
+            raise EnvSpecError(f"{self.spec}: {problem}")
 
     def make_creator(self, settings: dict, evaluation: bool = False):
         # lazy: the ports load their C bindings; cycle: importing envs.gym_emulation loads
@@ -309,11 +318,23 @@ class GymSource(PythonEnvSource):
                 raise EnvSpecError(self._unknown_setting_message(unknown)) from None
             raise EnvSpecError(f"{self.spec} cannot be built: {type(e).__name__}: {e}") from None
 
+    def _constructor_names(self) -> set:
+        """Every keyword the id's constructor takes (render_mode too: the schema keeps only
+        the plain-typed ones)."""
+        try:
+            creator = _entry_point(self._gym_spec({}))
+            params = inspect.signature(creator).parameters.values()
+        except (EnvSpecError, TypeError, ValueError):
+            return set()
+        return {p.name for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+                and p.name != "self"}
+
     def _unknown_setting_message(self, name: str) -> str:
         """Gymnasium's env refused a keyword: name the flag, the settings it has, the closest."""
         import difflib
 
-        known = sorted({s.name for s in self.settings_schema} - {IMPORT_KEY})
+        known = sorted(({s.name for s in self.settings_schema} | self._constructor_names())
+                       - {IMPORT_KEY})
         flag = f"--env.{name.replace('_', '-')}"
         close = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
         hint = f"; did you mean --env.{close[0].replace('_', '-')}?" if close else ""

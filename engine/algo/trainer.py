@@ -255,7 +255,8 @@ class Trainer:
                                             self._safe_point, self.schedule)
         except EpochCut:  # learnt from part of the batch: the epoch counts, cut short
             self.epoch += 1
-            self.uptime = self._uptime_start + time.perf_counter() - self._epoch_start
+            self.uptime = (self._uptime_start + time.perf_counter() - self._epoch_start
+                           - self._blocked)  # paused time is not training time
             # what telemetry shows: the epoch and steps the checkpoint then written holds
             self.progress = {**self.progress, "global_step": self.global_step,
                              "epoch": self.epoch, "uptime": self.uptime}

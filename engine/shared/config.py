@@ -376,6 +376,11 @@ def load_config(env_name: str, overrides: dict[str, Any] | None = None, preset: 
     env_settings = {spec_for(key, env_name).name: spec_for(key, env_name).coerce(value)
                     for key, value in (overrides or {}).items() if key.startswith("env.")}
     env = _env_class(env_name)
+    if hasattr(env, "check_new_settings"):  # refused for new runs only (saved ones still load)
+        try:
+            env.check_new_settings(env.check_settings(dict(env_settings)))
+        except ValueError as e:  # EnvSpecError names its spec
+            raise ConfigError(str(e)) from None
     python = env.steps_in_python(env_settings) if hasattr(env, "steps_in_python") \
         else getattr(env, "python", False)
     if python:

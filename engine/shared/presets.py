@@ -25,14 +25,39 @@ def read_preset(path: str | os.PathLike) -> dict:
         data = tomllib.loads(cfg.read_utf8(path, f"--preset {path}"))
     except tomllib.TOMLDecodeError as e:
         raise cfg.ConfigError(f"--preset {path}: not valid TOML ({e})") from None
-    unknown = sorted(set(data) - {"env_name", "sweep", *cfg.SECTIONS})
+    unknown = sorted(set(data) - {"env_name", "base", "sweep", *cfg.SECTIONS})
     if unknown:
         raise cfg.ConfigError(f"--preset {path}: unknown table or key {unknown[0]!r} (a preset "
-                              f"has env_name, [env], [vec], [train] and [sweep])")
+                              f"has env_name, base, [env], [vec], [train] and [sweep])")
     for section in (*cfg.SECTIONS, "sweep"):
         if not isinstance(data.get(section, {}), dict):
             raise cfg.ConfigError(f"--preset {path}: {section} must be a table")
+    if "base" in data:
+        data = _over_base(data, path)
     return data
+
+
+def _over_base(data: dict, path: Path) -> dict:
+    """`base = "FILE.toml"` (a file beside this one, else one of the built-in presets of
+    envs/gym_presets, as a copy of Pendulum-v1.toml names its family): its sections first,
+    this file's values over them."""
+    # lazy: the built-in presets' reader, only for a preset that names a base
+    from puffer_tui.envs.gym_presets.family import PRESETS, read_preset_file
+
+    base = str(data.pop("base"))
+    beside, built_in = path.parent / base, PRESETS / base
+    where = beside if beside.is_file() else built_in if built_in.is_file() else None
+    if where is None or where.resolve() == path.resolve():
+        raise cfg.ConfigError(f"--preset {path}: base = {base!r} is neither a file beside it "
+                              f"nor a built-in preset ({PRESETS})")
+    try:
+        merged = read_preset_file(where)
+    except (OSError, ValueError) as e:
+        raise cfg.ConfigError(f"--preset {path}: its base {where}: {e}") from None
+    for section, values in data.items():
+        merged[section] = {**merged.get(section, {}), **values} if section in cfg.SECTIONS \
+            else values
+    return merged
 
 
 def preset_overrides(data: dict, env_name: str, path: str | os.PathLike) -> dict:

@@ -81,6 +81,7 @@ def test_eval_of_a_corrupt_checkpoint_names_the_file(tmp_path, capsys):
     (["squared", "--env.colour", "red"], r"unknown config key env.colour"),
     (["squared", "--train.device", "tpu"], r"--train.device tpu: .*one of auto, cpu, cuda"),
     (["squared", "--bogus"], r"unrecognized argument '--bogus'"),
+    (["squared", "train.toml"], r"unrecognized argument 'train.toml'\n"),  # no field hint
     (["squared", "--train.foo", "1"], r"unrecognized argument '--train.foo'; train has no field "
                                       r"'foo' \(`puffer-tui train --help` lists the --train\.\* "
                                       r"flags\)"),

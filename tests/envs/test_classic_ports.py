@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from puffer_tui.app.cli import main
-from puffer_tui.engine.shared.config import load_config
+from puffer_tui.engine.shared.config import ConfigError, from_dict, load_config
 from puffer_tui.envs import env_class
 from puffer_tui.envs.env_spec import EnvSpecError, resolve_spec
 from puffer_tui.envs.registry import make, stepping_note
@@ -76,16 +76,21 @@ def test_a_run_says_it_steps_the_port_and_eval_plays_it(tmp_path, capsys):
 
 
 def test_native_is_refused_where_it_cannot_apply_and_a_fallback_says_why():
-    # an id without a port: --env.native was swallowed, and Gymnasium's env ran
-    with pytest.raises(EnvSpecError, match=r"gym:CartPole-v1 has no C port \(the ports: "
-                                           r"gym:Acrobot-v1, gym:Pendulum-v1\)"):
-        resolve_spec("gym:CartPole-v1").check_settings({"native": True})
-    # native asked for with a setting the port does not take: Gymnasium's env ran anyway
-    with pytest.raises(EnvSpecError, match=r"does not take --env\.render-mode; drop it, or "
-                                           r"--env\.native false"):
-        resolve_spec("gym:Acrobot-v1").check_settings({"native": True,
-                                                     "render_mode": "rgb_array"})
-    # without native the same settings choose Gymnasium's env, and the run says why
+    # an id without a port: --env.native true was swallowed, and Gymnasium's env ran
+    with pytest.raises(ConfigError, match=r"gym:CartPole-v1 has no C port \(the ports: "
+                                          r"gym:Acrobot-v1, gym:Pendulum-v1\)"):
+        load_config("gym:CartPole-v1", {"env.native": "true"})
+    # native true with a setting the port does not take: Gymnasium's env ran anyway
+    with pytest.raises(ConfigError, match=r"does not take --env\.render-mode; drop it, or "
+                                          r"--env\.native false"):
+        load_config("gym:Acrobot-v1", {"env.native": "true", "env.render_mode": "rgb_array"})
+    # false asks for what runs: taken
+    assert load_config("gym:CartPole-v1", {"env.native": "false"}).env == {"native": False}
+    # a saved run that holds what a new run is refused still loads (resume, eval, branch)
+    saved = load_config("gym:CartPole-v1").as_dict()
+    saved["env"] = {"native": True}
+    assert from_dict(saved).env == {"native": True}
+    # without native the settings choose Gymnasium's env, and the run says why
     assert resolve_spec("gym:Acrobot-v1").check_settings({"render_mode": "rgb_array"})
     assert stepping_note("gym:Acrobot-v1", {"render_mode": "rgb_array"}) == (
         "gym:Acrobot-v1 steps through Gymnasium's own env: its C port acrobot does not take "
