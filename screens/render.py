@@ -53,7 +53,10 @@ class RenderScreen(Screen):
         self._request_frames()
 
     def _request_frames(self) -> None:
-        """This env, in this view, as fast as the engine sends frames."""
+        """This env, in this view, as fast as the engine sends frames (none once the run is
+        over: the last frame stays, with no "not connected" toast for asking)."""
+        if not lm.can_steer(self.link_state, self.store.state):
+            return
         args = {"env": self.env_index, "fps": round(1 / REFRESH_S)}
         if self.view != "env":
             args["view"] = self.view

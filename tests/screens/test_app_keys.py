@@ -174,3 +174,7 @@ async def test_the_render_view_of_an_ended_run_offers_no_env_or_view_keys():
         await pilot.pause(0.1)
         assert len(app.sent) == sent and app.screen.env_index == 0
         assert "Back" in footer_text(app)
+        # opening it again on the ended run asks the engine for nothing
+        await pilot.press("escape", "r")
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, RenderScreen) and len(app.sent) == sent
