@@ -93,3 +93,23 @@ def push(app, message: dict) -> None:
     from puffer_tui.app.link_messages import message_for_push
 
     app.post_message(message_for_push(app.link, message))
+
+
+class QueuedClient:
+    """An EngineClient for the headless display's tests: its hello, and the pushes queued in
+    `queued`, handed over on the next pushes() call."""
+
+    def __init__(self, hello: dict):
+        self.hello = hello
+        self.queued: list[dict] = []
+
+    def pushes(self, timeout: float):
+        out, self.queued = self.queued, []
+        return out
+
+
+class NullLive:
+    """A rich Live that shows nothing (the display's _pump updates it)."""
+
+    def update(self, renderable) -> None:
+        self.shown = renderable

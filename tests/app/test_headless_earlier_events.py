@@ -6,27 +6,13 @@ headless run in four. They are read back from events.log, from this engine's own
 import io
 import time
 
+from app_fakes import NullLive, QueuedClient
 from rich.console import Console
 
 from puffer_tui.app.headless_display import HeadlessDisplay
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.events import EventLog
 from puffer_tui.engine.shared.protocol import MessageType, RunState
-
-
-class _Client:
-    def __init__(self, pid: int):
-        self.hello = {"state": RunState.RUNNING, "env": "gym:Acrobot-v1", "run": "r", "pid": pid}
-        self.queued: list[dict] = []
-
-    def pushes(self, timeout: float):
-        out, self.queued = self.queued, []
-        return out
-
-
-class _Live:
-    def update(self, renderable) -> None:
-        pass
 
 
 def test_the_lines_before_the_connection_are_printed_once_and_only_this_engines(tmp_path):
@@ -36,7 +22,8 @@ def test_the_lines_before_the_connection_are_printed_once_and_only_this_engines(
     events.info("engine 222 starting gym:Acrobot-v1 (resumed)")
     port = events.info("gym:Acrobot-v1 steps through its C port (acrobot: ...)")
     assert (tmp_path / rd.EVENTS_FILE).exists()
-    client = _Client(pid=222)
+    client = QueuedClient({"state": RunState.RUNNING, "env": "gym:Acrobot-v1", "run": "r",
+                           "pid": 222})
     out = io.StringIO()
     display = HeadlessDisplay(client, run_dir=tmp_path, console=Console(file=out, width=200))
     display.print_earlier_events()
@@ -44,7 +31,7 @@ def test_the_lines_before_the_connection_are_printed_once_and_only_this_engines(
     later = {"type": MessageType.EVENT, "time": time.time() + 2, "level": "info",
              "text": "checkpoint saved: step-2.pt"}
     client.queued = [port, later]
-    display._pump(_Live())
+    display._pump(NullLive())
     lines = [line for line in out.getvalue().splitlines() if line.startswith("info ")]
     assert lines == ["info engine 222 starting gym:Acrobot-v1 (resumed)",
                      "info gym:Acrobot-v1 steps through its C port (acrobot: ...)",

@@ -3,24 +3,14 @@ episode ended: those epochs' stats hold only `episodes: 0`, which used to blank 
 ("return -" at the end of a CartPole-v1 run whose 256-step epochs mostly end no 500-step
 episode)."""
 
+from app_fakes import NullLive, QueuedClient
+
 from puffer_tui.app.headless_display import HeadlessDisplay, render
 from puffer_tui.engine.shared.protocol import MessageType, RunState, TelemetrySnapshot
 
 
-class _Client:
-    hello = {"state": RunState.RUNNING, "env": "gym:CartPole-v1", "run": "cartpole-1"}
-
-    def __init__(self):
-        self.queued: list[dict] = []
-
-    def pushes(self, timeout: float):
-        out, self.queued = self.queued, []
-        return out
-
-
-class _Live:
-    def update(self, renderable) -> None:
-        self.shown = renderable
+def _client():
+    return QueuedClient({"state": RunState.RUNNING, "env": "gym:CartPole-v1", "run": "cartpole-1"})
 
 
 def _push(step: int, stats: dict) -> dict:
@@ -44,9 +34,9 @@ def _panel_text(display: HeadlessDisplay) -> str:
 
 
 def test_an_epoch_without_episodes_keeps_the_last_return_and_score():
-    client = _Client()
+    client = _client()
     display = HeadlessDisplay(client, run_dir=None)
-    live = _Live()
+    live = NullLive()
     client.queued = [_push(256, {"episode_return": 500.0, "episode_length": 500.0,
                                  "score": 1.0, "episodes": 2})]
     display._pump(live)
@@ -64,9 +54,9 @@ def test_an_epoch_without_episodes_keeps_the_last_return_and_score():
 
 
 def test_before_any_episode_the_return_is_a_dash():
-    client = _Client()
+    client = _client()
     display = HeadlessDisplay(client, run_dir=None)
     client.queued = [_push(256, {"episodes": 0})]
-    display._pump(_Live())
+    display._pump(NullLive())
     assert display.telemetry.stats.get("episode_return") is None
     assert display.telemetry.stats == {"episodes": 0}
