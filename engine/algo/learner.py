@@ -27,6 +27,7 @@ from collections.abc import Callable
 import torch
 
 from puffer_tui.engine.algo.advantage import compute_advantage
+from puffer_tui.engine.algo.explicit_gradients import ExplicitMLP
 from puffer_tui.engine.algo.ppo_loss import normalize_advantages, ppo_loss
 from puffer_tui.engine.algo.sampling import annealed_beta, sample_segments, segment_priorities
 from puffer_tui.engine.algo.schedule import START, Anchor, learning_rate, progress
@@ -81,6 +82,12 @@ class Learner:
         # 3.04 ms eager on the 2-core dev box (medians of 6 rounds of 1,500; README).
         self._compiled_loss = (torch.compile(self._minibatch_loss, dynamic=False)
                                if compile_loss else None)
+        # A plain MLP in float32, eager, its forward the policy's own (not DDP's, whose
+        # gradient averaging hooks into autograd): the minibatch's gradients written out,
+        # several times cheaper than autograd's on small networks (explicit_gradients.py).
+        plain = (not compile_loss and precision == "float32"
+                 and (train_forward is None or train_forward == policy.forward_sequence))
+        self.explicit = ExplicitMLP.for_policy(policy) if plain else None
 
     def minibatch_loss(self, *args):
         """_minibatch_loss, compiled where train.compile asks. A machine where the compiler
@@ -223,15 +230,19 @@ class Learner:
             # the value targets and the value clip's reference: the values the advantages
             # were computed with (refreshed ones, or the collected ones)
             mb_values = values_rows[idx] if refresh else mb["collected"]
-            loss, stats, new_ratio, new_value = self.minibatch_loss(
-                mb["obs"], state, mb["starts"], mb["actions"].reshape(mb_rows * cols, -1),
-                mb["logprob"].reshape(-1), mb["adv"], mb_values, mb["valid"], weights,
-                train.clip_coef, train.vf_clip_coef, train.vf_coef, train.ent_coef)
-
-            self.optimizer.zero_grad(set_to_none=True)
-            loss.backward()
+            args = (mb["actions"].reshape(mb_rows * cols, -1), mb["logprob"].reshape(-1),
+                    mb["adv"], mb_values, mb["valid"], weights, train.clip_coef,
+                    train.vf_clip_coef, train.vf_coef, train.ent_coef)
+            if self.explicit is not None:  # sets every parameter's .grad
+                stats, new_ratio, new_value = self.explicit.loss_and_gradients(mb["obs"], *args)
+            else:
+                loss, stats, new_ratio, new_value = self.minibatch_loss(
+                    mb["obs"], state, mb["starts"], *args)
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
             if train.max_grad_norm > 0:
-                norm = clip_gradients(self.params, train.max_grad_norm)
+                norm = (clip_gradients(self.params, train.max_grad_norm) if self.explicit is None
+                        else self.explicit.clip_gradients(train.max_grad_norm))
                 grad_norm += norm
                 grad_clipped += norm > train.max_grad_norm
             self.optimizer.step()

@@ -46,10 +46,9 @@ class SDENoise:
         self.eps[index] = torch.randn((len(rows), *self.eps.shape[1:]), device=self.eps.device)
         self.age[rows] = 0
 
-    def perturbation(self, features: torch.Tensor, rows, sigma: torch.Tensor) -> torch.Tensor:
-        """features [n, F] of rows `rows` (None: 0..n-1) -> f @ (eps[row] * sigma), [n, A];
-        one step of those rows (rows due for new eps get them first)."""
-        n = features.shape[0]
+    def advance(self, n: int, rows) -> torch.Tensor:
+        """eps [n, F, A] of rows `rows` (None: 0..n-1) for one step of those rows (rows due
+        for new eps get them first)."""
         rows = np.arange(n) if rows is None else np.asarray(rows).reshape(-1)
         if len(rows) != n:
             raise ValueError(f"{n} feature rows but {len(rows)} row ids")
@@ -61,6 +60,11 @@ class SDENoise:
                 self.resample(due)
         self.age[rows] += 1
         full = n == self.rows and bool((rows == np.arange(n)).all())
-        eps = self.eps if full else self.eps[torch.as_tensor(rows, device=self.eps.device)]
+        return self.eps if full else self.eps[torch.as_tensor(rows, device=self.eps.device)]
+
+    def perturbation(self, features: torch.Tensor, rows, sigma: torch.Tensor) -> torch.Tensor:
+        """features [n, F] of rows `rows` (None: 0..n-1) -> f @ (eps[row] * sigma), [n, A];
+        one step of those rows."""
+        eps = self.advance(features.shape[0], rows)
         weights = eps * sigma.to(eps.dtype)
         return torch.bmm(features.to(eps.dtype).unsqueeze(1), weights).squeeze(1)

@@ -162,10 +162,15 @@ class Trainer:
             step_fn = torch.compile(step_fn)
             sequence_fn = torch.compile(sequence_fn)
         sequence_fn = self.world.wrap(self.policy, sequence_fn)  # DDP averages the gradients
-        self._step_fn = step_fn
         self.precision = resolve_precision(train.precision, self.device)  # "auto" decided
         self.learner = Learner(self.policy, self.optimizer, sequence_fn, self.precision,
                                compile_loss=compile_loss)
+        # a plain MLP on the CPU: its forward in numpy, without Modules (explicit_gradients.py)
+        self._explicit = self.learner.explicit if not train.compile else None
+        if self._explicit is not None:
+            explicit = self._explicit
+            step_fn = lambda obs, state, starts: (*explicit.step(obs), None)  # noqa: E731
+        self._step_fn = step_fn
 
         # running statistics (engine/algo/normalization.py); None where not asked for
         self.normalization = Normalization(self.policy.obs_norm, self.num_agents, train)
@@ -346,13 +351,18 @@ class Trainer:
                 final_values = self._final_values(env_ids, terminals, truncations, state)
                 if state is not None:
                     state = policy.reset_state(state, starts)
-                params, values, new_state = self._step_fn(obs_t, state, None)
-                params, values = params.float(), values.float()  # no-ops in float32
-                if new_state is not None:
-                    new_state = (new_state[0].float(), new_state[1].float())
-                actions, logprobs = policy.actor.sample(params, noise=buffer.exploration,
-                                                        rows=env_ids)
-                env_actions = policy.actor.to_env(actions)
+                if self._explicit is not None:  # the same draws, in numpy
+                    actions, logprobs, values, env_actions = self._explicit.collect(
+                        obs_t, buffer.exploration, env_ids)
+                    new_state = None
+                else:
+                    params, values, new_state = self._step_fn(obs_t, state, None)
+                    params, values = params.float(), values.float()  # no-ops in float32
+                    if new_state is not None:
+                        new_state = (new_state[0].float(), new_state[1].float())
+                    actions, logprobs = policy.actor.sample(params, noise=buffer.exploration,
+                                                            rows=env_ids)
+                    env_actions = policy.actor.to_env(actions).cpu().numpy()
             with timing.section("copy"):
                 if new_state is not None:
                     if rows is None:
@@ -368,7 +378,6 @@ class Trainer:
                              truncations, masks, host(actions), host(logprobs), host(values),
                              None if state is None else (host(state[0]), host(state[1])),
                              final_values)
-                env_actions = env_actions.cpu().numpy()
             # Count now: recv() may return the backend's live buffers, which send() overwrites
             # with the next step's masks.
             stepped = int(np.count_nonzero(masks))
