@@ -2,7 +2,8 @@
 
     port_creator("Acrobot-v1", {})       # a creator of the native acrobot, or None
 
-gym:Acrobot-v1 and gym:Pendulum-v1 are simulated by envs/acrobot and envs/pendulum: Gymnasium's
+gym:Acrobot-v1, gym:CartPole-v1 and gym:Pendulum-v1 are simulated by envs/acrobot,
+envs/cartpole_v1 and envs/pendulum: Gymnasium's
 equations in its operand order and precision (their tests compare every step with
 Gymnasium's), all of a vector's envs in one C call. One Gymnasium Acrobot-v1 step costs ~100
 µs of Python on the 2-core dev box, more than the whole training step of its small network;
@@ -19,12 +20,14 @@ from __future__ import annotations
 import functools
 
 from puffer_tui.envs.acrobot import Acrobot
+from puffer_tui.envs.cartpole_v1 import CartPoleV1
 from puffer_tui.envs.pendulum import Pendulum
 
 NATIVE_KEY = "native"
 # Gymnasium id -> (native env class, {Gymnasium setting: native setting})
 PORTS = {
     "Acrobot-v1": (Acrobot, {"max_episode_steps": "max_steps"}),
+    "CartPole-v1": (CartPoleV1, {"max_episode_steps": "max_steps"}),
     "Pendulum-v1": (Pendulum, {"max_episode_steps": "max_steps", "g": "g"}),
 }
 # settings that are not the env's (read by env_spec before gymnasium.make)

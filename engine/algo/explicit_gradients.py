@@ -56,6 +56,11 @@ def _array(tensor: torch.Tensor) -> np.ndarray:
     return tensor.detach().numpy()
 
 
+def _bounded(x: np.ndarray, low: float, high: float) -> np.ndarray:
+    """np.clip's values without its wrapper (a few µs a call on arrays of a handful)."""
+    return np.minimum(np.maximum(x, low), high)
+
+
 def _erf(x: np.ndarray) -> np.ndarray:
     return torch.from_numpy(x).erf_().numpy()  # numpy has no erf; in place, on a temporary
 
@@ -235,7 +240,7 @@ class ExplicitMLP:
             actions = np.stack(picks, -1).astype(np.int32).reshape(n, *head.action_shape)
             env_actions = actions
         else:
-            log_std = np.clip(arrays[-1], LOG_STD_MIN, LOG_STD_MAX)
+            log_std = _bounded(arrays[-1], LOG_STD_MIN, LOG_STD_MAX)
             if not self.sde:
                 actions = out + torch.randn(out.shape).numpy() * np.exp(log_std)
             elif noise is not None:
@@ -283,7 +288,7 @@ class ExplicitMLP:
                 saved.append((logp_all, probs, chunk_entropy))
             return logp, entropy, (rows, picked, saved)
         actions = actions.reshape(n, -1).astype(np.float32, copy=False)
-        log_std = np.clip(log_std_param, LOG_STD_MIN, LOG_STD_MAX)
+        log_std = _bounded(log_std_param, LOG_STD_MIN, LOG_STD_MAX)
         if self.sde:
             sigma2 = np.exp(2.0 * log_std)
             squared = features * features
@@ -363,7 +368,7 @@ class ExplicitMLP:
         logratio = new_logprob - old_logprob.numpy()
         ratio = np.exp(logratio)
         unclipped_term = -advantages * ratio
-        clipped_term = -advantages * np.clip(ratio, 1.0 - clip_coef, 1.0 + clip_coef)
+        clipped_term = -advantages * _bounded(ratio, 1.0 - clip_coef, 1.0 + clip_coef)
         # the gradient reaches the ratio where the unclipped term is the max (inside the
         # clip range the two are equal, and the halves sum to the same)
         chosen = unclipped_term >= clipped_term
@@ -375,7 +380,7 @@ class ExplicitMLP:
         if vf_clip_coef > 0:
             old_value = values.reshape(-1)
             moved = new_value - old_value
-            clipped_value = old_value + np.clip(moved, -vf_clip_coef, vf_clip_coef)
+            clipped_value = old_value + _bounded(moved, -vf_clip_coef, vf_clip_coef)
             clipped_error = np.square(clipped_value - returns)
             plain = error > clipped_error
             tie = error == clipped_error

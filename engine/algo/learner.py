@@ -178,10 +178,12 @@ class Learner:
             mb_rows = max(1, min(segments, train.minibatch_size // horizon))
         per_epoch = max(1, rows // mb_rows)
         minibatches = train.update_epochs * per_epoch
-        sums = {name: torch.zeros((), device=device) for name in STAT_NAMES}
+        # Sums that become tensors on the device with autograd's stats (no sync per
+        # minibatch) and stay Python floats with explicit_gradients.py's.
+        sums = {name: 0.0 for name in STAT_NAMES}
         ev = 0.0
-        # pre-clip gradient norms, for engine/diagnosis/rules.py (summed on the device: no sync)
-        grad_norm, grad_clipped = torch.zeros((), device=device), torch.zeros((), device=device)
+        # pre-clip gradient norms, for engine/diagnosis/rules.py
+        grad_norm, grad_clipped = 0.0, 0.0
         # Per minibatch only what changes: on a 64-wide MLP each torch op costs about as much
         # as its arithmetic, so what is the same all epoch is gathered or computed once.
         static = None  # shuffled steps: this epoch's batch in its drawn order, sliced below
@@ -255,11 +257,11 @@ class Learner:
             for name in STAT_NAMES:
                 sums[name] += stats[name]
 
-        row = {name: float(sums[name].item() / minibatches) for name in STAT_NAMES}
+        row = {name: float(sums[name]) / minibatches for name in STAT_NAMES}
         row["explained_variance"] = ev
         row["learning_rate"] = float(self.optimizer.param_groups[0]["lr"])
         row["minibatches"] = minibatches
-        row["grad_norm"] = float(grad_norm.item() / minibatches)  # 0 when clipping is off
-        row["grad_clipped"] = float(grad_clipped.item() / minibatches)  # share clipped
+        row["grad_norm"] = float(grad_norm) / minibatches  # 0 when clipping is off
+        row["grad_clipped"] = float(grad_clipped) / minibatches  # share clipped
         self.last_update = row  # what engine/diagnosis/doctor.py reads after each epoch
         return row

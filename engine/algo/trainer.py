@@ -64,6 +64,7 @@ from puffer_tui.engine.algo.trainer_setup import (
     make_vecenv,
     resolve_device,
     resolve_precision,
+    set_compute_threads,
 )
 from puffer_tui.engine.shared import health
 from puffer_tui.engine.shared.config import (
@@ -106,7 +107,7 @@ class Trainer:
         # (collection, learning): the env workers' cores are the learner's while they wait
         self._threads = (train.torch_threads or auto_threads(config),
                          train.torch_threads or auto_threads(config, phase="learn"))
-        torch.set_num_threads(self._threads[0])
+        set_compute_threads(self._threads[0])
         keep_freed_memory()  # no page faults for each minibatch's tensors (engine/algo/allocator.py)
         self._seed = self.world.seed(train.seed)  # differs per rank
         rng_state.seed_all(self._seed)
@@ -290,12 +291,12 @@ class Trainer:
     def _learning_threads(self):
         collect, learn = self._threads
         if learn != collect:
-            torch.set_num_threads(learn)
+            set_compute_threads(learn)
         try:
             yield
         finally:
             if learn != collect:
-                torch.set_num_threads(collect)
+                set_compute_threads(collect)
 
     def _safe_point(self, between_steps: bool = False) -> None:
         if self.safe_point is None:

@@ -22,7 +22,7 @@ MAX_VELOCITY_2 = 9 * math.pi
 class Acrobot(NativeEnv):
     name = "acrobot"
     order = 10
-    description = "Acrobot-v1 in C; -1 per step"
+    description = "Acrobot-v1 in C"
     binding = binding
     palette = {
         0: (" ", "default"),

@@ -18,7 +18,7 @@ MAX_TORQUE = 2.0
 class Pendulum(NativeEnv):
     name = "pendulum"
     order = 11
-    description = "Pendulum-v1 in C; swing up, hold"
+    description = "Pendulum-v1 in C"
     binding = binding
     palette = {
         0: (" ", "default"),

@@ -154,9 +154,11 @@ def test_worker_count_divides_the_presets_envs_on_any_machine(monkeypatch):
     # its preset's envs (8 now, 64 before it was tuned): 3 cores, so 2 workers divide either
     preset_envs = load_preset("gym:CartPole-v1")["vec"]["num_envs"]
     assert preset_envs % 2 == 0 and preset_envs % 3 != 0  # what makes the check below count
-    config = cfg.load_config("gym:CartPole-v1")
+    python_env = {"env.native": "false"}  # Gymnasium's own CartPole, not its C port
+    config = cfg.load_config("gym:CartPole-v1", python_env)
     assert (config.vec.num_envs, config.vec.num_workers) == (preset_envs, 2)
-    config = cfg.load_config("gym:CartPole-v1", {"vec.num_envs": "9"})
+    config = cfg.load_config("gym:CartPole-v1", {**python_env, "vec.num_envs": "9"})
     assert config.vec.num_workers == 3
-    config = cfg.load_config("gym:CartPole-v1", {"vec.num_envs": "9", "vec.num_workers": "1"})
+    config = cfg.load_config("gym:CartPole-v1", {**python_env, "vec.num_envs": "9",
+                                                  "vec.num_workers": "1"})
     assert config.vec.num_workers == 1  # what the user set stays

@@ -93,13 +93,14 @@ def test_piped_render_streams_progress_and_ctrl_c_prints_the_partial_score(run_d
 
 # ---- Gymnasium envs: rgb_array frames in half blocks (by brightness into a pipe), ansi as text --
 
-def gym_run(tmp_path_factory, spec: str):
+def gym_run(tmp_path_factory, spec: str, **env_settings):
     """A run directory of an untrained policy on a Gymnasium env spec (serial, tiny)."""
     run = tmp_path_factory.mktemp("runs") / spec.replace(":", "-")
     (run / "checkpoints").mkdir(parents=True)
     config = cfg.load_config(spec, {
         "vec.backend": "serial", "vec.num_envs": 8, "train.horizon": 16,
         "train.minibatch_size": 128, "train.hidden_size": 16, "train.torch_threads": 1,
+        **{f"env.{name}": value for name, value in env_settings.items()},
     })
     trainer = Trainer(config)
     try:
@@ -111,7 +112,8 @@ def gym_run(tmp_path_factory, spec: str):
 
 @pytest.fixture(scope="module")
 def cartpole_run(tmp_path_factory):
-    return gym_run(tmp_path_factory, "gym:CartPole-v1")
+    # Gymnasium's own CartPole, which draws RGB images (not its C port's tiles)
+    return gym_run(tmp_path_factory, "gym:CartPole-v1", native="false")
 
 
 def test_render_ascii_draws_a_gym_rgb_env(capsys, cartpole_run):

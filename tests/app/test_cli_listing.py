@@ -19,7 +19,7 @@ def test_envs_prints_bounds_compactly():
     out = cli_at_80_columns("envs")
     assert max(map(len, out.splitlines())) <= 80
     assert "array" not in out and "e+0" not in out, out
-    (row,) = [line for line in out.splitlines() if "cartpole" in line]
+    (row,) = [line for line in out.splitlines() if line.startswith("│ cartpole ")]
     assert "float32[4] ±1e4*" in row and "Discrete(2)" in row
     assert "uint8[121] 0..2" in out  # squared
     assert len(out.splitlines()) < 60

@@ -1,4 +1,4 @@
-"""gym:Acrobot-v1 and gym:Pendulum-v1 step through their C ports (envs/classic_ports.py)
+"""gym:Acrobot-v1, gym:CartPole-v1 and gym:Pendulum-v1 step through their C ports (envs/classic_ports.py)
 unless told `--env.native false`; the run says which; settings map or send it to Gymnasium."""
 
 import numpy as np
@@ -14,7 +14,9 @@ SMALL = ["--train.total-timesteps", "2048", "--train.horizon", "16",
          "--train.minibatch-size", "256", "--train.torch-threads", "1"]
 
 
-@pytest.mark.parametrize("env_id, port", [("Acrobot-v1", "acrobot"), ("Pendulum-v1", "pendulum")])
+@pytest.mark.parametrize("env_id, port", [("Acrobot-v1", "acrobot"),
+                                          ("CartPole-v1", "cartpole_v1"),
+                                          ("Pendulum-v1", "pendulum")])
 def test_the_id_steps_through_its_port_by_default(env_id, port):
     env = make(f"gym:{env_id}", num_envs=3, seed=1)
     try:
@@ -77,9 +79,9 @@ def test_a_run_says_it_steps_the_port_and_eval_plays_it(tmp_path, capsys):
 
 def test_native_is_refused_where_it_cannot_apply_and_a_fallback_says_why():
     # an id without a port: --env.native true was swallowed, and Gymnasium's env ran
-    with pytest.raises(ConfigError, match=r"gym:CartPole-v1 has no C port \(the ports: "
-                                          r"gym:Acrobot-v1, gym:Pendulum-v1\)"):
-        load_config("gym:CartPole-v1", {"env.native": "true"})
+    with pytest.raises(ConfigError, match=r"gym:MountainCar-v0 has no C port \(the ports: "
+                                          r"gym:Acrobot-v1, gym:CartPole-v1, gym:Pendulum-v1\)"):
+        load_config("gym:MountainCar-v0", {"env.native": "true"})
     # native true with a setting the port does not take: Gymnasium's env ran anyway
     with pytest.raises(ConfigError, match=r"does not take --env\.render-mode; drop it, or "
                                           r"--env\.native false"):

@@ -44,8 +44,12 @@ def test_every_native_env_passes_gymnasium_check_env(name, render_mode):
         env = make_gymnasium(name, seed=3, render_mode=render_mode)
         check_env(env)
         env.close()
-    # Advice about unnormalised Box action bounds is a recommendation, not a defect.
-    problems = [str(w.message) for w in caught if "recommend" not in str(w.message)]
+    # Advice about unnormalised Box action bounds is a recommendation, not a defect; so is
+    # the one about infinite observation bounds where they are the Gymnasium env's own
+    # (cartpole_v1 ports CartPole-v1, whose velocities are unbounded).
+    infinite = ("infinity. This is probably too",) if name == "cartpole_v1" else ()
+    problems = [str(w.message) for w in caught if "recommend" not in str(w.message)
+                and not any(text in str(w.message) for text in infinite)]
     assert not problems, problems
 
 

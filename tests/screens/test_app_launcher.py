@@ -198,7 +198,8 @@ async def test_a_typed_spec_completes_is_remembered_and_starts(tmp_path):
         await pilot.press("ctrl+s")
         await until(pilot, lambda: opened, "the start")
         saved = cfg.load(opened[0] / rd.CONFIG_FILE)
-        assert saved.env_name == "gym:CartPole-v1" and saved.vec.backend == "multiprocessing"
+        # stepped by its C port (envs/classic_ports.py): no worker processes
+        assert saved.env_name == "gym:CartPole-v1" and saved.vec.backend == "serial"
         assert app.started == [("gym:CartPole-v1", {})]
 
     again = LauncherApp(tmp_path)  # a new launcher lists the remembered spec

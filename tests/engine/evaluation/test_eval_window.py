@@ -71,7 +71,7 @@ def test_window_screenshot_under_xvfb_shows_the_env(trained_run, tmp_path):
 def test_window_screenshot_under_xvfb_shows_a_gym_rgb_env(tmp_path_factory, tmp_path):
     from tests.app.test_cli_eval import gym_run
 
-    run = gym_run(tmp_path_factory, "gym:CartPole-v1")
+    run = gym_run(tmp_path_factory, "gym:CartPole-v1", native="false")  # Gymnasium's RGB
     shot = tmp_path / "cartpole.png"
     result = subprocess.run(
         ["xvfb-run", "-a", *CLI, "eval", str(run), "--render", "window",

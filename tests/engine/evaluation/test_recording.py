@@ -50,8 +50,9 @@ def squared_run(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def cartpole_run(tmp_path_factory):
+    # Gymnasium's own CartPole, which draws RGB images (not its C port's tiles)
     return make_run(tmp_path_factory.mktemp("runs"), "gym:CartPole-v1", {
-        "vec.backend": "serial", "vec.num_envs": 8, "train.horizon": 16,
+        "env.native": "false", "vec.backend": "serial", "vec.num_envs": 8, "train.horizon": 16,
         "train.minibatch_size": 128, "train.hidden_size": 16}, epochs=1)
 
 
