@@ -213,3 +213,27 @@ def test_other_policies_keep_autograd():
     assert "ImageEncoder" in ExplicitMLP.reason_not(Policy(image, spaces.Discrete(3), 16))
     with pytest.raises(ValueError, match="not a plain MLP"):
         ExplicitMLP(lstm)
+
+
+SMALL_RUN = {"train.horizon": 16, "train.minibatch_size": 64, "train.hidden_size": 16,
+             "train.total_timesteps": 100_000, "train.torch_threads": 1}
+
+
+@pytest.mark.parametrize("overrides, explicit", [
+    ({}, True),  # Pendulum-v1's preset: separate tanh MLPs, gSDE
+    ({"train.compile": "true"}, False),  # the compiled loss goes through autograd
+    ({"train.precision": "bfloat16"}, False),  # autocast is autograd's
+])
+def test_a_trainer_picks_the_explicit_path_where_it_applies(overrides, explicit):
+    from puffer_tui.engine.algo.trainer import Trainer
+    from puffer_tui.engine.shared.config import load_config
+
+    config = load_config("gym:Pendulum-v1", {**SMALL_RUN, "vec.num_envs": 4, **overrides})
+    with Trainer(config) as trainer:
+        assert (trainer.learner.explicit is not None) == explicit
+        assert (trainer._explicit is not None) == explicit
+        if explicit:
+            losses = trainer.run_epoch()["losses"]
+            assert all(np.isfinite(v) for v in losses.values()) and losses["value_loss"] > 0
+            for p in trainer.policy.parameters():
+                assert p.grad is not None and torch.isfinite(p.grad).all()
