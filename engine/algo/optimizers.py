@@ -61,7 +61,13 @@ class FusedAdam:
             if set_to_none:
                 param.grad = None
             elif param.grad is not None:
-                param.grad.detach_().zero_()
+                # as torch.optim: a gradient made outside autograd (explicit_gradients.py's
+                # are views of one buffer) has nothing to detach, and views cannot be
+                if param.grad.grad_fn is not None:
+                    param.grad.detach_()
+                else:
+                    param.grad.requires_grad_(False)
+                param.grad.zero_()
 
     @torch.no_grad()
     def step(self) -> None:

@@ -17,7 +17,10 @@ from pathlib import Path
 
 # The folder of puffer_env.h, puffer_env.pxd and vecenv.pxi (the include and cimport path).
 NATIVE = Path(__file__).resolve().parent
-COMPILE_ARGS = ["-O3", "-fno-strict-aliasing", "-Wno-unused-function", "-Wno-unreachable-code"]
+# -ffp-contract=off: no fused multiply-adds (aarch64 and Apple silicon would fuse a + b * c),
+# so the Gymnasium ports round as numpy does, to the bit, on every machine.
+COMPILE_ARGS = ["-O3", "-fno-strict-aliasing", "-ffp-contract=off", "-Wno-unused-function",
+                "-Wno-unreachable-code"]
 DIRECTIVES = {
     "language_level": 3,
     "boundscheck": False,

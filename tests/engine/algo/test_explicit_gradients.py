@@ -142,6 +142,20 @@ def test_gradients_made_after_a_step_in_inference_mode_can_be_clipped():
     assert float(total) == pytest.approx(1e-3, rel=1e-3)
 
 
+def test_the_optimizer_zeroes_its_gradients_in_place():
+    """zero_grad(set_to_none=False) on gradients that are views of one buffer (it raised
+    "Can't detach views in-place")."""
+    from puffer_tui.engine.algo.optimizers import FusedAdam
+
+    policy = _policy("box", True, "tanh", "gsde")
+    explicit = ExplicitMLP(policy)
+    explicit.loss_and_gradients(*_batch(policy), None, 0.2, 0.0, 0.5, 0.0)
+    optimizer = FusedAdam(list(policy.parameters()), 1e-3, (0.9, 0.999), 1e-5)
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=False)
+    assert all(p.grad is not None and not p.grad.any() for p in policy.parameters())
+
+
 def test_its_clipping_is_the_learners():
     policy = _policy("discrete", False, "gelu")
     explicit = ExplicitMLP(policy)
