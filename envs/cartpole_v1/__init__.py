@@ -11,6 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from puffer_tui.engine.native import EnvLayout, NativeEnv, Setting
+from puffer_tui.envs.cartpole import CartPole
 from puffer_tui.envs.cartpole_v1 import binding
 from puffer_tui.envs.gym_presets.family import PRESETS, read_preset_file
 
@@ -23,13 +24,7 @@ class CartPoleV1(NativeEnv):
     order = 10
     description = "CartPole-v1 in C"
     binding = binding
-    palette = {
-        0: (" ", "default"),
-        1: ("═", "grey50"),
-        2: ("█", "bold bright_cyan"),
-        3: ("●", "bold yellow"),
-        4: ("┃", "red"),
-    }
+    palette = CartPole.palette  # its frames are the built-in cartpole's (cartpole_frame.h)
     settings_schema = (
         Setting("max_steps", 500, 1, 1_000_000, "steps before truncation (CartPole-v1: 500)"),
     )

@@ -27,14 +27,8 @@
 #define CV_X_THRESHOLD 2.4
 #define CV_PI 3.141592653589793  /* math.pi */
 
-/* Frame: a side view. Tiles: sky, track, cart, pole, the track's end posts at |x| = 2.4
- * (envs/cartpole's tiles and palette). */
-enum { CV_SKY = 0, CV_TRACK = 1, CV_CART = 2, CV_POLE = 3, CV_POST = 4 };
-#define CV_FRAME_ROWS 9
-#define CV_FRAME_COLS 40
-#define CV_CART_ROW (CV_FRAME_ROWS - 2)
-#define CV_POLE_CELLS 6
-#define CV_LEAN_SCALE 4.0  /* columns of lean per row of pole (2x exaggerated) */
+/* Frame: the built-in cartpole's side view, the same tiles and palette. */
+#include "../cartpole/cartpole_frame.h"
 
 PUFFER_LOG(PUFFER_STANDARD_LOG);
 
@@ -112,27 +106,8 @@ static inline void c_step(CartPoleV1* env) {
     }
 }
 
-static inline int cv_clamp(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
-
 static inline void c_frame(const CartPoleV1* env, unsigned char* tiles) {
-    const int rows = CV_FRAME_ROWS, cols = CV_FRAME_COLS;
-    if (tiles == NULL) return;
-    memset(tiles, CV_SKY, (size_t)rows * cols);
-    memset(tiles + (size_t)(rows - 1) * cols, CV_TRACK, (size_t)cols);
-    /* Columns 1 .. cols-2 span x in [-2.4, 2.4]; the posts stand at columns 0 and cols-1. */
-    for (int r = rows - 2; r < rows; r++) {
-        tiles[r * cols] = CV_POST;
-        tiles[r * cols + cols - 1] = CV_POST;
-    }
-    double span = (double)(cols - 3);
-    int centre = 1 + (int)lround((env->x + CV_X_THRESHOLD) / (2.0 * CV_X_THRESHOLD) * span);
-    centre = cv_clamp(centre, 2, cols - 3);
-    for (int c = centre - 1; c <= centre + 1; c++) tiles[CV_CART_ROW * cols + c] = CV_CART;
-    double lean = tan(env->theta) * CV_LEAN_SCALE;
-    for (int k = 1; k <= CV_POLE_CELLS && CV_CART_ROW - k >= 0; k++) {
-        int c = cv_clamp(centre + (int)lround(lean * k), 0, cols - 1);
-        tiles[(CV_CART_ROW - k) * cols + c] = CV_POLE;
-    }
+    cartpole_frame((float)env->x, (float)env->theta, tiles);
 }
 
 static inline void c_close(CartPoleV1* env) { (void)env; }
