@@ -76,6 +76,8 @@ def previous_values(values):
 
 
 def _as_c_float(t: torch.Tensor) -> np.ndarray:
+    if t.dtype == torch.float32 and not t.requires_grad and t.is_contiguous():
+        return t.numpy()  # the learner's every minibatch: no conversion to pay for
     return t.detach().to(torch.float32).contiguous().numpy()
 
 

@@ -51,9 +51,9 @@ _OUTPUT = 5  # where a tower's cache holds its output (the features the heads re
 STAT_ORDER = ("policy_loss", "value_loss", "entropy", "approx_kl", "clipfrac")
 
 
-def _array(tensor: torch.Tensor) -> np.ndarray:
-    """The tensor's memory as an array (CPU tensors only; no copy)."""
-    return tensor.detach().numpy()
+def _as_array(x) -> np.ndarray:
+    """A CPU tensor's memory as an array; arrays as they are."""
+    return x if isinstance(x, np.ndarray) else x.detach().numpy()
 
 
 def _bounded(x: np.ndarray, low: float, high: float) -> np.ndarray:
@@ -152,6 +152,8 @@ class ExplicitMLP:
         self._grads: list[torch.Tensor] = []  # each parameter's .grad, written in place
         self._grad_arrays: list[np.ndarray] = []
         self._flat_grad = np.zeros(0, np.float32)  # the buffer the gradients are views of
+        self._head_key: bytes | None = None  # the log std _head_constants were computed for
+        self._head_cache: tuple = ()
 
     @staticmethod
     def reason_not(policy) -> str:
@@ -181,7 +183,7 @@ class ExplicitMLP:
         """The parameters as arrays, made again only if a tensor's storage moved."""
         pointers = [t.data_ptr() for t in self.tensors]
         if pointers != self._pointers:
-            self._arrays = [_array(t) for t in self.tensors]
+            self._arrays = [_as_array(t) for t in self.tensors]
             # normal tensors even when the first call is collection's, in inference mode:
             # clipping scales the gradients in place outside it
             with torch.inference_mode(False):
@@ -221,13 +223,14 @@ class ExplicitMLP:
         return torch.from_numpy(np.ascontiguousarray(out)), torch.from_numpy(
             np.ascontiguousarray(value))
 
-    def collect(self, obs: torch.Tensor, noise=None, rows=None):
-        """One collection step: (actions, log-probs, values) as torch tensors and the actions
-        as the env takes them (numpy), drawn as Policy.step + ActionHead.sample + to_env
-        draw them, from the same torch random stream (so seeds and exact resume hold)."""
+    def collect(self, obs: torch.Tensor | np.ndarray, noise=None, rows=None):
+        """One collection step: (actions, log-probs, values, the actions as the env takes
+        them), numpy arrays, drawn as Policy.step + ActionHead.sample + to_env draw them,
+        from the same torch random stream (so seeds and exact resume hold)."""
         head = self.head
         arrays = self.arrays()
-        out, value, (actor_cache, _) = self._forward(obs.numpy(), arrays)
+        obs = obs if isinstance(obs, np.ndarray) else obs.numpy()
+        out, value, (actor_cache, _) = self._forward(obs, arrays)
         features = actor_cache[_OUTPUT]
         n = out.shape[0]
         if not self.box:  # Gumbel-max, one uniform per logit (distributions._categorical_sample)
@@ -240,35 +243,46 @@ class ExplicitMLP:
             actions = np.stack(picks, -1).astype(np.int32).reshape(n, *head.action_shape)
             env_actions = actions
         else:
-            log_std = _bounded(arrays[-1], LOG_STD_MIN, LOG_STD_MAX)
+            log_std, std, sigma2, low, high = self._head_constants(arrays[-1])
             if not self.sde:
-                actions = out + torch.randn(out.shape).numpy() * np.exp(log_std)
+                actions = out + torch.randn(out.shape).numpy() * std
             elif noise is not None:
-                eps = noise.advance(n, rows).numpy()
-                weights = eps * np.exp(log_std)
+                weights = noise.advance(n, rows).numpy() * std
                 actions = out + np.matmul(features[:, None, :], weights)[:, 0, :]
             else:
-                variance = (features * features) @ np.exp(2.0 * log_std)
+                variance = (features * features) @ sigma2
                 actions = out + torch.randn(out.shape).numpy() * np.sqrt(
                     variance + SDE_VARIANCE_FLOOR)
             actions = actions.astype(np.float32, copy=False)
-            low, high = head.low.numpy(), head.high.numpy()
             if head.squash == "tanh":
                 env_actions = low + (np.tanh(actions) + 1.0) * 0.5 * (high - low)
             else:
                 env_actions = np.minimum(np.maximum(actions, low), high)
             actions = actions.reshape(n, *head.action_shape)
             env_actions = env_actions.reshape(actions.shape)
-        logp, _, _ = self._log_prob_entropy(out, features, actions,
-                                            arrays[-1] if self.box else None)
-        return (torch.from_numpy(actions), torch.from_numpy(logp),
-                torch.from_numpy(np.ascontiguousarray(value)), env_actions)
+        logp = self._log_prob_entropy(out, features, actions,
+                                      arrays[-1] if self.box else None, with_entropy=False)[0]
+        return actions, logp, np.ascontiguousarray(value), env_actions
+
+    def _head_constants(self, log_std_param: np.ndarray):
+        """(bounded log std, exp of it, exp of twice it, the action bounds) of a Box head:
+        the same for every step of a collection (the parameter changes in the update), so
+        computed again only when its values changed (a handful of floats: their bytes are
+        the key; torch's version counter misses the fused optimizer's writes)."""
+        key = log_std_param.tobytes()
+        if key != self._head_key:
+            log_std = _bounded(log_std_param, LOG_STD_MIN, LOG_STD_MAX)
+            self._head_cache = (log_std, np.exp(log_std), np.exp(2.0 * log_std),
+                                self.head.low.numpy(), self.head.high.numpy())
+            self._head_key = key
+        return self._head_cache
 
     # -- the action head's log-probability and entropy, and their gradients --------------------
 
     def _log_prob_entropy(self, out: np.ndarray, features: np.ndarray, actions: np.ndarray,
-                          log_std_param: np.ndarray | None):
-        """(log-probs [N], entropies [N], what the backward needs)."""
+                          log_std_param: np.ndarray | None, with_entropy: bool = True):
+        """(log-probs [N], entropies [N] (None unless `with_entropy`), what the backward
+        needs)."""
         n = out.shape[0]
         if not self.box:
             sizes = self.head.sizes
@@ -276,32 +290,32 @@ class ExplicitMLP:
             picked = actions.reshape(n, len(chunks)).astype(np.int64)
             rows = np.arange(n)
             logp = np.zeros(n, np.float32)
-            entropy = np.zeros(n, np.float32)
+            entropy = np.zeros(n, np.float32) if with_entropy else None
             saved = []
             for i, logits in enumerate(chunks):
                 shifted = logits - logits.max(-1, keepdims=True)
                 logp_all = shifted - np.log(np.exp(shifted).sum(-1, keepdims=True))
-                probs = np.exp(logp_all)
-                chunk_entropy = -(probs * logp_all).sum(-1)
                 logp += logp_all[rows, picked[:, i]]
-                entropy += chunk_entropy
-                saved.append((logp_all, probs, chunk_entropy))
+                if with_entropy:
+                    probs = np.exp(logp_all)
+                    chunk_entropy = -(probs * logp_all).sum(-1)
+                    entropy += chunk_entropy
+                    saved.append((logp_all, probs, chunk_entropy))
             return logp, entropy, (rows, picked, saved)
         actions = actions.reshape(n, -1).astype(np.float32, copy=False)
-        log_std = _bounded(log_std_param, LOG_STD_MIN, LOG_STD_MAX)
+        log_std, std, sigma2 = self._head_constants(log_std_param)[:3]
         if self.sde:
-            sigma2 = np.exp(2.0 * log_std)
             squared = features * features
             variance = squared @ sigma2
             variance += SDE_VARIANCE_FLOOR
             row_log_std = 0.5 * np.log(variance)
             std = np.exp(row_log_std)
-            entropy = (row_log_std + _ENTROPY_CONSTANT).sum(-1)
+            entropy = (row_log_std + _ENTROPY_CONSTANT).sum(-1) if with_entropy else None
         else:
-            sigma2 = squared = variance = None
+            squared = variance = None
             row_log_std = log_std
-            std = np.exp(log_std)
-            entropy = np.full(n, float((log_std + _ENTROPY_CONSTANT).sum()), np.float32)
+            entropy = np.full(n, float((log_std + _ENTROPY_CONSTANT).sum()), np.float32) \
+                if with_entropy else None
         z = (actions - out) / std
         logp = (-0.5 * z * z - row_log_std).sum(-1) - (0.5 * LOG_2PI) * z.shape[1]
         return logp, entropy, (z, std, sigma2, squared, variance)
@@ -339,33 +353,33 @@ class ExplicitMLP:
     def loss_and_gradients(self, obs, actions, old_logprob, adv, values, valid, weights,
                            clip_coef: float, vf_clip_coef: float, vf_coef: float,
                            ent_coef: float):
-        """Learner._minibatch_loss's (stats, new ratios, new values) for the same arguments,
-        torch tensors in and out (the stats: Python floats), with the gradients of its loss
-        written into the parameters' `.grad`."""
+        """Learner._minibatch_loss's (stats, new ratios, new values) for the same arguments
+        (numpy arrays or CPU tensors), with the gradients of its loss written into the
+        parameters' `.grad`; the stats are Python floats, the ratios and values numpy."""
         arrays = self.arrays()
         grads = self._grad_arrays
-        obs = obs.numpy()
+        obs, actions, old_logprob, adv, values, valid = map(
+            _as_array, (obs, actions, old_logprob, adv, values, valid))
         obs = obs.reshape(-1, *obs.shape[2:])
         out, new_value, (actor_cache, critic_cache) = self._forward(obs, arrays)
         features = actor_cache[_OUTPUT]
         log_std = arrays[-1] if self.box else None
         new_logprob, entropy, head_saved = self._log_prob_entropy(
-            out, features, actions.numpy(), log_std)
+            out, features, actions, log_std)
 
         # as ppo_loss.normalize_advantages and ppo_loss, flat over the minibatch
-        adv, values, valid = adv.numpy(), values.numpy(), valid.numpy()
         count = max(float(valid.sum()), 1.0)
         mean = float((adv * valid).sum()) / count
         centred = adv - mean
         var = float(np.square(centred * valid).sum()) / max(count, 2.0)
         norm_adv = centred * (1.0 / (math.sqrt(var) + 1e-8)) * valid
         if weights is not None:
-            norm_adv *= weights.numpy()
+            norm_adv *= _as_array(weights)
         advantages, valid = norm_adv.reshape(-1), valid.reshape(-1)
         returns = (adv + values).reshape(-1)
         share = valid * (1.0 / count)  # each step's weight in the means
 
-        logratio = new_logprob - old_logprob.numpy()
+        logratio = new_logprob - old_logprob
         ratio = np.exp(logratio)
         unclipped_term = -advantages * ratio
         clipped_term = -advantages * _bounded(ratio, 1.0 - clip_coef, 1.0 + clip_coef)
@@ -425,7 +439,7 @@ class ExplicitMLP:
         sums = terms.astype(np.float32, copy=False) @ share
         stats = dict(zip(STAT_ORDER, sums.tolist(), strict=True))
         stats["value_loss"] *= 0.5
-        return stats, torch.from_numpy(ratio), torch.from_numpy(new_value)
+        return stats, ratio, new_value
 
     def clip_gradients(self, max_norm: float) -> float:
         """learner.clip_gradients for the gradients the last minibatch wrote: scaled to a

@@ -23,6 +23,8 @@ is handed to the learner as is. Both storages hold the same batch for the same s
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 
@@ -73,6 +75,10 @@ class RolloutBuffer:
         self.exploration = exploration
         self.segment_of = np.zeros(num_agents, np.int64)
         self.position_of = np.zeros(num_agents, np.int64)
+        # While every step has stored every row in order (the synchronous case), row i
+        # writes segment lockstep + i at the same position as all rows: one slice per
+        # column instead of an index per row. None once a step stored only some rows.
+        self._lockstep: int | None = 0
         self.start_batch()
 
     def start_batch(self) -> None:
@@ -82,6 +88,7 @@ class RolloutBuffer:
         self.position_of[:] = 0
         self.next_free = self.num_agents
         self.full = 0
+        self._lockstep = 0
         if self.exploration is not None:
             self.exploration.resample()
 
@@ -96,6 +103,11 @@ class RolloutBuffer:
         `final_values`: per row, V(final observation) where the row was truncated (None: no
         row was)."""
         env_ids = np.asarray(env_ids)
+        if self._lockstep is not None and self.device is None and \
+                len(env_ids) == self.num_agents and is_identity(env_ids):
+            return self._store_every_row(observations, rewards, terminals, truncations, masks,
+                                         actions, logprobs, values, state, final_values)
+        self._lockstep = None
         seg = self.segment_of[env_ids]
         pos = self.position_of[env_ids]
         active = seg >= 0
@@ -129,6 +141,39 @@ class RolloutBuffer:
         else:
             self._store_on_device(seg, pos, keep, columns, first, state)
         return self._advance(env_ids, pos)
+
+    def _store_every_row(self, observations, rewards, terminals, truncations, masks, actions,
+                         logprobs, values, state, final_values) -> int:
+        """store() of a step of every row in order while the rows are in lockstep."""
+        n, base, pos = self.num_agents, self._lockstep, int(self.position_of[0])
+        rows = slice(base, base + n)
+        self._obs[rows, pos] = observations
+        self._act[rows, pos] = actions
+        self._logp[rows, pos] = logprobs
+        self._val[rows, pos] = values
+        self._rew[rows, pos] = rewards
+        self._term[rows, pos] = terminals
+        self._trunc[rows, pos] = truncations
+        self._final[rows, pos] = 0.0 if final_values is None else final_values
+        self._mask[rows, pos] = masks
+        if pos == 0 and self.state_size and state is not None:
+            self._h[rows], self._c[rows] = (np.asarray(s) for s in state)
+        pos += 1
+        if pos < self.horizon:
+            self.position_of.fill(pos)
+            return 0
+        # every row finished its segment: the next free ones, in order, or idle if none left
+        self.full += n
+        self.position_of.fill(0)
+        if self.next_free + n <= self.segments:
+            self._lockstep = self.next_free
+            self.segment_of[:] = np.arange(self.next_free, self.next_free + n)
+        else:
+            fresh = self.next_free + np.arange(n)
+            self.segment_of[:] = np.where(fresh < self.segments, fresh, -1)
+            self._lockstep = None
+        self.next_free += n
+        return n
 
     def _store_on_device(self, seg, pos, keep, columns, first, state) -> None:
         """store() for device storage: host inputs (numpy) are filtered to the active rows
@@ -193,6 +238,16 @@ def is_identity(env_ids) -> bool:
     """True when env_ids is 0..n-1 in order (the synchronous case): no gather/scatter needed."""
     if isinstance(env_ids, slice):
         return env_ids.start in (None, 0) and env_ids.step in (None, 1)
-    n = len(env_ids)
-    return n == 0 or (int(env_ids[0]) == 0 and int(env_ids[-1]) == n - 1 and
-                      (n < 3 or bool(np.all(np.diff(env_ids) == 1))))
+    ids = np.asarray(env_ids)
+    n = len(ids)
+    if n == 0:
+        return True
+    if ids.dtype == np.int64 and ids.ndim == 1:  # bytes: a fraction of numpy's comparisons
+        return ids.tobytes() == _in_order_bytes(n)
+    return int(ids[0]) == 0 and int(ids[-1]) == n - 1 and (
+        n < 3 or bool(np.all(np.diff(ids) == 1)))
+
+
+@functools.cache
+def _in_order_bytes(n: int) -> bytes:
+    return np.arange(n, dtype=np.int64).tobytes()

@@ -19,6 +19,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from puffer_tui.engine.algo.rollout import is_identity
+
 
 class SDENoise:
     def __init__(self, rows: int, features: int, actions: int, sample_freq: int = 0,
@@ -52,6 +54,15 @@ class SDENoise:
         rows = np.arange(n) if rows is None else np.asarray(rows).reshape(-1)
         if len(rows) != n:
             raise ValueError(f"{n} feature rows but {len(rows)} row ids")
+        if n == self.rows and is_identity(rows):  # every row (the synchronous case): no gather
+            if self.sample_freq:
+                due = self.age >= self.sample_freq
+                if due.all():  # the same draws as resample(rows): one normal_ over eps
+                    self.resample()
+                elif due.any():
+                    self.resample(np.flatnonzero(due))
+            self.age += 1
+            return self.eps
         if n and rows.max() >= self.rows:
             raise ValueError(f"row {rows.max()} is out of range: the noise has {self.rows} rows")
         if self.sample_freq:
@@ -59,8 +70,7 @@ class SDENoise:
             if len(due):
                 self.resample(due)
         self.age[rows] += 1
-        full = n == self.rows and bool((rows == np.arange(n)).all())
-        return self.eps if full else self.eps[torch.as_tensor(rows, device=self.eps.device)]
+        return self.eps[torch.as_tensor(rows, device=self.eps.device)]
 
     def perturbation(self, features: torch.Tensor, rows, sigma: torch.Tensor) -> torch.Tensor:
         """features [n, F] of rows `rows` (None: 0..n-1) -> f @ (eps[row] * sigma), [n, A];
@@ -68,3 +78,4 @@ class SDENoise:
         eps = self.advance(features.shape[0], rows)
         weights = eps * sigma.to(eps.dtype)
         return torch.bmm(features.to(eps.dtype).unsqueeze(1), weights).squeeze(1)
+

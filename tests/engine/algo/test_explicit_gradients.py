@@ -68,7 +68,7 @@ def _explicit(policy, batch, weights, coefs):
     stats, ratio, new_value = ExplicitMLP(policy).loss_and_gradients(
         obs, actions, old_logprob, adv, values, valid, weights, *coefs)
     grads = {name: p.grad.clone() for name, p in policy.named_parameters()}
-    return stats, ratio, new_value, grads
+    return stats, torch.from_numpy(ratio), torch.from_numpy(new_value), grads
 
 
 LAYOUTS = [
@@ -200,8 +200,9 @@ def test_collect_draws_what_the_policy_draws(squash):
                 noise.resample()
             steps = []
             for _ in range(3):  # gSDE: new matrices after 2 steps of a row
-                if explicit:
-                    steps.append(ExplicitMLP(policy).collect(obs, noise, rows))
+                if explicit:  # numpy out, as the rollout buffer takes them
+                    *drawn, env_actions = ExplicitMLP(policy).collect(obs, noise, rows)
+                    steps.append((*map(torch.from_numpy, drawn), env_actions))
                     continue
                 with torch.inference_mode():
                     params, value, _ = policy.step(obs)
@@ -216,6 +217,28 @@ def test_collect_draws_what_the_policy_draws(squash):
             torch.testing.assert_close(explicit_step[2], torch_step[2], msg=label)
             np.testing.assert_allclose(explicit_step[3], torch_step[3], rtol=1e-5, atol=1e-6,
                                        err_msg=label)
+
+
+@pytest.mark.parametrize("exploration", ["gaussian", "gsde"])
+def test_collection_follows_the_log_std_the_optimizer_wrote(exploration):
+    """collect() keeps the log std's exp between steps; the fused Adam step writes the
+    parameter without counting a version, and the next collection must still see it."""
+    from puffer_tui.engine.algo.optimizers import FusedAdam
+
+    policy = _policy("box", True, "tanh", exploration)
+    explicit = ExplicitMLP(policy)
+    obs = torch.randn(4, 5)
+    with torch.inference_mode():
+        explicit.collect(obs)
+    explicit.loss_and_gradients(*_batch(policy), None, 0.2, 0.0, 0.5, 0.01)
+    FusedAdam(list(policy.parameters()), 0.5, (0.9, 0.999), 1e-5).step()
+    outputs = []
+    for fresh in (False, True):  # the same ExplicitMLP, and one made after the step
+        torch.manual_seed(7)
+        with torch.inference_mode():
+            outputs.append((explicit if not fresh else ExplicitMLP(policy)).collect(obs))
+    for kept, made in zip(*outputs, strict=True):
+        np.testing.assert_array_equal(kept, made)
 
 
 def test_other_policies_keep_autograd():

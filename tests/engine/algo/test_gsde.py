@@ -87,6 +87,26 @@ def test_the_noise_holds_for_sample_freq_steps_of_each_row():
         SDENoise(3, 4, 1, sample_freq=-1)
 
 
+def test_every_row_in_order_draws_what_the_rows_named_one_by_one_draw():
+    """advance()'s path for every row in order (no gather; one normal_ over all matrices
+    when all are due) against the general path (rows 0-2 of a noise of 4, gathered): the
+    same matrices from the same stream, also after one row stepped alone."""
+    start = torch.randn(3, 4, 2, generator=torch.Generator().manual_seed(0))
+    drawn = []
+    for total in (3, 4):
+        noise = SDENoise(total, 4, 2, sample_freq=2)
+        noise.eps[:3] = start
+        torch.manual_seed(3)
+        steps = [noise.advance(3, None).clone() for _ in range(5)]
+        noise.advance(1, np.array([1]))  # row 1 alone: the rows fall due apart
+        steps += [noise.advance(3, [0, 1, 2]).clone() for _ in range(4)]
+        drawn.append(torch.stack(steps))
+    assert torch.equal(drawn[0], drawn[1])
+    assert not torch.equal(drawn[0][0], drawn[0][-1])  # new matrices were drawn
+    with pytest.raises(ValueError, match="out of range"):
+        SDENoise(3, 4, 2).advance(2, np.array([0, 3]))
+
+
 def test_the_variance_trains_sigma_not_the_features():
     config = load_config("gym:Pendulum-v1", {"train.exploration": "gsde",
                                              "train.hidden_size": 8}).train

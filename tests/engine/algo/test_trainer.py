@@ -88,6 +88,45 @@ def test_episode_boundaries_masks_and_segment_start_state_are_stored():
     np.testing.assert_array_equal(buf.state_c.numpy(), h + 10)
 
 
+def test_a_step_of_every_row_stores_what_the_rows_stored_one_by_one_would():
+    """store()'s lockstep path (every row in order: one slice a column) against the row by
+    row path, over three segments per row, the last of them partly idle, and an LSTM state;
+    in the second batch one step stores its rows in two calls, mid-segment, after which the
+    lockstep path hands over to the row by row one."""
+    rng = np.random.default_rng(0)
+    together = _buffer(segments=7, horizon=3, agents=3, state_size=2)
+    apart = _buffer(segments=7, horizon=3, agents=3, state_size=2)
+    for batch in range(3):
+        for buf in (together, apart):
+            buf.start_batch()
+        step = 0
+        while not together.ready:
+            value = float(rng.integers(100))
+            term = rng.random(3) < 0.3
+            state = (rng.random((3, 2), np.float32), rng.random((3, 2), np.float32))
+            step += 1
+            if batch == 1 and step == 5:
+                done = _step(together, [0, 1], value, terminals=term[:2],
+                             state=(state[0][:2], state[1][:2]))
+                done += _step(together, [2], value, terminals=term[2:],
+                              state=(state[0][2:], state[1][2:]))
+                assert together._lockstep is None
+            else:
+                done = _step(together, [0, 1, 2], value, terminals=term, state=state)
+            assert together._lockstep is not None or together.next_free > 7 or batch == 1
+            done_apart = sum(_step(apart, [row], value, terminals=term[row:row + 1],
+                                   state=(state[0][row:row + 1], state[1][row:row + 1]))
+                             for row in range(3))
+            assert done == done_apart
+        assert apart.ready and apart._lockstep is None
+        for name in ("observations", "actions", "logprobs", "values", "rewards", "terminals",
+                     "truncations", "final_values", "masks", "state_h", "state_c"):
+            assert torch.equal(getattr(together, name), getattr(apart, name)), name
+        np.testing.assert_array_equal(together.segment_of, apart.segment_of)
+        np.testing.assert_array_equal(together.position_of, apart.position_of)
+        assert (together.full, together.next_free) == (apart.full, apart.next_free)
+
+
 def test_buffer_refuses_too_few_segments():
     with pytest.raises(ValueError, match="batch_size must be >= num_agents"):
         _buffer(segments=1, agents=2)
