@@ -2,10 +2,10 @@
 file holds the rows, the config, live changes and recordings; TensorBoard is fed alongside."""
 
 import sys
-import types
 
 import numpy as np
 import pytest
+from tensorboard_reader import read_scalars
 from wandb_offline_reader import offline_run_file, read_finished_run
 
 from puffer_tui.engine.runtime import metrics
@@ -97,22 +97,8 @@ def test_a_resumed_run_continues_its_wandb_run_without_relogging_recordings(offl
     assert [h["global_step"] for h in second["history"] if "recordings/eval/_type" in h] == [200]
 
 
-def test_tensorboard_is_fed_from_the_same_rows_as_wandb(offline, monkeypatch):
-    scalars = []
-
-    class SummaryWriter:
-        def __init__(self, logdir):
-            pass
-
-        def add_scalar(self, tag, value, step):
-            scalars.append((tag, value, step))
-
-        def close(self):
-            pass
-
-    module = types.ModuleType("torch.utils.tensorboard")
-    module.SummaryWriter = SummaryWriter
-    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", module)
+def test_tensorboard_is_fed_from_the_same_rows_as_wandb(offline):
+    pytest.importorskip("tensorboard", reason='pip install "puffer-tui[tensorboard]"')
     offline.mkdir()
     config = load_config("squared", {"train.wandb": True})
     writer = metrics.MetricsWriter(offline, tensorboard=True, config=config)
@@ -120,8 +106,9 @@ def test_tensorboard_is_fed_from_the_same_rows_as_wandb(offline, monkeypatch):
     writer.close()
     row = [h for h in read_finished_run(offline_run_file(offline))["history"]
            if "losses/policy_loss" in h][0]
-    assert {tag: value for tag, value, _ in scalars} == \
-        {key: value for key, value in row.items() if "/" in key}
+    scalars = read_scalars(offline / metrics.TENSORBOARD_DIR)
+    assert {tag: [(100, pytest.approx(value))] for tag, value in row.items() if "/" in tag} \
+        == scalars
 
 
 def test_wandb_failing_mid_run_is_dropped_with_a_warning_and_rows_go_on(offline, monkeypatch):
