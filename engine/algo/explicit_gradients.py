@@ -214,14 +214,16 @@ class ExplicitMLP:
     # -- forward --------------------------------------------------------------------------------
 
     def _forward(self, obs: np.ndarray, arrays):
-        """(head output [N, outputs] before gSDE's features, values [N], tower caches)."""
+        """(head output [N, outputs] before gSDE's features, values [N], (the actor tower's
+        cache, the critic tower's or, with a shared trunk, both heads' weights stacked))."""
         x = obs.reshape(obs.shape[0], -1).astype(np.float32, copy=False)
         actor, actor_cache = self.towers[0].forward(x, arrays[0:4])
         weight, bias, critic_weight, critic_bias = arrays[-5:-1] if self.box else arrays[-4:]
         if not self.separate:  # both heads from one product, as Policy._heads
-            out = actor @ np.concatenate((weight, critic_weight)).T
+            heads = np.concatenate((weight, critic_weight))
+            out = actor @ heads.T
             out += np.concatenate((bias, critic_bias))
-            return out[:, :-1], out[:, -1], (actor_cache, None)
+            return out[:, :-1], out[:, -1], (actor_cache, heads)  # the backward's product too
         critic, critic_cache = self.towers[1].forward(x, arrays[4:8])
         out = actor @ weight.T
         out += bias
@@ -251,10 +253,11 @@ class ExplicitMLP:
             sizes = head.sizes
             chunks = [out] if len(sizes) == 1 else np.split(out, np.cumsum(sizes)[:-1], -1)
             picks = []
-            for logits in chunks:
-                uniform = torch.rand(logits.shape).clamp_(min=1e-20).numpy()
+            for logits in chunks:  # torch.rand(...).clamp_(min=1e-20), the clamp in numpy
+                uniform = np.maximum(torch.rand(logits.shape).numpy(), np.float32(1e-20))
                 picks.append((logits - np.log(-np.log(uniform))).argmax(-1))
-            actions = np.stack(picks, -1).astype(np.int32).reshape(n, *head.action_shape)
+            picked = picks[0][:, None] if len(picks) == 1 else np.stack(picks, -1)
+            actions = picked.astype(np.int32).reshape(n, *head.action_shape)
             env_actions = actions
         else:
             log_std, std, sigma2, low, high, _ = self._head_constants(arrays[-1])
@@ -430,15 +433,16 @@ class ExplicitMLP:
                                        log_std, grads[-1] if self.box else None)
         g_weight, g_bias, g_critic_weight, g_critic_bias = grads[-5:-1] if self.box \
             else grads[-4:]
+        n_rows = features.shape[0]
         weight, critic_weight = (arrays[-5], arrays[-3]) if self.box else (arrays[-4], arrays[-2])
-        if not self.separate:
-            np.matmul(grad_out.T, features, out=g_weight)
-            _column_sums(grad_out, g_bias)
-            np.matmul(grad_value, features, out=g_critic_weight[0])
-            g_critic_bias[0] = grad_value.sum()
-            grad_features = grad_out @ weight
-            grad_features += np.multiply.outer(grad_value, critic_weight[0])
-            self.towers[0].backward(grad_features, actor_cache, arrays[0:4], grads[0:4])
+        if not self.separate:  # one product back through both heads, as forward's
+            grad_heads = np.concatenate((grad_out, grad_value[:, None]), 1)
+            head_weights = grad_heads.T @ features
+            g_weight[...], g_critic_weight[0] = head_weights[:-1], head_weights[-1]
+            head_biases = _ones(n_rows) @ grad_heads
+            g_bias[...], g_critic_bias[0] = head_biases[:-1], head_biases[-1]
+            self.towers[0].backward(grad_heads @ critic_cache, actor_cache, arrays[0:4],
+                                    grads[0:4])
         else:
             np.matmul(grad_out.T, features, out=g_weight)
             _column_sums(grad_out, g_bias)
