@@ -331,7 +331,7 @@ class Trainer:
         last_report = clock()
         while not buffer.ready:
             self._safe_point(between_steps=True)
-            began = clock()
+            began = time.perf_counter()  # nothing queued on a device yet: no synchronize
             obs, rewards, terminals, truncations, infos, env_ids, masks = vecenv.recv()
             received = clock()
             seconds["env"] += received - began
@@ -340,6 +340,7 @@ class Trainer:
             obs = self.normalization.observe(obs, masks, train.observation_clip)
             rewards = self.normalization.scale(env_ids, rewards, terminals | truncations, masks,
                                                train.gamma)
+            normalized = clock()  # the episode log and normalization: misc, as before
             state = self.lstm_state
             rows = None  # the rows stepped, as a device index (None: every row, in order)
             if cuda:
@@ -387,15 +388,16 @@ class Trainer:
                          truncations, masks, host(actions), host(logprobs), host(values),
                          None if state is None else (host(state[0]), host(state[1])),
                          final_values)
+            stored = clock()
             # Count now: recv() may return the backend's live buffers, which send() overwrites
             # with the next step's masks.
             stepped = int(np.count_nonzero(masks))
-            stored = clock()
+            sending = time.perf_counter()
             vecenv.send(env_actions)
             now = clock()
-            seconds["copy"] += (copied - received) + (stored - forwarded)
+            seconds["copy"] += (copied - normalized) + (stored - forwarded)
             seconds["forward"] += forwarded - copied
-            seconds["env"] += now - stored
+            seconds["env"] += now - sending
             self.global_step += stepped
             if now - last_report > _PROGRESS_INTERVAL:
                 last_report = now

@@ -44,7 +44,7 @@ def tensorboard_available() -> bool:
 
 def _quiet_tensorboard_thread(previous):
     """A threading.excepthook that leaves TensorBoard's writer thread to MetricsWriter: the
-    thread keeps its error and raises it again in the next add_scalar(), which drops
+    thread keeps its error and raises it again in the next add_summary(), which drops
     TensorBoard with a one-line warning; printing the thread's traceback too would make a
     handled failure (the run folder removed, the disk full) look like a crash. Every other
     thread's exception goes to `previous`."""

@@ -151,7 +151,7 @@ def test_worker_count_divides_the_presets_envs_on_any_machine(monkeypatch):
     monkeypatch.setattr(cfg, "python_env_defaults", lambda: real(cores=3))
     from puffer_tui.envs import load_preset
 
-    # its preset's envs (8 now, 64 before it was tuned): 3 cores, so 2 workers divide either
+    # its preset's envs (16 now, 64 before it was tuned): 3 cores, so 2 workers divide either
     preset_envs = load_preset("gym:CartPole-v1")["vec"]["num_envs"]
     assert preset_envs % 2 == 0 and preset_envs % 3 != 0  # what makes the check below count
     python_env = {"env.native": "false"}  # Gymnasium's own CartPole, not its C port

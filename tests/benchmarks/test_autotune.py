@@ -189,8 +189,8 @@ def test_squared_end_to_end_saves_a_preset_train_accepts(tmp_path):
 def test_gym_cartpole_end_to_end_with_a_table(tmp_path):
     preset = tmp_path / "cartpole.toml"
     result = autotune("gym:CartPole-v1", "--seconds", "3", "--vec.num-envs", "8",
-                      "--train.minibatch-size", "256", "--train.torch-threads", "1",
-                      "--save", str(preset))
+                      "--train.horizon", "32", "--train.minibatch-size", "256",
+                      "--train.torch-threads", "1", "--save", str(preset))
     assert result.returncode == 0, result.stderr
     assert "autotune gym:CartPole-v1" in result.stdout and "serial 8" in result.stdout
     assert "2 x 4 overlap" in result.stdout and "best" in result.stdout

@@ -90,34 +90,48 @@ def test_episode_boundaries_masks_and_segment_start_state_are_stored():
 
 def test_a_step_of_every_row_stores_what_the_rows_stored_one_by_one_would():
     """store()'s lockstep path (every row in order: one slice a column) against the row by
-    row path, over three segments per row, the last of them partly idle, and an LSTM state;
-    in the second batch one step stores its rows in two calls, mid-segment, after which the
-    lockstep path hands over to the row by row one."""
+    row path, over three segments per row, the last of them partly idle, an LSTM state,
+    truncations with final values, masked rows, and the policy's outputs as numpy arrays or
+    as CPU tensors (the autograd path's); in the second batch one step stores its rows in
+    two calls, mid-segment, after which the lockstep path hands over to the row by row one."""
     rng = np.random.default_rng(0)
     together = _buffer(segments=7, horizon=3, agents=3, state_size=2)
     apart = _buffer(segments=7, horizon=3, agents=3, state_size=2)
+
+    def store(buf, rows, step, tensors):
+        rows = np.asarray(rows)
+        outputs = [step["actions"][rows], step["logprobs"][rows], step["values"][rows]]
+        if tensors:
+            outputs = [torch.from_numpy(np.ascontiguousarray(a)) for a in outputs]
+        final = None if step["final"] is None else step["final"][rows]
+        return buf.store(rows, step["obs"][rows], step["rewards"][rows], step["term"][rows],
+                         step["trunc"][rows], step["masks"][rows], *outputs,
+                         (step["h"][rows], step["c"][rows]), final)
+
     for batch in range(3):
         for buf in (together, apart):
             buf.start_batch()
-        step = 0
+        count = 0
         while not together.ready:
-            value = float(rng.integers(100))
-            term = rng.random(3) < 0.3
-            state = (rng.random((3, 2), np.float32), rng.random((3, 2), np.float32))
-            step += 1
-            if batch == 1 and step == 5:
-                done = _step(together, [0, 1], value, terminals=term[:2],
-                             state=(state[0][:2], state[1][:2]))
-                done += _step(together, [2], value, terminals=term[2:],
-                              state=(state[0][2:], state[1][2:]))
+            count += 1
+            trunc = rng.random(3) < 0.3
+            step = {"obs": rng.random((3, 2), np.float32),
+                    "rewards": rng.random(3, np.float32), "term": rng.random(3) < 0.3,
+                    "trunc": trunc, "masks": rng.random(3) < 0.8,
+                    "actions": rng.integers(0, 9, 3).astype(np.int32),
+                    "logprobs": rng.random(3, np.float32), "values": rng.random(3, np.float32),
+                    "final": np.where(trunc, rng.random(3), 0).astype(np.float32)
+                    if trunc.any() else None,
+                    "h": rng.random((3, 2), np.float32), "c": rng.random((3, 2), np.float32)}
+            tensors = count % 2 == 0
+            if batch == 1 and count == 5:
+                done = store(together, [0, 1], step, tensors) + store(together, [2], step,
+                                                                       tensors)
                 assert together._lockstep is None
             else:
-                done = _step(together, [0, 1, 2], value, terminals=term, state=state)
+                done = store(together, [0, 1, 2], step, tensors)
             assert together._lockstep is not None or together.next_free > 7 or batch == 1
-            done_apart = sum(_step(apart, [row], value, terminals=term[row:row + 1],
-                                   state=(state[0][row:row + 1], state[1][row:row + 1]))
-                             for row in range(3))
-            assert done == done_apart
+            assert done == sum(store(apart, [row], step, tensors) for row in range(3))
         assert apart.ready and apart._lockstep is None
         for name in ("observations", "actions", "logprobs", "values", "rewards", "terminals",
                      "truncations", "final_values", "masks", "state_h", "state_c"):
