@@ -48,11 +48,11 @@ def wants_port(env_id: str, settings: dict) -> bool:
 
 
 def _port_settings(env_id: str, settings: dict) -> dict | None:
+    """The settings under the port's names, or None when one is only Gymnasium's env's."""
+    if settings_outside_port(env_id, settings):
+        return None
     _, names = PORTS[env_id]
-    given = {k: v for k, v in settings.items() if k not in NOT_ENV_SETTINGS}
-    if set(given) - set(names):
-        return None  # a setting only Gymnasium's env knows
-    return {names[k]: v for k, v in given.items()}
+    return {names[k]: v for k, v in settings.items() if k not in NOT_ENV_SETTINGS}
 
 
 def settings_outside_port(env_id: str, settings: dict) -> list[str]:
