@@ -329,79 +329,81 @@ class Trainer:
         # inside these sections (the safe point is outside), so nothing is to be excluded.
         clock, seconds = timing.clock, timing.seconds
         last_report = clock()
-        while not buffer.ready:
-            self._safe_point(between_steps=True)
-            began = time.perf_counter()  # nothing queued on a device yet: no synchronize
-            obs, rewards, terminals, truncations, infos, env_ids, masks = vecenv.recv()
-            received = clock()
-            seconds["env"] += received - began
-            log.add(infos)
-            train = self.config.train
-            obs = self.normalization.observe(obs, masks, train.observation_clip)
-            rewards = self.normalization.scale(env_ids, rewards, terminals | truncations, masks,
-                                               train.gamma)
-            normalized = clock()  # the episode log and normalization: misc, as before
-            state = self.lstm_state
-            rows = None  # the rows stepped, as a device index (None: every row, in order)
-            if cuda:
-                staging = self._staging[: len(env_ids)]
-                staging.copy_(torch.from_numpy(obs))
-                obs_t = staging.to(self.device, non_blocking=True)
-            else:  # the explicit path reads numpy (no tensor to make)
-                obs_t = obs if explicit is not None else torch.from_numpy(obs)
-            if state is not None:
-                every_row = len(env_ids) == self.num_agents and is_identity(env_ids)
-                rows = None if every_row else torch.as_tensor(env_ids, device=self.device)
-                starts = torch.from_numpy(terminals | truncations).to(self.device,
-                                                                      non_blocking=True)
-            copied = clock()
-            with torch.inference_mode(), self.learner.autocast(self.device):
-                if state is not None and rows is not None:
-                    state = (state[0][rows], state[1][rows])
-                final_values = self._final_values(env_ids, terminals, truncations, state)
+        with self.learner.collection_casts(self.device) as casts:
+            while not buffer.ready:
+                self._safe_point(between_steps=True)
+                casts.refresh()
+                began = time.perf_counter()  # nothing queued on a device yet: no synchronize
+                obs, rewards, terminals, truncations, infos, env_ids, masks = vecenv.recv()
+                received = clock()
+                seconds["env"] += received - began
+                log.add(infos)
+                train = self.config.train
+                obs = self.normalization.observe(obs, masks, train.observation_clip)
+                rewards = self.normalization.scale(env_ids, rewards, terminals | truncations, masks,
+                                                   train.gamma)
+                normalized = clock()  # the episode log and normalization: misc, as before
+                state = self.lstm_state
+                rows = None  # the rows stepped, as a device index (None: every row, in order)
+                if cuda:
+                    staging = self._staging[: len(env_ids)]
+                    staging.copy_(torch.from_numpy(obs))
+                    obs_t = staging.to(self.device, non_blocking=True)
+                else:  # the explicit path reads numpy (no tensor to make)
+                    obs_t = obs if explicit is not None else torch.from_numpy(obs)
                 if state is not None:
-                    state = policy.reset_state(state, starts)
-                if explicit is not None:  # the same draws, in numpy
-                    actions, logprobs, values, env_actions = explicit.collect(
-                        obs_t, buffer.exploration, env_ids)
-                    new_state = None
-                else:
-                    params, values, new_state = self._step_fn(obs_t, state, None)
-                    params, values = params.float(), values.float()  # no-ops in float32
-                    if new_state is not None:
-                        new_state = (new_state[0].float(), new_state[1].float())
-                    actions, logprobs = policy.actor.sample(params, noise=buffer.exploration,
-                                                            rows=env_ids)
-                    env_actions = policy.actor.to_env(actions).cpu().numpy()
-            forwarded = clock()
-            if new_state is not None:
-                if rows is None:
-                    self.lstm_state = new_state
-                else:
-                    self.lstm_state[0][rows] = new_state[0]
-                    self.lstm_state[1][rows] = new_state[1]
-            # a device buffer takes the policy's outputs where they are
-            on_device = buffer.device is not None
-            host = (lambda t: t.cpu()) if cuda and not on_device else (  # noqa: E731
-                lambda t: t)
-            buffer.store(env_ids, obs_t if on_device else obs, rewards, terminals,
-                         truncations, masks, host(actions), host(logprobs), host(values),
-                         None if state is None else (host(state[0]), host(state[1])),
-                         final_values)
-            stored = clock()
-            # Count now: recv() may return the backend's live buffers, which send() overwrites
-            # with the next step's masks.
-            stepped = int(np.count_nonzero(masks))
-            sending = time.perf_counter()
-            vecenv.send(env_actions)
-            now = clock()
-            seconds["copy"] += (copied - normalized) + (stored - forwarded)
-            seconds["forward"] += forwarded - copied
-            seconds["env"] += now - sending
-            self.global_step += stepped
-            if now - last_report > _PROGRESS_INTERVAL:
-                last_report = now
-                self._report_progress(now)
+                    every_row = len(env_ids) == self.num_agents and is_identity(env_ids)
+                    rows = None if every_row else torch.as_tensor(env_ids, device=self.device)
+                    starts = torch.from_numpy(terminals | truncations).to(self.device,
+                                                                          non_blocking=True)
+                copied = clock()
+                with casts.step():
+                    if state is not None and rows is not None:
+                        state = (state[0][rows], state[1][rows])
+                    final_values = self._final_values(env_ids, terminals, truncations, state)
+                    if state is not None:
+                        state = policy.reset_state(state, starts)
+                    if explicit is not None:  # the same draws, in numpy
+                        actions, logprobs, values, env_actions = explicit.collect(
+                            obs_t, buffer.exploration, env_ids)
+                        new_state = None
+                    else:
+                        params, values, new_state = self._step_fn(obs_t, state, None)
+                        params, values = params.float(), values.float()  # no-ops in float32
+                        if new_state is not None:
+                            new_state = (new_state[0].float(), new_state[1].float())
+                        actions, logprobs = policy.actor.sample(params, noise=buffer.exploration,
+                                                                rows=env_ids)
+                        env_actions = policy.actor.to_env(actions).cpu().numpy()
+                forwarded = clock()
+                if new_state is not None:
+                    if rows is None:
+                        self.lstm_state = new_state
+                    else:
+                        self.lstm_state[0][rows] = new_state[0]
+                        self.lstm_state[1][rows] = new_state[1]
+                # a device buffer takes the policy's outputs where they are
+                on_device = buffer.device is not None
+                host = (lambda t: t.cpu()) if cuda and not on_device else (  # noqa: E731
+                    lambda t: t)
+                buffer.store(env_ids, obs_t if on_device else obs, rewards, terminals,
+                             truncations, masks, host(actions), host(logprobs), host(values),
+                             None if state is None else (host(state[0]), host(state[1])),
+                             final_values)
+                stored = clock()
+                # Count now: recv() may return the backend's live buffers, which send() overwrites
+                # with the next step's masks.
+                stepped = int(np.count_nonzero(masks))
+                sending = time.perf_counter()
+                vecenv.send(env_actions)
+                now = clock()
+                seconds["copy"] += (copied - normalized) + (stored - forwarded)
+                seconds["forward"] += forwarded - copied
+                seconds["env"] += now - sending
+                self.global_step += stepped
+                if now - last_report > _PROGRESS_INTERVAL:
+                    last_report = now
+                    self._report_progress(now)
 
     def _final_values(self, env_ids, terminals, truncations, state) -> np.ndarray | None:
         """V(final observation) of the rows whose episode was truncated on this step (0 in the

@@ -337,3 +337,87 @@ def test_clip_gradients_is_torchs_clip_grad_norm_to_the_bit(max_norm):
     assert torch.equal(norm, expected)
     for mine, torchs in zip(ours.parameters(), theirs.parameters()):
         assert torch.equal(mine.grad, torchs.grad)
+
+
+class _CountCasts(TorchDispatchMode):
+    """Counts the copies made of one tensor (autocast's casts of a weight), but not while
+    `paused`."""
+
+    def __init__(self, tensor: torch.Tensor):
+        super().__init__()
+        self.pointer, self.count, self.paused = tensor.data_ptr(), 0, False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.overloadpacket is torch.ops.aten._to_copy and not self.paused \
+                and args[0].data_ptr() == self.pointer:
+            self.count += 1
+        return func(*args, **(kwargs or {}))
+
+
+def test_a_bfloat16_collection_casts_each_weight_once_not_once_a_step(monkeypatch):
+    """autocast's cast of a weight to bfloat16 is kept for the whole collection (8 steps
+    here), not redone on every step: Pong's 3136 x 512 layer took half a step to cast."""
+    with _trainer(**{"train.precision": "bfloat16"}) as trainer:
+        trainer.run_epoch()
+        counter = _CountCasts(trainer.policy.hidden.weight)
+        update = trainer.learner.update
+
+        def update_uncounted(*args, **kwargs):  # the learner casts a changed weight anew
+            counter.paused = True
+            try:
+                return update(*args, **kwargs)
+            finally:
+                counter.paused = False
+
+        monkeypatch.setattr(trainer.learner, "update", update_uncounted)
+        with counter:
+            trainer.run_epoch()
+        assert trainer.config.train.horizon == 8 and counter.count == 1
+
+
+def test_collection_casts_drop_their_copies_when_a_weight_changes_in_place():
+    """A weight loaded in place between two steps (say, by a safe point) is cast afresh:
+    the step after it computes what a fresh autocast would, to the bit."""
+    with _trainer(**{"train.precision": "bfloat16"}) as trainer:
+        policy = trainer.policy
+        space = trainer.vecenv.single_observation_space
+        obs = torch.as_tensor(np.stack([space.sample() for _ in range(4)]))
+        casts = trainer.learner.collection_casts(trainer.device)
+        with casts:
+            with casts.step():
+                before = policy.step(obs)[1]
+            with torch.no_grad():
+                policy.critic.weight.mul_(-2.0)
+            casts.refresh()
+            with casts.step():
+                after = policy.step(obs)[1]
+        with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
+            expected = policy.step(obs)[1]
+        assert not torch.equal(before, after)
+        assert torch.equal(after, expected)
+
+
+def test_collection_casts_cast_a_weight_once_where_a_context_a_step_casts_it_each_step():
+    from torch.profiler import profile
+
+    with _trainer(**{"train.precision": "bfloat16"}) as trainer:
+        policy, shape = trainer.policy, list(trainer.policy.hidden.weight.shape)
+        space = trainer.vecenv.single_observation_space
+        obs = torch.as_tensor(np.stack([space.sample() for _ in range(4)]))
+
+        def casts_of_the_weight(events) -> int:
+            return sum(1 for e in events if e.name == "aten::_to_copy"
+                       and e.input_shapes and e.input_shapes[0] == shape)
+
+        with profile(record_shapes=True) as per_step:  # the old way: a context a step
+            for _ in range(3):
+                with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
+                    policy.step(obs)
+        casts = trainer.learner.collection_casts(trainer.device)
+        with profile(record_shapes=True) as held, casts:
+            for _ in range(3):
+                casts.refresh()
+                with casts.step():
+                    policy.step(obs)
+        assert casts_of_the_weight(per_step.events()) == 3
+        assert casts_of_the_weight(held.events()) == 1
