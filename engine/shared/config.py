@@ -335,8 +335,8 @@ def _check_consistency(c: Config) -> None:
         raise ConfigError("train.separate_critic is for MLP policies; with train.policy lstm "
                           "the actor and critic share the LSTM (set separate_critic false)")
     if t.shuffle_steps and t.policy == "lstm":
-        raise ConfigError("train.shuffle_steps is for MLP policies; an LSTM replays whole "
-                          "segments (set shuffle_steps false)")
+        raise ConfigError("train.shuffle_steps is for feedforward policies; an LSTM replays "
+                          "whole segments (set shuffle_steps false)")
     if t.shuffle_steps and t.prio_alpha > 0:
         raise ConfigError(f"train.shuffle_steps draws steps uniformly; train.prio_alpha "
                           f"({t.prio_alpha}) prioritizes segments: set prio_alpha 0")

@@ -81,7 +81,7 @@ class TrainConfig:
     horizon: int = _f(64, "steps per segment of the rollout buffer (and BPTT length)", 2, 8192)
     batch_size: int = _f(0, "samples per epoch (0: num_agents * horizon)", 0, 2**31 - 1)
     minibatch_size: int = _f(8192, "samples per gradient step", 1, 2**31 - 1)
-    shuffle_steps: bool = _f(False, "MLP policies: minibatches of single steps from the whole "
+    shuffle_steps: bool = _f(False, "feedforward policies: minibatches of single steps from the whole "
                              "batch, each epoch a permutation (standard PPO; off: whole "
                              "segments, drawn by train.prio_alpha)")
     update_epochs: int = _f(1, "passes over each batch", 1, 64, live=True,

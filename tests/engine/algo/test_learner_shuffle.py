@@ -109,7 +109,7 @@ def test_an_lstm_batch_is_refused_by_name():
 
 
 def test_config_checks_name_the_conflicts():
-    with pytest.raises(ConfigError, match="shuffle_steps is for MLP policies"):
+    with pytest.raises(ConfigError, match="shuffle_steps is for feedforward policies"):
         load_config("squared", {"train.shuffle_steps": True, "train.policy": "lstm",
                                 "train.prio_alpha": 0.0})
     with pytest.raises(ConfigError, match="set prio_alpha 0"):
