@@ -119,7 +119,8 @@ class Learner:
 
     def collection_casts(self, device: torch.device) -> CollectionCasts:
         """What the trainer holds open around a whole collection (see CollectionCasts)."""
-        return CollectionCasts(self.params, device, self.precision == "bfloat16")
+        return CollectionCasts(self.params, device, self.precision == "bfloat16",
+                               lambda: self.autocast(device))
 
     def _minibatch_loss(self, obs, state, starts, actions, old_logprob, adv, values, valid,
                         weights, clip_coef: float, vf_clip_coef: float, vf_coef: float,
@@ -304,8 +305,12 @@ class CollectionCasts:
     `refresh()` sees their version counters move and drops the stale copies.
     In float32 it is inference mode a step, as before."""
 
-    def __init__(self, params: list[torch.Tensor], device: torch.device, bfloat16: bool):
+    def __init__(self, params: list[torch.Tensor], device: torch.device, bfloat16: bool,
+                 autocast: Callable):
+        # autocast: the learner's own context (Learner.autocast), so that collection and
+        # update compute the log-probs an update compares in the same precision
         self.params, self.device, self.bfloat16 = params, device, bfloat16
+        self.autocast = autocast
         self._outer = None
         self._versions = None
 
@@ -336,5 +341,5 @@ class CollectionCasts:
             return torch.inference_mode()
         stack = contextlib.ExitStack()
         stack.enter_context(torch.no_grad())
-        stack.enter_context(torch.autocast(self.device.type, dtype=torch.bfloat16))
+        stack.enter_context(self.autocast())
         return stack
