@@ -8,7 +8,7 @@ Stable-Baselines3 arguments the way rl_zoo3's ExperimentManager does.
 
 Where the zoo has no entry for the version we run, the closest one is used and said so:
 HalfCheetah-v5 and Hopper-v5 take the zoo's tuned -v4 entries (same bodies, same rewards
-apart from v5's bug fixes); Pong takes the zoo's `atari` defaults.
+apart from v5's bug fixes); Pong and Breakout take the zoo's `atari` defaults.
 """
 
 from __future__ import annotations
@@ -179,6 +179,14 @@ ENVS: dict[str, BenchEnv] = {e.name: e for e in (
              sb3_env_kwargs=(("frameskip", 1),), needs=("ale_py", "cv2"), extra="atari",
              steps=200_000, eval_episodes=0, rise=1.0,
              note="short budget: steps/s and the first rise of the return only"),
+    # A game with lives: both sides end the training episode at a lost life and go on with
+    # the game; both log whole games (SB3's Monitor sits under its AtariWrapper). SB3 also
+    # presses FIRE after every lost life; ours only at a game's start (EnvPool's and ale-py's
+    # way), so its agent must learn to serve.
+    BenchEnv("Breakout", "gym:ALE/Breakout-v5", "atari", sb3_id="ALE/Breakout-v5",
+             sb3_env_kwargs=(("frameskip", 1),), needs=("ale_py", "cv2"), extra="atari",
+             steps=300_000, eval_deterministic=False,
+             note="short budget: the zoo trains Atari for 10M steps"),
     # No peer: SB3 has no multi-agent PPO and the zoo no settings for MPE; ours alone.
     BenchEnv("simple_spread", "pz:mpe2.simple_spread_v3:parallel_env", None, needs=("pettingzoo", "mpe2"),
              extra="pettingzoo", steps=500_000,

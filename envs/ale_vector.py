@@ -3,12 +3,15 @@
     creator = ale_vector_creator("ALE/Pong-v5")        # None when ale-py has no vector env
     block = creator(num_envs=8, seed=0)                # one AtariVectorEnv of 8 games
 
-The preprocessing is the standard one, done in C++ as EnvPool does it: up to 30 no-ops at
-reset, frame skip 4 with max-pooling of the last two frames, 84x84 grey, a stack of 4, sticky
-actions as the id registers them (0.25 for v5), a lost life ending the episode while training
-(whole games in evaluation). So observations are what envs/atari_preprocessing.py gives (uint8
-(4, 84, 84)) at a fraction of the CPU: no Python per game step, no process per game. Rewards
-are left as the game gives them (clipping is the trainer's `train.reward_clamp`).
+The preprocessing is the standard one, done in C++ as EnvPool does it: up to 30 no-ops and
+FIRE (in games that have it) at the start of a game, frame skip 4 with max-pooling of the last
+two frames, 84x84 grey, a stack of 4, sticky actions as the id registers them (0.25 for v5).
+While training, a lost life ends the episode (terminal: no value is bootstrapped past it) but
+the game goes on, as EnvPool's, SB3's and CleanRL's episodic life do; evaluation plays whole
+games. The logged episodes are whole games either way, so a logged return is a game's score,
+comparable with the peers' figures. Observations are what envs/atari_preprocessing.py gives
+(uint8 (4, 84, 84)) at a fraction of the CPU: no Python per game step, no process per game.
+Rewards are left as the game gives them (clipping is the trainer's `train.reward_clamp`).
 
 The block is a PufferEnv like any other: the vec backends run it inline (serial) or one per
 worker process; truncated episodes hand their last observation over in `final_observations`
@@ -121,7 +124,11 @@ class AleVectorBlock(PufferEnv):
         threads = max(1, min(num_envs, cores if num_threads is None else int(num_threads)))
         self.ale = vector_env_class()(
             num_envs=num_envs, num_threads=threads, autoreset_mode="SameStep",
-            episodic_life=training, reward_clipping=False, use_fire_reset=False, maxpool=True,
+            # ale-py's own `episodic_life` starts a new game at every lost life, so training
+            # would never see a game's later lives (nor a Breakout wall past its first life);
+            # `life_loss_info` ends the episode and keeps the game, as the peers do.
+            episodic_life=False, life_loss_info=training, reward_clipping=False,
+            use_fire_reset=True, maxpool=True,
             **{k: v for k, v in options.items()})
         try:
             super().__init__(self.ale.single_observation_space, self.ale.single_action_space,
@@ -133,6 +140,7 @@ class AleVectorBlock(PufferEnv):
         self._start_log(log_interval)
         self._returns = np.zeros(num_envs, np.float64)
         self._lengths = np.zeros(num_envs, np.int64)
+        self._lives = np.zeros(num_envs, np.int64)  # each game's lives after the last step
         # the C++ interface itself, past AtariVectorEnv's per-call asserts and allocations
         self._interface = self.ale.ale
         self._strength = np.ones(num_envs, np.float32)  # paddle strength (unused by Atari)
@@ -143,7 +151,8 @@ class AleVectorBlock(PufferEnv):
         """Reset every game; the first observations are also in `self.batch`."""
         if seed is not None:
             self.seed = int(seed)
-        observations, _ = self.ale.reset(seed=self.seed)
+        observations, info = self.ale.reset(seed=self.seed)
+        self._lives[:] = info["lives"]
         self.rewards[:] = 0
         self.terminals[:] = False
         self.truncations[:] = False
@@ -189,15 +198,22 @@ class AleVectorBlock(PufferEnv):
         self._latest = observations
         self._returns += rewards
         self._lengths += 1
+        lives = info["lives"]
         ended = terminals | truncations
         if ended.any():
             cut = truncations & ~terminals
             if cut.any():  # same-step autoreset: the observation that ended the episode
                 self.final_observations[cut] = info["final_obs"][cut]
-            self._log_episodes(self._returns[ended].sum(), self._lengths[ended].sum(),
-                               episodes=int(ended.sum()))
-            self._returns[ended] = 0
-            self._lengths[ended] = 0
+            # A terminal whose lives fell is a lost life: the game goes on. A game that ended
+            # was reset in the same step, so its lives did not fall (games without lives
+            # report 0 throughout).
+            games = truncations | (terminals & (lives >= self._lives))
+            if games.any():
+                self._log_episodes(self._returns[games].sum(), self._lengths[games].sum(),
+                                   episodes=int(games.sum()))
+                self._returns[games] = 0
+                self._lengths[games] = 0
+        self._lives[:] = lives
         return observations, rewards, terminals, truncations
 
     def refresh_observation(self, env_index: int) -> None:

@@ -30,6 +30,9 @@ from puffer_tui.engine.native.pufferenv import EnvLayout, PufferEnv
 from puffer_tui.envs.gym_spaces import ActionLayout, ObservationLayout
 
 FRAME_MODES = ("rgb_array", "ansi")  # the render modes frame() draws
+# An info key: this termination ends the learner's episode (a lost life) but not the game, so
+# the logged episode runs on to the game's end (envs/atari_preprocessing.py).
+GAME_CONTINUES = "game_continues"
 AUTO = "auto"
 
 
@@ -45,7 +48,9 @@ class GymnasiumPufferEnv(PufferEnv):
     * Infos: every `log_interval` steps, if episodes finished since the last report, a list
       with one dict of their averages: `episode_return`, `episode_length`, `score` and the
       count `n` (floats, as in native logs). `score` is the final step's `info["score"]` when
-      the env reports one, else the episode return. Other per-step infos are dropped.
+      the env reports one, else the episode return. Other per-step infos are dropped. A
+      termination whose info has GAME_CONTINUES (an Atari life lost while training) ends the
+      learner's episode, not the logged one: the logs count whole games.
     * Actions are checked by the base class (`write_actions`, `check_action_values`) before
       any env steps, so a bad batch raises `ActionError` and no env is stepped.
     """
@@ -196,6 +201,8 @@ class GymnasiumPufferEnv(PufferEnv):
             self._logs_due()
 
     def _end_episode(self, i: int, info: dict) -> None:
+        if isinstance(info, dict) and info.get(GAME_CONTINUES):
+            return
         self._log_episodes(self._episode_return[i], self._episode_length[i],
                            info.get("score") if isinstance(info, dict) else None)
         self._episode_return[i] = 0

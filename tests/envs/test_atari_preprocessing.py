@@ -17,6 +17,14 @@ PRESET = os.path.join(str(REPO_ROOT),
                       "envs", "gym_presets", "ALE.toml")
 
 
+def _chain(env):
+    chain = [env]
+    while hasattr(env, "env"):
+        env = env.env
+        chain.append(env)
+    return chain
+
+
 def _wrappers(env):
     names = []
     while hasattr(env, "env"):
@@ -36,7 +44,9 @@ def test_observations_are_four_stacked_84x84_gray_frames():
         assert obs.shape == (4, 84, 84)
         names = _wrappers(env)
         assert "FrameStackObservation" in names and "AtariPreprocessing" in names
-        pre = env.env
+        assert names[:3] == ["LifeLossEndsEpisode", "FrameStackObservation", "FireAtGameStart"]
+        pre = env.env.env.env
+        assert type(pre).__name__ == "AtariPreprocessing"
         assert pre.frame_skip == 4 and pre.noop_max == 30
         # the emulator skips nothing itself: the wrapper skips, with max-pooling
         assert env.unwrapped._frameskip == 1
@@ -45,10 +55,14 @@ def test_observations_are_four_stacked_84x84_gray_frames():
 
 
 def test_life_loss_ends_episodes_only_while_training():
+    # (what a lost life does: tests/envs/test_atari_lives.py)
     train_env, eval_env = atari_env("ALE/Breakout-v5"), atari_env("ALE/Breakout-v5", training=False)
     try:
-        assert train_env.env.terminal_on_life_loss is True
-        assert eval_env.env.terminal_on_life_loss is False
+        assert "LifeLossEndsEpisode" in _wrappers(train_env)
+        assert "LifeLossEndsEpisode" not in _wrappers(eval_env)
+        # Gymnasium's own life loss would start a new game at every lost life
+        assert all(getattr(layer, "terminal_on_life_loss", False) is False
+                   for env in (train_env, eval_env) for layer in _chain(env))
     finally:
         train_env.close()
         eval_env.close()
