@@ -63,7 +63,7 @@ def make_cartpole():
 def make_pong():
     """ALE Pong with the standard preprocessing, through Gymnasium's wrappers (one env per
     game): 84x84 grey, frame skip 4 with max-pool, a stack of 4, 30 no-ops, sticky actions
-    0.25, a lost life ends the episode (envs/atari_preprocessing.py)."""
+    0.25, a lost life ends the episode, not the game (envs/atari_preprocessing.py)."""
     # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.envs.atari_preprocessing import atari_env
 

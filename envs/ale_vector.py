@@ -151,7 +151,9 @@ class AleVectorBlock(PufferEnv):
         """Reset every game; the first observations are also in `self.batch`."""
         if seed is not None:
             self.seed = int(seed)
-        observations, info = self.ale.reset(seed=self.seed)
+        # ALE takes C ints: fold seeds past them (eval's SeedSequence draws use all 32 bits)
+        first = self.seed % (2**31 - self.num_envs)
+        observations, info = self.ale.reset(seed=first)
         self._lives[:] = info["lives"]
         self.rewards[:] = 0
         self.terminals[:] = False

@@ -71,3 +71,29 @@ def test_training_pong_through_the_vector_env_runs(tmp_path):
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     assert "finished" in result.stdout + result.stderr
+
+
+def test_seeds_past_a_c_int_are_taken():
+    # eval draws its env seeds from SeedSequence, all 32 bits: ALE takes only C ints
+    block = env_class(PONG).make_creator({})(num_envs=2, seed=0)
+    try:
+        observations, _ = block.reset(2**32 - 1)
+        assert observations.shape == (2, 4, 84, 84)
+    finally:
+        block.close()
+
+
+def test_a_trained_atari_run_plays_in_eval(tmp_path):
+    cli = [sys.executable, "-m", "puffer_tui.app.cli"]
+    trained = subprocess.run(
+        [*cli, "train", "gym:ALE/Breakout-v5", "--headless", "--runs-dir", str(tmp_path),
+         "--vec.num-envs", "2", "--train.horizon", "16", "--train.minibatch-size", "32",
+         "--train.total-timesteps", "64", "--train.hidden-size", "32",
+         "--train.cnn-channels", "8"], capture_output=True, text=True, timeout=300)
+    assert trained.returncode == 0, trained.stdout[-2000:] + trained.stderr[-2000:]
+    (run,) = tmp_path.iterdir()
+    played = subprocess.run(
+        [*cli, "eval", str(run), "--episodes", "2", "--num-envs", "2"],
+        capture_output=True, text=True, timeout=300)
+    assert played.returncode == 0, played.stdout[-2000:] + played.stderr[-2000:]
+    assert "2 episodes" in played.stdout
