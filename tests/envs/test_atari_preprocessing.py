@@ -26,11 +26,7 @@ def _chain(env):
 
 
 def _wrappers(env):
-    names = []
-    while hasattr(env, "env"):
-        names.append(type(env).__name__)
-        env = env.env
-    return names
+    return [type(layer).__name__ for layer in _chain(env)[:-1]]  # the last is the game
 
 
 def test_observations_are_four_stacked_84x84_gray_frames():
