@@ -416,6 +416,12 @@ class CallableSource(PythonEnvSource):
         settings = _signature_settings(target, {}, "argument of the env's creator")
         super().__init__(spec, doc[0] if doc else f"Python env {spec}", settings)
 
+    @property
+    def named_module(self) -> str:
+        """The module the spec names, as the user wrote it (the creator's own __module__ may
+        be a library's wrapper: mpe2's are pettingzoo.utils.conversions closures)."""
+        return self.spec.removeprefix(PZ_PREFIX).partition(":")[0]
+
     def make_creator(self, settings: dict, evaluation: bool = False):
         kind, probe = (self.kind, None) if self.kind else self._detect(settings)
         if kind == "puffer":

@@ -39,7 +39,9 @@ def family_of(source, settings: dict | None = None) -> str | None:
     entry = _entry_point_name(source)
     if entry.startswith("gymnasium.envs.mujoco"):
         return "mujoco"
-    if ".mpe" in entry or entry.startswith("mpe2"):
+    # the module the user named too: mpe2's env creators are closures PettingZoo's
+    # parallel_wrapper_fn makes, whose own module is pettingzoo.utils.conversions
+    if any(".mpe" in name or name.startswith("mpe2") for name in (entry, getattr(source, "named_module", ""))):
         return "mpe"
     try:
         layout = source.layout(dict(settings or {}))

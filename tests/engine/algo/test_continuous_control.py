@@ -104,10 +104,15 @@ def test_a_separate_critic_shares_no_parameter_with_the_actor():
     ("gym:Acrobot-v1", "preset Acrobot-v1.toml"),  # the family's, laid out for its C port
     ("gym:MountainCar-v0", "classic control preset (classic-control.toml)"),
     ("gym:CartPole-v1", "preset CartPole-v1.toml"),  # its own, measured
+    # mpe2's creators are closures of PettingZoo's parallel_wrapper_fn (their __module__ is
+    # pettingzoo's): the family comes from the module the user named
+    ("pz:mpe2.simple_spread_v3:parallel_env", "PettingZoo MPE preset (mpe.toml)"),
 ])
 def test_each_family_gets_its_preset(env, label):
     if "v5" in env:
         pytest.importorskip("mujoco", reason='pip install "puffer-tui[mujoco]"')
+    if "mpe2" in env:
+        pytest.importorskip("mpe2", reason='pip install "puffer-tui[pettingzoo]"')
     assert preset_label(env) == label
 
 
