@@ -154,7 +154,8 @@ def markdown(report: dict, marks=MARKS) -> str:
             rets = [cell(s.get(f"return@{m:g}")) for m in marks]
             failed = (f", {s['failed']} failed" if s.get("failed") else "") + (
                 f", {s['stopped']} stopped for time" if s.get("stopped") else "")
-            lines.append(f"| {label} | {title} ({s['seeds']} seeds{failed}) | " + " | ".join(
+            seeds = f"{s['seeds']} seed" + ("" if s["seeds"] == 1 else "s")
+            lines.append(f"| {label} | {title} ({seeds}{failed}) | " + " | ".join(
                 [*rets, cell(s.get("eval")), cell(s.get("wall_s"), 0), cell(s.get("cpu_s"), 0),
                  cell(s.get("sps"), 0)]) + " |")
             label = ""

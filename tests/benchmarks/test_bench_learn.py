@@ -345,4 +345,4 @@ def test_cartpole_both_sides_end_to_end(tmp_path):
     assert s["ours"]["return@1"]["median"] == pytest.approx(final[0])
     assert s["compare"]["sps_ratio"] == pytest.approx(
         s["ours"]["sps"]["median"] / s["sb3"]["sps"]["median"])
-    assert "| CartPole-v1 (8,192) | puffer-tui (1 seeds) |" in result.stdout
+    assert "| CartPole-v1 (8,192) | puffer-tui (1 seed) |" in result.stdout
