@@ -93,7 +93,7 @@ CASES = [  # the fix comparisons first: they take 2 x seeds runs each
     Case("healthy gym:Pendulum-v1", None, "gym:Pendulum-v1", "preset Pendulum-v1.toml", {}),
     Case("healthy gym:HalfCheetah-v5", None, "gym:HalfCheetah-v5", "preset mujoco.toml, 500k",
          {"train.total_timesteps": 500_000}),
-    Case("healthy gym:Hopper-v5", None, "gym:Hopper-v5", "preset Hopper-v5.toml, 500k",
+    Case("healthy gym:Hopper-v5", None, "gym:Hopper-v5", "preset mujoco.toml, 500k",
          {"train.total_timesteps": 500_000}),
 ]
 
