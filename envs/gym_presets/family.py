@@ -41,7 +41,8 @@ def family_of(source, settings: dict | None = None) -> str | None:
         return "mujoco"
     # the module the user named too: mpe2's env creators are closures PettingZoo's
     # parallel_wrapper_fn makes, whose own module is pettingzoo.utils.conversions
-    if any(".mpe" in name or name.startswith("mpe2") for name in (entry, getattr(source, "named_module", ""))):
+    named = getattr(source, "named_module", "")
+    if any(".mpe" in name or name.startswith("mpe2") for name in (entry, named)):
         return "mpe"
     try:
         layout = source.layout(dict(settings or {}))

@@ -101,7 +101,7 @@ def test_a_separate_critic_shares_no_parameter_with_the_actor():
     ("gym:Walker2d-v5", "MuJoCo locomotion preset (mujoco.toml)"),
     ("gym:Pendulum-v1", "preset Pendulum-v1.toml"),  # its own, measured
     ("gym:MountainCarContinuous-v0", "preset MountainCarContinuous-v0.toml"),  # its own
-    ("gym:Acrobot-v1", "preset Acrobot-v1.toml"),  # the family's, laid out for its C port
+    ("gym:Acrobot-v1", "preset Acrobot-v1.toml"),  # the family's in rl-zoo's layout
     ("gym:MountainCar-v0", "classic control preset (classic-control.toml)"),
     ("gym:CartPole-v1", "preset CartPole-v1.toml"),  # its own, measured
     # mpe2's creators are closures of PettingZoo's parallel_wrapper_fn (their __module__ is
