@@ -50,10 +50,12 @@ def add_arguments(p):
                    help="with --side ours: take SB3's runs from this earlier --json output "
                         "(same env and steps; may be given more than once)")
     p.add_argument("--json", metavar="FILE", type=Path, help="write every raw figure here")
-    p.add_argument("--report", metavar="FILE[:SIDE]", type=_report_source, action="append",
+    p.add_argument("--report", metavar="FILE[:SIDE][@ENV,...]", type=_report_source,
+                   action="append",
                    help="run nothing: the table of the runs in these earlier --json outputs, "
-                        "merged env by env (same steps); FILE:ours or FILE:sb3 takes only "
-                        "that side's runs from FILE; may be given more than once")
+                        "merged env by env (same steps; a run found in two files counts "
+                        "once); FILE:ours or FILE:sb3 takes only that side's runs from FILE, "
+                        "FILE@ENV,ENV only those envs'; may be given more than once")
     p.add_argument("--eval-episodes", type=int, default=None, metavar="K",
                    help="episodes of the final-policy evaluation (default 10; Pong: none; "
                         "0: no evaluation)")
@@ -71,12 +73,30 @@ def add_arguments(p):
                         "temporary directory, removed at the end)")
 
 
-def _report_source(text: str) -> tuple[Path, str | None]:
-    """FILE or FILE:ours / FILE:sb3."""
+@dataclasses.dataclass(frozen=True)
+class ReportSource:
+    """One --report: an earlier --json output, and which of its runs to take."""
+
+    path: Path
+    side: str | None = None  # "ours" / "sb3": that side's runs only
+    envs: tuple[str, ...] | None = None  # these envs' runs only
+
+    def __str__(self) -> str:
+        return (f"{self.path}{f':{self.side}' if self.side else ''}"
+                f"{'@' + ','.join(self.envs) if self.envs else ''}")
+
+
+def _report_source(text: str) -> ReportSource:
+    """FILE, FILE:ours / FILE:sb3, each optionally followed by @ENV[,ENV...]."""
+    head, at, names = text.rpartition("@")
+    envs = None
+    if at and head and names:
+        envs = tuple(n for n in names.split(",") if n)  # checked in _check
+        text = head
     path, _, side = text.rpartition(":")
     if path and side in ("ours", "sb3"):
-        return Path(path), side
-    return Path(text), None
+        return ReportSource(Path(path), side, envs)
+    return ReportSource(Path(text), None, envs)
 
 
 def _check(args) -> list:
@@ -101,7 +121,12 @@ def _check(args) -> list:
         raise SystemExit("puffer-tui bench learn: error: --run-timeout must be > 0")
     if args.peer_json is not None and args.side != "ours":
         raise SystemExit("puffer-tui bench learn: error: --peer-json goes with --side ours")
-    for path in [*(args.peer_json or ()), *(p for p, _ in args.report or ())]:
+    for source in args.report or ():
+        unknown = [e for e in source.envs or () if e not in ENVS]
+        if unknown:
+            raise SystemExit(f"puffer-tui bench learn: error: --report {source}: unknown env "
+                             f"{unknown[0]!r} after @; choose from {', '.join(ENVS)}")
+    for path in [*(args.peer_json or ()), *(source.path for source in args.report or ())]:
         if not path.is_file():
             raise SystemExit(f"puffer-tui bench learn: error: {path}: no such file")
     if args.first_seed < 0:
@@ -214,19 +239,26 @@ def run(args) -> int:
 def _report(args, names: list[str] | None) -> int:
     """The runs of earlier JSON outputs as one table (an env's runs merged when their
     budgets agree, else listed apart under "ENV @ STEPS")."""
-    files = _peer_runs([p for p, _ in args.report])
-    first = json.loads(args.report[0][0].read_text())["bench_learn"]
+    files = _peer_runs([source.path for source in args.report])
+    first = json.loads(args.report[0].path.read_text())["bench_learn"]
     out = {**first, "command": _command_line(), "envs": {},
-           "reported_from": [f"{p}:{side}" if side else str(p) for p, side in args.report]}
-    for envs, (_, side) in zip(files, args.report):
+           "reported_from": [str(source) for source in args.report]}
+    seen = set()  # a run adopted by a later --peer-json file is also in the earlier file
+    for envs, source in zip(files, args.report):
         for name, entry in envs.items():
             if names is not None and name not in names:
+                continue
+            if source.envs is not None and name not in source.envs:
                 continue
             key = name
             if key in out["envs"] and out["envs"][key]["steps"] != entry["steps"]:
                 key = f"{name} @ {entry['steps']:,}"
             merged = out["envs"].setdefault(key, {**entry, "runs": []})
-            merged["runs"] += [r for r in entry.get("runs", []) if side in (None, r["side"])]
+            for r in entry.get("runs", []):
+                identity = (key, json.dumps(r, sort_keys=True))
+                if source.side in (None, r["side"]) and identity not in seen:
+                    seen.add(identity)
+                    merged["runs"].append(r)
     for key, entry in out["envs"].items():
         env = ENVS.get(key.split(" @ ")[0])
         if not entry.get("skipped") and env is not None:

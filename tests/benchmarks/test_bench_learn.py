@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -200,6 +201,35 @@ def test_report_merges_earlier_outputs_env_by_env(tmp_path):
     assert [r["side"] for r in envs["CartPole-v1"]["runs"]] == ["sb3"]
 
 
+def test_report_takes_chosen_envs_from_each_file_and_counts_a_run_once(tmp_path):
+    old_ours = [_run("ours", s, (0, 0, 1), 10.0, 10.0, 20.0) for s in range(2)]
+    theirs = [{**_run("sb3", 0, (0, 0, 1), 5.0, 100.0, 200.0), "started": "2026-11-20 10:00"}]
+    first = _saved(tmp_path / "first.json", 1000, old_ours + theirs)
+    # ours rerun on a newer commit with --peer-json first.json: SB3's run is in both files
+    rerun = _saved(tmp_path / "rerun.json", 1000,
+                   [_run("ours", s, (1, 2, 5), 10.0, 10.0, 20.0) for s in range(2)] + theirs)
+    data = json.loads(Path(first).read_text())
+    data["bench_learn"]["envs"]["Pendulum-v1"] = {"steps": 1000, "runs": theirs}
+    Path(first).write_text(json.dumps(data))
+    merged = tmp_path / "merged.json"
+    result = bench("--report", first + "@Pendulum-v1", "--report", rerun, "--report", first,
+                   "--json", str(merged))
+    assert result.returncode == 0, result.stderr
+    envs = json.loads(merged.read_text())["bench_learn"]["envs"]
+    assert list(envs) == ["Pendulum-v1", "CartPole-v1"]
+    runs = envs["CartPole-v1"]["runs"]  # rerun's 2 + SB3's once + first's old ours (no @)
+    assert [r["side"] for r in runs] == ["ours", "ours", "sb3", "ours", "ours"]
+    result = bench("--report", first + ":sb3@Pendulum-v1,CartPole-v1", "--report", rerun,
+                   "--json", str(merged))
+    assert result.returncode == 0, result.stderr
+    envs = json.loads(merged.read_text())["bench_learn"]["envs"]
+    runs = envs["CartPole-v1"]["runs"]
+    assert [r["side"] for r in runs] == ["sb3", "ours", "ours"]  # SB3's run counted once
+    assert envs["CartPole-v1"]["summary"]["ours"]["return@1"]["median"] == pytest.approx(5.0)
+    assert json.loads(merged.read_text())["bench_learn"]["reported_from"][0].endswith(
+        "first.json:sb3@Pendulum-v1,CartPole-v1")
+
+
 # --- the command line ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, words", [
@@ -212,6 +242,7 @@ def test_report_merges_earlier_outputs_env_by_env(tmp_path):
     (("--side", "ours", "--peer-json", "/nonexistent/x.json"), "no such file"),
     (("--report", "/nonexistent/x.json"), "no such file"),
     (("--report", sys.executable, "--side", "ours"), "--report runs nothing"),
+    (("--report", "x.json@Nope-v0"), "unknown env 'Nope-v0' after @"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, words, tmp_path):
     result = bench(*argv, "--work-dir", str(tmp_path / "work"))
