@@ -259,6 +259,8 @@ def _report(args, names: list[str] | None) -> int:
                 if source.side in (None, r["side"]) and identity not in seen:
                     seen.add(identity)
                     merged["runs"].append(r)
+    # the benchmark's order, whatever the order of the files
+    out["envs"] = dict(sorted(out["envs"].items(), key=lambda item: _benchmark_order(item[0])))
     for key, entry in out["envs"].items():
         env = ENVS.get(key.split(" @ ")[0])
         if not entry.get("skipped") and env is not None:
@@ -266,6 +268,12 @@ def _report(args, names: list[str] | None) -> int:
     if args.json is not None:
         _write_json(args.json, out)
     return _print(out)
+
+
+def _benchmark_order(key: str) -> int:
+    """Where an env's table key ("ENV" or "ENV @ STEPS") stands in ENVS (unknown ones last)."""
+    name = key.split(" @ ")[0]
+    return list(ENVS).index(name) if name in ENVS else len(ENVS)
 
 
 def _print(out: dict) -> int:

@@ -216,7 +216,7 @@ def test_report_takes_chosen_envs_from_each_file_and_counts_a_run_once(tmp_path)
                    "--json", str(merged))
     assert result.returncode == 0, result.stderr
     envs = json.loads(merged.read_text())["bench_learn"]["envs"]
-    assert list(envs) == ["Pendulum-v1", "CartPole-v1"]
+    assert list(envs) == ["CartPole-v1", "Pendulum-v1"]  # the benchmark's order
     runs = envs["CartPole-v1"]["runs"]  # rerun's 2 + SB3's once + first's old ours (no @)
     assert [r["side"] for r in runs] == ["ours", "ours", "sb3", "ours", "ours"]
     result = bench("--report", first + ":sb3@Pendulum-v1,CartPole-v1", "--report", rerun,
