@@ -123,6 +123,9 @@ def _check(args) -> list:
         raise SystemExit("puffer-tui bench learn: error: --peer-json goes with --side ours")
     for source in args.report or ():
         unknown = [e for e in source.envs or () if e not in ENVS]
+        if unknown and ":" in unknown[0]:
+            raise SystemExit(f"puffer-tui bench learn: error: --report {source}: the side goes "
+                             f"before the envs: FILE:SIDE@ENV,ENV")
         if unknown:
             raise SystemExit(f"puffer-tui bench learn: error: --report {source}: unknown env "
                              f"{unknown[0]!r} after @; choose from {', '.join(ENVS)}")

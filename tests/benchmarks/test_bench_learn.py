@@ -244,6 +244,7 @@ def test_report_takes_chosen_envs_from_each_file_and_counts_a_run_once(tmp_path)
     (("--report", "/nonexistent/x.json"), "no such file"),
     (("--report", sys.executable, "--side", "ours"), "--report runs nothing"),
     (("--report", "x.json@Nope-v0"), "unknown env 'Nope-v0' after @"),
+    (("--report", "x.json@CartPole-v1:ours"), "the side goes before the envs: FILE:SIDE@ENV"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, words, tmp_path):
     result = bench(*argv, "--work-dir", str(tmp_path / "work"))
