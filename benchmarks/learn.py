@@ -268,6 +268,15 @@ def _report(args, names: list[str] | None) -> int:
         env = ENVS.get(key.split(" @ ")[0])
         if not entry.get("skipped") and env is not None:
             _summarize(entry, env, out.get("window", args.window))
+    # the header speaks for every run reported, not for the first file's session
+    runs = [r for entry in out["envs"].values() for r in entry["runs"]]
+    starts = sorted(r["started"] for r in runs if r.get("started"))
+    if starts:
+        out["date"] = (starts[0] if starts[0] == starts[-1]
+                       else f"runs started {starts[0]} .. {starts[-1]}")
+    commits = sorted({r["commit"] for r in runs if r.get("commit")})
+    if commits:
+        out["commit"] = ", ".join(commits)
     if args.json is not None:
         _write_json(args.json, out)
     return _print(out)
@@ -280,7 +289,8 @@ def _benchmark_order(key: str) -> int:
 
 
 def _print(out: dict) -> int:
-    print(f"bench learn, {out['date']}, commit {out['commit']}, {out['machine']['cpu']} "
+    commits = "commits" if ", " in str(out["commit"]) else "commit"
+    print(f"bench learn, {out['date']}, {commits} {out['commit']}, {out['machine']['cpu']} "
           f"({out['machine']['cores']} cores); SB3 settings: {ZOO_SOURCE}")
     print()
     print(report.markdown(out))

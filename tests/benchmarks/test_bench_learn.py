@@ -208,7 +208,8 @@ def test_report_takes_chosen_envs_from_each_file_and_counts_a_run_once(tmp_path)
     first = _saved(tmp_path / "first.json", 1000, old_ours + theirs)
     # ours rerun on a newer commit with --peer-json first.json: SB3's run is in both files
     rerun = _saved(tmp_path / "rerun.json", 1000,
-                   [_run("ours", s, (1, 2, 5), 10.0, 10.0, 20.0) for s in range(2)] + theirs)
+                   [{**_run("ours", s, (1, 2, 5), 10.0, 10.0, 20.0), "commit": "def5678"}
+                    for s in range(2)] + theirs)
     data = json.loads(Path(first).read_text())
     data["bench_learn"]["envs"]["Pendulum-v1"] = {"steps": 1000, "runs": theirs}
     Path(first).write_text(json.dumps(data))
@@ -229,6 +230,8 @@ def test_report_takes_chosen_envs_from_each_file_and_counts_a_run_once(tmp_path)
     assert envs["CartPole-v1"]["summary"]["ours"]["return@1"]["median"] == pytest.approx(5.0)
     assert json.loads(merged.read_text())["bench_learn"]["reported_from"][0].endswith(
         "first.json:sb3@Pendulum-v1,CartPole-v1")
+    # the header dates the runs reported, not the first file
+    assert "bench learn, 2026-11-20 10:00, commit def5678," in result.stdout
 
 
 # --- the command line ----------------------------------------------------------------------
