@@ -3,7 +3,6 @@ synthetic curves, the CLI's refusals, the process guard, and one tiny real run o
 (its figures are checked for shape and consistency, never for a speed or a score)."""
 
 import json
-import re
 import subprocess
 import sys
 import textwrap
@@ -383,21 +382,3 @@ def test_cartpole_both_sides_end_to_end(tmp_path):
         s["ours"]["sps"]["median"] / s["sb3"]["sps"]["median"])
     assert "| CartPole-v1 (8,192) | puffer-tui (1 seed) |" in result.stdout
 
-
-def test_the_readme_table_is_what_its_report_command_prints():
-    """README "Every env in one session": the `--report` command after `cd docs/learn_runs/...`
-    prints the table above it, row for row, from the JSONs in the repository."""
-    root = Path(__file__).resolve().parents[2]
-    text = (root / "README.md").read_text()
-    section = text[text.index("### Every env in one session"):]
-    section = section[:section.index("\nWhat the table says")]
-    folder = re.search(r"^    cd (docs/learn_runs/\S+)$", section, flags=re.M).group(1)
-    command = re.search(r"^    puffer-tui bench learn (--report .*?)\n\n", section,
-                        flags=re.M | re.S).group(1)
-    argv = command.replace("\\\n", " ").split()
-    result = subprocess.run([sys.executable, "-m", "puffer_tui.app.cli", "bench", "learn", *argv],
-                            capture_output=True, text=True, cwd=root / folder, timeout=120)
-    assert result.returncode == 0, result.stderr
-    printed = [line for line in result.stdout.splitlines() if line.startswith("|")]
-    table = [line for line in section.splitlines() if line.startswith("|")]
-    assert printed == table
