@@ -12,6 +12,8 @@ Refusals are 403 with one line saying what to open. aiohttp only; no Textual her
 from __future__ import annotations
 
 import hmac
+import logging
+import re
 import secrets
 from urllib.parse import quote
 
@@ -19,6 +21,10 @@ TOKEN_ENV_VAR = "PUFFER_TUI_SERVE_TOKEN"  # a chosen token that need not show in
 TOKEN_QUERY = "token"
 MIN_TOKEN_LENGTH = 16  # a chosen token shorter than this could be guessed
 TOKEN_HINT = "open the URL `puffer-tui serve` printed (it ends in ?token=...)"
+REDACTED = "[redacted]"
+# query keys whose values are secrets wherever they show up in a logged URL
+SECRET_QUERY = re.compile(r"((?:^|[?&;\s])(?:token|secret|password|passwd|api_key|apikey|key|auth)"
+                          r"=)[^&;\s\"']*", re.IGNORECASE)
 
 
 def new_token() -> str:
@@ -38,6 +44,44 @@ def token_url(host: str, port: int, token: str | None) -> str:
     """The URL to open: the page, with the token that lets a browser in."""
     url = f"http://{url_host(host)}:{port}/"
     return url if token is None else f"{url}?{TOKEN_QUERY}={quote(token, safe='')}"
+
+
+def redact(text: str, token: str | None) -> str:
+    """`text` without the token (as typed or URL-quoted) and without the value of any
+    secret-looking query key (`?token=...`, `&password=...`)."""
+    if token:
+        for form in {token, quote(token, safe="")}:
+            text = text.replace(form, REDACTED)
+    return SECRET_QUERY.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+class RedactSecrets(logging.Filter):
+    """On a handler: every record it prints goes out redacted (aiohttp's access log names
+    each request's URL, `GET /?token=...`, and scrollback and log files keep it)."""
+
+    def __init__(self, token: str | None):
+        super().__init__()
+        self.token = token
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if record.exc_info:
+            # a traceback may quote the request (or, shown with its locals, the token): it
+            # becomes plain text here, redacted with the rest
+            message += "\n" + logging.Formatter().formatException(record.exc_info)
+            record.exc_info, record.exc_text = None, None
+        clean = redact(message, self.token)
+        if clean != message or record.args:
+            record.msg, record.args = clean, ()
+        return True
+
+
+def redact_logs(token: str | None, logger: logging.Logger | None = None) -> None:
+    """Put RedactSecrets on every handler of `logger` (the root logger: where aiohttp's and
+    textual-serve's records are printed)."""
+    for handler in (logger or logging.getLogger()).handlers:
+        if not any(isinstance(f, RedactSecrets) for f in handler.filters):
+            handler.addFilter(RedactSecrets(token))
 
 
 def tokens_match(given: str, token: str) -> bool:

@@ -31,6 +31,7 @@ from puffer_tui.app.serve_access import (
     new_token,
     page_context,
     private_headers,
+    redact_logs,
     token_url,
 )
 from puffer_tui.app.serve_code_specs import ALLOW_FLAG, CODE_SPECS_ENV_VAR
@@ -187,6 +188,10 @@ def private_server(server_class):
             app.middlewares.append(access_guard(self.token, self.port))
             app.on_response_prepare.append(private_headers)
             return app
+
+        def initialize_logging(self) -> None:
+            super().initialize_logging()
+            redact_logs(self.token)  # the access log names each URL, token and all
 
         async def handle_index(self, request):
             import aiohttp_jinja2
