@@ -305,6 +305,15 @@ class ObservationLayout:
         return _assemble(self.original_space, values)
 
 
+def flatten_by_leaves(observation, flat_space: StructuredBox) -> np.ndarray:
+    """One Dict/Tuple observation as the row of `flat_space` (an ObservationLayout's space,
+    which keeps the leaves): what a trained policy takes when only its spaces are at hand."""
+    layout = ObservationLayout.__new__(ObservationLayout)
+    layout.original_space, layout.passthrough, layout.dropped = flat_space, False, ()
+    layout.leaves, layout.space = flat_space.leaves, flat_space
+    return layout.flatten(observation)
+
+
 def unflatten_observations(space: spaces.Space, flat):
     """Convenience: `ObservationLayout(space).unflatten(flat)`; build the layout once instead
     when calling this every step."""

@@ -153,6 +153,20 @@ class ActionHead(nn.Module):
         logp, _ = self.evaluate(params, actions)
         return actions.view(-1, *self.action_shape), logp
 
+    def mode(self, params: torch.Tensor) -> torch.Tensor:
+        """The deterministic action, as the env takes it: the most likely index per head, or
+        the Gaussian's mean clipped or squashed into the bounds (what `sample(...,
+        deterministic=True)` then `to_env` give, without the log-probabilities: the graph an
+        exported policy holds)."""
+        if self.kind == "discrete":
+            return params.argmax(-1).to(torch.int32)
+        if self.kind == "multidiscrete":
+            chunks = params.split(self.sizes, dim=-1)
+            return torch.stack([c.argmax(-1) for c in chunks], -1).to(torch.int32) \
+                .view(-1, *self.action_shape)
+        mean, _ = self._split(params)
+        return self.to_env(mean.reshape(-1, *self.action_shape))
+
     def evaluate(self, params: torch.Tensor, actions: torch.Tensor):
         """(log-probabilities [N], entropies [N]) of the given actions."""
         n = params.shape[0]

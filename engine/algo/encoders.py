@@ -76,7 +76,8 @@ class ObservationEncoder(nn.Module):
             x = self.bias.expand(flat.shape[0], -1)
         else:
             x = None
-            if flat.device.type == "cpu":
+            # traced (export): the dense product, which ONNX and TorchScript can hold
+            if flat.device.type == "cpu" and not torch.jit.is_tracing():
                 x = self._sparse(flat)
             if x is None:
                 one_hot = torch.cat([flat == v for v in range(1, self.one_hot_values)], 1)

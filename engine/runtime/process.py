@@ -84,7 +84,7 @@ class Engine:
         # is handed to the commands by attach, and reached by the recovery through a getter
         # that says None until then
         self.state = EngineState()
-        self.frames = FrameSource(self._frame)
+        self.frames = FrameSource(self._frame, self._trainer)
         self.commands = CommandQueue(self.state, self.frames, self.events,
                                      checkpoint=self.save_checkpoint, world=self.world)
         # faults that need a person, and the files they are about (metrics, checkpoints)
@@ -97,6 +97,11 @@ class Engine:
         self.doctor: Doctor | None = None  # rank 0's diagnosis (engine/diagnosis/doctor.py)
         self.started = time.time()
         self.error: str | None = None
+        # what ended the training, kept for a caller in this process (puffer_tui.train with
+        # inline=True re-raises it, so an env's traceback lands in the researcher's script)
+        self.exception: BaseException | None = None
+        # called with each epoch's row once it is written (the inline API's on_epoch)
+        self.row_listeners: list = []
         self._status_due = 0.0
         self._signals = 0
         self._uptime_seen, self._warned_long_epoch = 0.0, False  # see _warn_of_long_epochs
@@ -160,6 +165,7 @@ class Engine:
             self.events.warning("interrupted twice: exited without a final checkpoint")
             code = 130
         except BaseException as e:
+            self.exception = e
             self.state.enter(RunState.ERROR)
             if self.world.is_main and self._run_dir_removed():
                 code = 1  # a write into the missing directory failed before the watchdog looked
@@ -244,6 +250,8 @@ class Engine:
             if self.doctor is not None:
                 row = self.doctor.examine(row)
             self.recovery.persist(row, self.config.train.checkpoint_interval)
+            for listener in self.row_listeners:
+                listener(row)
             self.write_status()
             self._warn_of_long_epochs(row)
         if self.trainer.done and not self.state.stop_requested:
@@ -421,6 +429,8 @@ class Engine:
 
     def _install_signal_handlers(self) -> dict:
         previous = {}
+        if threading.current_thread() is not threading.main_thread():
+            return previous  # an engine run inline from a script's thread: its signals are its own
         for sig in (signal.SIGINT, signal.SIGTERM):
             previous[sig] = signal.signal(sig, self._on_signal)
         return previous
