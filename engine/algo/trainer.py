@@ -98,6 +98,9 @@ class Trainer:
         self.config = config
         # learner ranks (engine/algo/distributed.py): one process unless started by torchrun
         self.world = world or World()
+        # called with each collection step's rows while a viewer watches the policy (else
+        # None: nothing is copied); set by engine/runtime/frame_source.py
+        self.step_watch: Callable | None = None
         # The config as built (the run's config.toml): a resume tells the user's new values
         # for live fields from the checkpoint's by comparing with this (load_state_dict).
         self._built_config = copy.deepcopy(config.as_dict())
@@ -391,6 +394,10 @@ class Trainer:
                              None if state is None else (host(state[0]), host(state[1])),
                              final_values)
                 stored = clock()
+                watch = self.step_watch  # a viewer's (engine/evaluation/policy_view.py)
+                if watch is not None:
+                    watch(obs_t, env_ids, actions, values, rewards, terminals, truncations,
+                          masks, state, final_values)
                 # Count now: recv() may return the backend's live buffers, which send() overwrites
                 # with the next step's masks.
                 stepped = int(np.count_nonzero(masks))

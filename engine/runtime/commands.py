@@ -95,9 +95,10 @@ class CommandQueue:
     def put(self, command: Command) -> None:
         self._queue.put(command)
 
-    def want_frames(self, envs: frozenset[int]) -> None:
-        """Set which envs to capture frames of; wakes a paused trainer to grab one now."""
-        self.frames.want(envs)
+    def want_frames(self, envs: frozenset[int], policy: dict | None = None) -> None:
+        """Set which envs to capture frames of (and, `policy`, of which the policy's view);
+        wakes a paused trainer to grab one now."""
+        self.frames.want(envs, policy)
         if self.state.paused and envs:
             self._queue.put(Command("_frames"))
 

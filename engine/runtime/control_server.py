@@ -32,6 +32,7 @@ from puffer_tui.engine.shared.protocol import (
     RequestError,
     check_render,
     check_render_fps,
+    check_render_policy,
     check_render_view,
     check_set,
     encode,
@@ -62,6 +63,8 @@ class _Client:
         self.frame_interval = 0.0  # seconds between two frames sent to this client, at least
         self.frame_sent_at = 0.0
         self.frame_seq = 0
+        self.policy = False  # frames carry the policy's view of the step
+        self.saliency: str | None = None  # ...and its saliency ("action", "value")
         self.pending: set = set()  # ids of queued requests not yet answered
         self.closed = False
 
@@ -282,7 +285,13 @@ class ControlServer:
             if seq == client.frame_seq or now - client.frame_sent_at < client.frame_interval:
                 continue
             client.frame_seq, client.frame_sent_at = seq, now
-            self._write(client, encode(frame_message(env, frame, view)), droppable=True)
+            policy = None
+            if client.policy and view == "env":
+                seen = self.frames.views.get(env)
+                policy = seen[1] if seen is not None and seen[0] == seq else None
+                if policy is not None and client.saliency is None and "saliency" in policy:
+                    policy = {k: v for k, v in policy.items() if k != "saliency"}
+            self._write(client, encode(frame_message(env, frame, view, policy)), droppable=True)
 
     def _send(self, client: _Client, message: dict) -> None:
         self._write(client, encode(message), droppable=False)
@@ -379,10 +388,12 @@ class ControlServer:
         elif cmd == "render":
             env, view = check_render(args, self.num_envs), check_render_view(args)
             client.frame_interval = 1.0 / check_render_fps(args)
+            client.policy, client.saliency = check_render_policy(args)
             client.render_env, client.render_view = env, view
             client.frame_seq, client.frame_sent_at = 0, 0.0  # the new choice's first frame at once
             self._update_render_wishes()
-            self._send(client, {"id": request_id, "ok": True, "env": env, "view": view})
+            self._send(client, {"id": request_id, "ok": True, "env": env, "view": view,
+                                "policy": client.policy, "saliency": client.saliency})
         else:
             if cmd == "set":
                 args = check_set(args, self.env_name)
@@ -405,7 +416,12 @@ class ControlServer:
         self.commands.put(Command(cmd, args, reply))
 
     def _update_render_wishes(self) -> None:
-        wanted = frozenset(frame_key(c.render_env, c.render_view) for c in self._clients
-                           if c.render_env is not None)
-        if wanted != self.frames.wanted:
-            self.commands.want_frames(wanted)
+        watching = [c for c in self._clients if c.render_env is not None]
+        wanted = frozenset(frame_key(c.render_env, c.render_view) for c in watching)
+        # the policy's view of an env, with the saliency one of its viewers asked for
+        policy: dict[int, str | None] = {}
+        for c in watching:
+            if c.policy and c.render_view == "env":
+                policy[c.render_env] = policy.get(c.render_env) or c.saliency
+        if wanted != self.frames.wanted or policy != self.frames.policy_wanted:
+            self.commands.want_frames(wanted, policy)

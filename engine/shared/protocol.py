@@ -77,7 +77,7 @@ COMMANDS = {
     "set": {"key", "value"},
     "checkpoint": set(),
     "stop": {"checkpoint"},
-    "render": {"env", "view", "fps"},
+    "render": {"env", "view", "fps", "policy", "saliency"},
     "diagnosis": {"silence"},
 }
 # commands the trainer applies at its safe points (the rest the server answers itself)
@@ -208,6 +208,22 @@ def check_render_view(args: dict) -> str:
         raise RequestError(f"render: \"view\" must be one of {', '.join(map(repr, VIEWS))}, "
                            f"got {view!r}")
     return view
+
+
+SALIENCY_OF = ("action", "value")  # of what the saliency's gradient is taken
+
+
+def check_render_policy(args: dict) -> tuple[bool, str | None]:
+    """(whether the frames carry the policy's view, the saliency asked for: None, "action"
+    (of log pi(a|s)) or "value" (of V(s))). A saliency implies the policy's view."""
+    policy = args.get("policy", False)
+    if not isinstance(policy, bool):
+        raise RequestError(f"render: \"policy\" must be true or false, got {policy!r}")
+    saliency = args.get("saliency")
+    if saliency is not None and saliency not in SALIENCY_OF:
+        raise RequestError(f"render: \"saliency\" must be null or one of "
+                           f"{', '.join(map(repr, SALIENCY_OF))}, got {saliency!r}")
+    return policy or saliency is not None, saliency
 
 
 def check_render(args: dict, num_envs: int) -> int | None:
@@ -392,15 +408,128 @@ class Frame:
     data: bytes | str
     kind: FrameKind = FrameKind.TILES
     view: str = VIEW_ENV
+    policy: PolicyView | None = None  # the policy's view of this step, when asked for
 
     @property
     def tiles(self) -> bytes:
         return self.data
 
 
-def frame_message(env: int, frame, view: str = VIEW_ENV) -> dict:
+MAX_POLICY_HEADS, MAX_POLICY_ACTIONS = 64, 256
+MAX_SERIES, MAX_SALIENCY_CELLS, MAX_RANKED = 512, 256 * 256, 64
+
+
+@dataclass(frozen=True)
+class EpisodeView:
+    """The last finished episode of the watched agent: V(s_t) and the realized discounted
+    return from t (both at most MAX_SERIES points), and the critic's RMS error over it."""
+
+    values: tuple[float, ...]
+    returns: tuple[float, ...]
+    error: float
+    length: int
+    truncated: bool = False
+
+
+@dataclass(frozen=True)
+class Saliency:
+    """|gradient| per observation cell, 0-1 (`of`: "action" or "value"): a grid (`grid`,
+    height x width row-major) or ranked dimensions (`dims`: (index, magnitude, name))."""
+
+    of: str
+    height: int = 0
+    width: int = 0
+    grid: tuple[float, ...] = ()
+    dims: tuple[tuple[int, float, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class PolicyView:
+    """A `frame` push's "policy" (engine/evaluation/policy_view.py): the watched agent's
+    action distribution this step (`heads`: probabilities per discrete head; `mean`/`std`
+    per continuous dimension), the action taken, V(s), the reward that arrived."""
+
+    env: int
+    agent: int
+    kind: str  # "discrete", "multidiscrete" or "box"
+    value: float | None
+    reward: float | None
+    step: int
+    action: tuple = ()
+    heads: tuple[tuple[float, ...], ...] = ()
+    mean: tuple[float, ...] = ()
+    std: tuple[float, ...] = ()
+    episode: EpisodeView | None = None
+    saliency: Saliency | None = None
+
+    @classmethod
+    def from_wire(cls, raw) -> PolicyView | None:
+        """The view of a push's "policy" dict; None for a malformed one (the frame is kept)."""
+        try:
+            kind = str(raw["kind"])
+            if kind not in ("discrete", "multidiscrete", "box"):
+                return None
+            heads = tuple(tuple(_number(p) for p in _list(head)[:MAX_POLICY_ACTIONS])
+                          for head in _list(raw.get("heads", ()))[:MAX_POLICY_HEADS])
+            return cls(
+                env=int(raw.get("env", 0)), agent=int(raw.get("agent", 0)), kind=kind,
+                value=_number(raw.get("value")), reward=_number(raw.get("reward")),
+                step=int(raw.get("step", 0)),
+                action=tuple(_list(raw.get("action", ()))[:MAX_POLICY_ACTIONS]),
+                heads=heads,
+                mean=tuple(_number(v) for v in _list(raw.get("mean", ()))[:MAX_POLICY_ACTIONS]),
+                std=tuple(_number(v) for v in _list(raw.get("std", ()))[:MAX_POLICY_ACTIONS]),
+                episode=_episode(raw.get("episode")),
+                saliency=_saliency(raw.get("saliency")))
+        except (KeyError, ValueError, TypeError, AttributeError):
+            return None
+
+
+def _list(v) -> list | tuple:
+    if not isinstance(v, (list, tuple)):
+        raise TypeError(f"expected a list, got {type(v).__name__}")
+    return v
+
+
+def _number(v) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def _episode(raw) -> EpisodeView | None:
+    if not isinstance(raw, dict):
+        return None
+    values = tuple(_number(v) for v in _list(raw["values"])[:MAX_SERIES])
+    returns = tuple(_number(v) for v in _list(raw["returns"])[:MAX_SERIES])
+    error = _number(raw.get("error"))
+    if error is None or len(values) != len(returns):
+        return None
+    return EpisodeView(values, returns, error, int(raw.get("length", len(values))),
+                       bool(raw.get("truncated", False)))
+
+
+def _saliency(raw) -> Saliency | None:
+    import base64
+
+    if not isinstance(raw, dict) or raw.get("of") not in SALIENCY_OF:
+        return None
+    if "cells" in raw:
+        height, width = int(raw["height"]), int(raw["width"])
+        cells = base64.b64decode(raw["cells"], validate=True)
+        if height < 1 or width < 1 or height * width > MAX_SALIENCY_CELLS \
+                or len(cells) != height * width:
+            return None
+        return Saliency(raw["of"], height, width, tuple(c / 255.0 for c in cells))
+    dims = tuple((int(i), float(m), str(name)[:40]) for i, m, name in _list(raw["dims"])[:MAX_RANKED])
+    return Saliency(raw["of"], dims=dims)
+
+
+def frame_message(env: int, frame, view: str = VIEW_ENV, policy: dict | None = None) -> dict:
     """A `frame` push of what an env's frame() returned: a tile grid, an RGB image (cut to the
-    frame bounds here if the env did not) or text. ValueError for anything else."""
+    frame bounds here if the env did not) or text, with the policy's view of the step when
+    given (its wire dict; clients that do not know the field ignore it). ValueError for
+    anything else."""
     import base64
 
     # lazy: pulls gymnasium, which this module does not load
@@ -424,12 +553,22 @@ def frame_message(env: int, frame, view: str = VIEW_ENV) -> dict:
     else:
         raise ValueError(f"a frame is an H x W tile grid, an H x W x 3 image or a str, got "
                          f"{type(frame).__name__} {getattr(frame, 'shape', '')}")
+    if policy is not None:
+        message["policy"] = policy
     return message
 
 
 def decode_frame(message: dict) -> Frame | None:
     """The Frame of a `frame` push; None for a malformed one or one over the frame bounds,
-    which a renderer drops, keeping its last good frame."""
+    which a renderer drops, keeping its last good frame. A malformed policy view is dropped
+    alone (the frame has none)."""
+    frame = _decode_frame(message)
+    if frame is None or "policy" not in message:
+        return frame
+    return dataclasses.replace(frame, policy=PolicyView.from_wire(message["policy"]))
+
+
+def _decode_frame(message: dict) -> Frame | None:
     import base64
 
     try:

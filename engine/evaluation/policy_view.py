@@ -1,0 +1,298 @@
+"""The policy's view of one watched agent: its action distribution, V(s), the step's reward,
+the critic against the realized return once an episode ends, and what drives the choice
+(saliency). Computed only while a viewer asks (engine/runtime/frame_source.py installs
+`PolicyWatch.observe` as the trainer's `step_watch` then, and removes it after).
+
+    watch = PolicyWatch(policy, gamma=lambda: 0.99, agents_per_env=1, frame_shape=(11, 11))
+    watch.observe(obs, env_ids, actions, values, rewards, terminals, truncations)  # each step
+    view = watch.view()          # the wire dict of a `frame` push's "policy" (docs/protocol.md)
+
+Per step `observe` copies one row (its observation, action, value, the reward that arrived)
+and, at an episode's end, computes the discounted return from every step of it; the forward
+pass behind the distribution (and the backward pass of the saliency) runs in `view`, at the
+frame rate, on that one row. `observed` and `computed` count both, so a test can check that
+nothing runs without a viewer.
+
+Rewards and observations are the ones the policy and critic learn from (after
+train.normalize_observations / normalize_rewards), so the value and the return compare like
+with like. Saliency is |d log pi(a|s) / d input| (or of V(s)) per observation cell: for
+small-integer grids (one-hot encoded, e.g. squared) the input is the one-hot encoding and a
+cell reads the gradient of the input its content switches on (gradient x input: what
+removing the content would change, to first order; an empty cell reads 0); for images the
+channels are summed.
+"""
+
+from __future__ import annotations
+
+import base64
+import math
+from collections import deque
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from puffer_tui.engine.algo.encoders import ObservationEncoder
+from puffer_tui.envs.image_spaces import image_layout
+
+SALIENCY_OF = ("action", "value")  # what the gradient is taken of: log pi(a|s), or V(s)
+MAX_EPISODE = 10_000  # steps of one episode kept for its value-vs-return series
+SERIES_POINTS = 120  # points of the series sent (the chart is at most this wide)
+RANKED_DIMS = 16  # flat observations: the dimensions listed, most salient first
+MAX_HEADS, MAX_ACTIONS = 64, 256  # what a push holds at most (wider spaces are cut)
+
+
+class PolicyWatch:
+    """One agent row of the trainer's vec env, watched step by step."""
+
+    def __init__(self, policy, gamma: Callable[[], float], agents_per_env: int = 1,
+                 frame_shape: tuple[int, int] | None = None, obs_names=None):
+        self.policy = policy
+        self.gamma = gamma
+        self.agents_per_env = max(int(agents_per_env), 1)
+        self.frame_shape = tuple(frame_shape) if frame_shape else None
+        self.obs_names = list(obs_names) if obs_names else None
+        self.env, self.agent, self.row = 0, 0, 0
+        self.saliency: str | None = None
+        self.observed = 0  # steps recorded (each a copy of one row)
+        self.computed = 0  # views computed (each a forward of one row)
+        self._clear()
+
+    def _clear(self) -> None:
+        self._obs = self._action = self._state = None
+        self._value = math.nan
+        self._reward = 0.0
+        self._steps = 0  # steps of the current episode seen
+        self._values: deque[float] = deque(maxlen=MAX_EPISODE)
+        self._rewards: deque[float] = deque(maxlen=MAX_EPISODE)
+        self.episode: dict | None = None  # the last finished episode's series and error
+        self.episodes = 0  # episodes finished while watched
+
+    def follow(self, env: int, agent: int = 0, saliency: str | None = None) -> None:
+        """Watch agent `agent` of env `env` from now on (the series start afresh when either
+        changes); `saliency` None, "action" or "value"."""
+        row = env * self.agents_per_env + min(max(agent, 0), self.agents_per_env - 1)
+        if row != self.row:
+            self._clear()
+        self.env, self.agent, self.row = env, agent, row
+        self.saliency = saliency if saliency in SALIENCY_OF else None
+
+    # -- each step (the trainer's thread) ------------------------------------------------------
+
+    def observe(self, obs, env_ids, actions, values, rewards, terminals, truncations,
+                masks=None, state=None, final_values=None) -> None:
+        """One collection step of every row stepped: keep the watched row's."""
+        ids = np.asarray(env_ids)
+        if len(ids) > self.row and ids[self.row] == self.row:
+            pos = self.row  # every row stepped, in order: the usual case
+        else:
+            hits = np.flatnonzero(ids == self.row)
+            if len(hits) == 0:
+                return
+            pos = int(hits[0])
+        if masks is not None and not bool(np.asarray(masks)[pos]):
+            return  # a dead or waiting agent: nothing happened to it this step
+        self.observed += 1
+        reward = float(np.asarray(rewards)[pos])
+        if self._obs is not None:
+            self._rewards.append(reward)  # the reward of the action taken last step
+        if bool(np.asarray(terminals)[pos]) or bool(np.asarray(truncations)[pos]):
+            truncated = not bool(np.asarray(terminals)[pos])
+            bootstrap = 0.0
+            if truncated and final_values is not None:
+                bootstrap = float(np.asarray(final_values)[pos])
+            self._finish(bootstrap, truncated)
+        self._reward = reward
+        self._value = _scalar(values, pos)
+        self._values.append(self._value)
+        self._steps += 1
+        self._obs = _row(obs, pos)
+        self._action = _row(actions, pos)
+        self._state = None if state is None else (_row(state[0], pos), _row(state[1], pos))
+
+    def _finish(self, bootstrap: float, truncated: bool) -> None:
+        """The episode that just ended: V(s_t) against the discounted return from t."""
+        n = min(len(self._values), len(self._rewards))
+        if n:
+            values = np.fromiter(self._values, np.float64)[-n:]
+            rewards = np.fromiter(self._rewards, np.float64)[-n:]
+            returns = discounted_returns(rewards, float(self.gamma()), bootstrap)
+            self.episode = {
+                "length": self._steps, "truncated": truncated,
+                "values": _series(values), "returns": _series(returns),
+                "error": float(np.sqrt(np.mean((values - returns) ** 2))),
+            }
+            self.episodes += 1
+        self._values.clear()
+        self._rewards.clear()
+        self._steps = 0
+
+    # -- at the frame rate (the trainer's thread, at a safe point) ------------------------------
+
+    def view(self) -> dict | None:
+        """The wire dict of the watched row's latest step; None before its first step."""
+        if self._obs is None:
+            return None
+        self.computed += 1
+        policy = self.policy
+        obs = _tensor(self._obs, policy)
+        state = None if self._state is None else tuple(
+            _tensor(s, policy)[None] for s in self._state)
+        with torch.no_grad():
+            params, value, _ = policy.step(obs[None], state)
+        head = policy.actor
+        out = {"env": self.env, "agent": self.agent, "kind": head.kind,
+               "value": _finite(round(float(value.float().reshape(-1)[0]), 4)),
+               "reward": _finite(round(self._reward, 4)), "step": self._steps}
+        action = np.asarray(_numpy(self._action)).reshape(-1)
+        params = params.float()
+        if head.kind == "box":
+            mean, features = head._split(params)  # noqa: SLF001 - the head's own layout
+            if head.sde:
+                std = head._sde_variance(features).sqrt()  # noqa: SLF001
+            else:
+                std = head.bounded_log_std().exp().expand_as(mean)
+            out["mean"] = _floats(mean[0, :MAX_ACTIONS])
+            out["std"] = _floats(std[0, :MAX_ACTIONS])
+            out["action"] = _floats(action[:MAX_ACTIONS])
+        else:
+            chunks = params[0].split(head.sizes)[:MAX_HEADS]
+            out["heads"] = [_floats(torch.softmax(c, -1)[:MAX_ACTIONS], 4) for c in chunks]
+            out["action"] = [int(a) for a in action[:MAX_HEADS]]
+        if self.episode is not None:
+            out["episode"] = self.episode
+        if self.saliency is not None:
+            salient = self.saliency_map(self.saliency)
+            if salient is not None:
+                out["saliency"] = salient
+        return out
+
+    def saliency_map(self, of: str = "action") -> dict | None:
+        """|d log pi(a|s) / d input| (of "value": |d V(s) / d input|) of the latest step, per
+        observation cell, as the wire dict: a grid (`height`, `width`, `cells` base64 bytes
+        0-255, the largest 255) or, for flat vectors, the ranked dimensions."""
+        magnitude = self.gradient(of)
+        if magnitude is None:
+            return None
+        grid = _as_grid(magnitude, self.frame_shape)
+        top = float(np.max(np.abs(magnitude))) or 1.0
+        if grid is not None:
+            cells = np.clip(np.rint(grid / top * 255.0), 0, 255).astype(np.uint8)
+            return {"of": of, "height": int(cells.shape[0]), "width": int(cells.shape[1]),
+                    "cells": base64.b64encode(cells.tobytes()).decode("ascii")}
+        flat = magnitude.reshape(-1)
+        order = np.argsort(-flat, kind="stable")[:RANKED_DIMS]
+        names = self.obs_names if self.obs_names and len(self.obs_names) == flat.size else None
+        return {"of": of, "dims": [[int(i), round(float(flat[i]) / top, 4),
+                                    names[i] if names else f"obs[{i}]"] for i in order]}
+
+    def gradient(self, of: str = "action") -> np.ndarray | None:
+        """The magnitudes, shaped as the observation; None where the policy's input is not
+        differentiable in it (structured observations)."""
+        policy = self.policy
+        obs = _tensor(self._obs, policy)[None]
+        state = None if self._state is None else tuple(
+            _tensor(s, policy)[None] for s in self._state)
+        encoders = [m for m in (policy.encoder, getattr(policy, "critic_encoder", None))
+                    if m is not None]
+        hooks = []
+        with torch.inference_mode(False), torch.enable_grad():
+            if all(isinstance(e, ObservationEncoder) and e.one_hot_values > 1
+                   for e in encoders):
+                # integer grids enter as one-hot inputs: the gradient is taken of those
+                first = encoders[0]
+                flat = obs.reshape(1, -1)
+                leaf = torch.cat([flat == v for v in range(1, first.one_hot_values)],
+                                 1).float().requires_grad_(True)
+                for encoder in encoders:
+                    hooks.append(encoder.register_forward_hook(
+                        lambda m, args, output: m.activation(torch.addmm(m.bias, leaf, m.table))))
+                inputs = obs
+            elif all(isinstance(e, ObservationEncoder) and not e.one_hot_values
+                     for e in encoders) or all(type(e).__name__ == "ImageEncoder"
+                                               for e in encoders):
+                leaf = obs.float().clone().requires_grad_(True)
+                inputs = leaf
+            else:
+                return None
+            try:
+                params, value, _ = policy.step(inputs, state)
+                if of == "value":
+                    target = value.float().sum()
+                else:
+                    action = _tensor(self._action, policy).reshape(1, -1)
+                    target = policy.actor.evaluate(params.float(), action)[0].sum()
+                (grad,) = torch.autograd.grad(target, leaf, allow_unused=True)
+            finally:
+                for hook in hooks:
+                    hook.remove()
+        if grad is None:
+            return None
+        grad = grad.detach().float().abs().cpu().numpy()[0]
+        if leaf is not inputs:
+            # one-hot: the gradient of the input the cell's content switches on (gradient x
+            # input), so an empty cell (no input: the bias stands for it) reads 0
+            active = leaf.detach().cpu().numpy()[0]
+            grad = (grad * active).reshape(-1, obs[0].numel()).sum(0)
+        return grad.reshape(tuple(obs.shape[1:]))
+
+
+def discounted_returns(rewards: np.ndarray, gamma: float, bootstrap: float = 0.0) -> np.ndarray:
+    """G_t = r_{t+1} + gamma G_{t+1} for each step t, from `bootstrap` after the last."""
+    out = np.empty(len(rewards), np.float64)
+    g = bootstrap
+    for i in range(len(rewards) - 1, -1, -1):
+        g = rewards[i] + gamma * g
+        out[i] = g
+    return out
+
+
+def _as_grid(magnitude: np.ndarray, frame_shape) -> np.ndarray | None:
+    """The magnitudes as an H x W grid, for grids and images; None for flat vectors."""
+    shape = magnitude.shape
+    if len(shape) == 1 and frame_shape and shape[0] == frame_shape[0] * frame_shape[1] \
+            and shape[0] > 1:
+        return magnitude.reshape(frame_shape)
+    if len(shape) == 2 and min(shape) > 1:
+        return magnitude
+    if len(shape) == 3:
+        layout = image_layout(shape) or ("chw" if shape[0] < shape[2] else "hwc")
+        return magnitude.sum(0) if layout == "chw" else magnitude.sum(-1)
+    return None
+
+
+def _series(values: np.ndarray) -> list[float]:
+    """At most SERIES_POINTS points of a series (means over equal stretches)."""
+    if len(values) > SERIES_POINTS:
+        edges = np.linspace(0, len(values), SERIES_POINTS + 1).astype(int)
+        values = np.array([values[a:b].mean() for a, b in zip(edges[:-1], edges[1:])])
+    return [_finite(round(float(v), 4)) for v in values]
+
+
+def _finite(v: float) -> float | None:
+    return v if math.isfinite(v) else None
+
+
+def _floats(t, digits: int = 4) -> list:
+    return [_finite(round(float(v), digits)) for v in np.asarray(_numpy(t)).reshape(-1)]
+
+
+def _numpy(x):
+    return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
+def _row(x, pos: int):
+    """A copy of row `pos` (the trainer reuses its buffers on the next step)."""
+    if isinstance(x, torch.Tensor):
+        return x[pos].detach().clone()
+    return np.array(x[pos], copy=True)
+
+
+def _scalar(x, pos: int) -> float:
+    value = x[pos]
+    return float(value.item() if isinstance(value, torch.Tensor) else value)
+
+
+def _tensor(x, policy) -> torch.Tensor:
+    device = next(policy.parameters()).device
+    return torch.as_tensor(x, device=device) if not isinstance(x, torch.Tensor) else x.to(device)
