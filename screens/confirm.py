@@ -16,15 +16,18 @@ class ChoiceDialog(ModalScreen[str | None]):
     BINDINGS = [Binding("escape", "dismiss_none", "Cancel")]
 
     def __init__(self, question: str, choices: list[tuple[str, str, str]],
-                 live_run_only: bool = False, withdrawn_note: str = "nothing left to stop"):
+                 live_run_only: bool = False, withdrawn_note: str = "nothing left to stop",
+                 focus: str | None = None):
         """`choices`: (key, button label, button variant) in display order. A `live_run_only`
         question (stop the run? detach or stop?) is withdrawn by the app when the run ends
-        under it, with "the run is STATE: `withdrawn_note`"."""
+        under it, with "the run is STATE: `withdrawn_note`". `focus`: the key whose button
+        Enter presses at first (default the first): the safe answer to a costly question."""
         super().__init__()
         self.live_run_only = live_run_only
         self.withdrawn_note = withdrawn_note
         self.question = question
         self.choices = choices
+        self.focus_key = focus
 
     def compose(self) -> ComposeResult:
         with Vertical():
@@ -33,6 +36,10 @@ class ChoiceDialog(ModalScreen[str | None]):
                 for key, label, variant in self.choices:
                     yield Button(f"[u]{label[0]}[/u]{label[1:]}", id=f"choice-{key}",
                                  variant=variant)
+
+    def on_mount(self) -> None:
+        if self.focus_key is not None:
+            self.query_one(f"#choice-{self.focus_key}", Button).focus()
 
     def on_key(self, event) -> None:
         # The first letter of each answer picks it (d: detach, s: stop, c: cancel).

@@ -17,6 +17,7 @@ stops it.
 from __future__ import annotations
 
 import time
+import tomllib
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -47,6 +48,7 @@ from puffer_tui.engine.shared.protocol import (
     TelemetrySnapshot,
     palette_from_wire,
 )
+from puffer_tui.engine.shared.run_dir import CONFIG_FILE
 from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.dashboard_replay import RecordingPlayer
 from puffer_tui.screens.diagnosis import DiagnosisScreen
@@ -59,6 +61,16 @@ EVAL_SCORE = "eval/score"  # the episodes panel's line of the evaluations' score
 STEERING = ("pause", "resume", "checkpoint", "stop", "hyperparameters")
 FRAME_REFRESH_S = 0.25  # the render, at most this often (the engine sends no more frames)
 PANEL_REFRESH_S = 1.0  # numbers and plots, at most this often (plots only when a new epoch arrived)
+
+
+def _saved_env(run_dir: Path) -> str | None:
+    """The env named in the run's config.toml (None when it cannot be read)."""
+    try:
+        with (run_dir / CONFIG_FILE).open("rb") as f:
+            env = tomllib.load(f).get("env_name")
+    except (OSError, ValueError):
+        return None
+    return env if isinstance(env, str) else None
 
 
 class DashboardScreen(Screen):
@@ -104,6 +116,7 @@ class DashboardScreen(Screen):
         self._drawn_at = {"numbers": 0.0, "frame": 0.0}
         self._waiting: dict[str, Timer] = {}
         self.redraws = 0  # numbers-and-plots redraws so far (tests wait on it)
+        self._dir_identity: dict | None = None  # env and run read from the run dir, once
         # `v`: the newest recording in the env panel, instead of the live frames
         self.player = RecordingPlayer(self, lambda: self.query(EnvRender),
                                       lambda: self.store.frame, self.sync_footer)
@@ -279,6 +292,11 @@ class DashboardScreen(Screen):
 
     def _identity(self) -> dict:
         hello = self.store.hello
+        if not hello.get("run") and (run_dir := self._run_dir()) is not None:
+            # no hello yet (the engine is starting): the run's own directory names it
+            if self._dir_identity is None:
+                self._dir_identity = {"run": run_dir.name, "env": _saved_env(run_dir)}
+            hello = {**self._dir_identity, **{k: v for k, v in hello.items() if v}}
         return {"env": hello.get("env"), "run": hello.get("run"), "state": hello.get("state")}
 
     # -- keys (messages up, to the app) ----------------------------------------------------

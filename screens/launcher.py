@@ -26,10 +26,13 @@ from puffer_tui.app.run_start import RunRefused, check_resume
 from puffer_tui.app.serve_code_specs import code_spec_refusal
 from puffer_tui.app.services.env_catalogue import describe_envs, preset_label, spec_suggestions
 from puffer_tui.app.services.recent_specs import recent, remember
+from puffer_tui.app.widgets.format import human
 from puffer_tui.app.widgets.ordered_input import OrderedInput
 from puffer_tui.app.widgets.ordered_keys import OrderedOptionList
 from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
 from puffer_tui.app.widgets.runs_list import (
+    ENTRY_GUTTER,
+    ENTRY_WIDTH,
     SWEEP_OPTION,
     RunsList,
     recent_sweeps,
@@ -41,6 +44,7 @@ from puffer_tui.engine.shared.config import ConfigError, load_config, schema
 from puffer_tui.engine.shared.protocol import LIVE_STATES
 from puffer_tui.engine.shared.run_dir import list_runs, run_info, runs_root
 from puffer_tui.screens import launcher_autotune as autotune
+from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.launcher_branch import (
     BRANCH_FORM,
     BranchBaseRead,
@@ -62,9 +66,24 @@ from puffer_tui.screens.launcher_entries import (
 FORM_DELAY_S = 0.15  # the preset form follows the env cursor once it rests this long
 
 
+def resume_question(path: Path, info=None) -> str:
+    """What Enter on a stopped run asks: the run, where it stands, and what resuming does."""
+    info = info or run_info(path)
+    step, total = info.global_step or 0, info.total_timesteps
+    where = f"at step {step:,}" + (f" of {total:,} ({human(total)})" if total else "")
+    checkpoint = info.last_checkpoint.name if info.last_checkpoint else "its latest checkpoint"
+    goal = f"trains on to {total:,} steps" if total else "trains on to its step budget"
+    return (f"Resume {info.name}?\nIt is {info.state} {where}. Resuming starts its engine "
+            f"again from {checkpoint} and {goal}, using this machine's CPU until it is "
+            f"stopped or done.")
+
+
 class LauncherScreen(Screen):
     # 80x24 first: a 30-column left side (envs, recent runs), the preset on the right with the
-    # focused field shown in full below it; wider terminals give the help column more room.
+    # focused field shown in full below it. A wider terminal widens the left side too (run
+    # names whole), a taller one lists every env without a scrollbar (screens/screens.tcss).
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (100, "-wide"), (160, "-wider")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (30, "-tall")]
 
     BINDINGS = [
         Binding("ctrl+s", "start", "Start training"),
@@ -87,6 +106,7 @@ class LauncherScreen(Screen):
         self.branch_source: Path | None = None  # the checkpoint the branch form starts from
         self._branch_reading: Path | None = None  # `b` on this run: its checkpoint is read
         self._branching = False  # a branch's run dir is being written
+        self._entry_width = ENTRY_WIDTH  # the runs list's entries are drawn this wide
 
     def compose(self) -> ComposeResult:
         yield Static("puffer-tui   Enter on an env: train it   tab: lists and fields   ?: help",
@@ -161,13 +181,35 @@ class LauncherScreen(Screen):
         self._run_infos = {str(info.path): info for info in infos}
         self._run_depths = {}
         self.marked = [m for m in self.marked if m in self._run_infos]
+        self._entry_width = self._runs_room()
         for info, depth in runs_as_tree(infos):  # branches under the runs they came from
             self._run_depths[str(info.path)] = depth
-            runs.add_option(Option(run_entry(info, str(info.path) in self.marked, depth),
-                                   id=str(info.path)))
+            runs.add_option(Option(self._run_prompt(str(info.path)), id=str(info.path)))
         if infos or sweeps:
             runs.highlighted = 0  # so Enter acts on a run as soon as the list has the focus
         self._run_states = {str(i.path): i.state for i in infos}
+
+    def _runs_room(self) -> int:
+        """Columns a run's entry may take: the runs list's width less its frame."""
+        width = self.query_one("#runs", OptionList).outer_size.width
+        return max(width - ENTRY_GUTTER, ENTRY_WIDTH)
+
+    def _run_prompt(self, option_id: str) -> Text:
+        return run_entry(self._run_infos[option_id], option_id in self.marked,
+                         self._run_depths.get(option_id, 0), self._entry_width)
+
+    def on_resize(self, event) -> None:
+        # the left side follows the terminal's width: the entries follow the list's
+        self.call_after_refresh(self._fit_entries)
+
+    def _fit_entries(self) -> None:
+        room = self._runs_room()
+        if room == self._entry_width:
+            return
+        self._entry_width = room
+        runs = self.query_one("#runs", OptionList)
+        for option_id in self._run_infos:
+            runs.replace_option_prompt(option_id, self._run_prompt(option_id))
 
     def on_option_list_option_highlighted(self, event: OptionList.OptionHighlighted) -> None:
         if event.option_list.id == "envs" and self._branch_reading is not None:
@@ -222,7 +264,18 @@ class LauncherScreen(Screen):
             self.notify(str(e), title="its curves and figures (b: back)", timeout=12,
                         markup=False)
             return
-        self.app.resume_run(path)
+
+        def chosen(choice: str | None) -> None:
+            if choice == "resume":
+                self.app.resume_run(path)
+            elif choice == "curves":
+                self.app.open_compare([path])
+
+        # resuming starts an engine that may train for hours: asked, never done on one key
+        self.app.push_screen(ChoiceDialog(
+            resume_question(path, self._run_infos.get(str(path))),
+            [("resume", "Resume training", "success"), ("curves", "View its curves", "primary"),
+             ("cancel", "Cancel", "default")], focus="cancel"), chosen)
 
     async def _show_env(self, name: str, config=None, form_name: str | None = None) -> None:
         """The form of `name`'s preset (or of `config`: a branch's starting settings)."""
@@ -345,9 +398,7 @@ class LauncherScreen(Screen):
             self.marked.remove(option_id)
         else:
             self.marked.append(option_id)
-        runs.replace_option_prompt(option_id, run_entry(
-            self._run_infos[option_id], option_id in self.marked,
-            self._run_depths.get(option_id, 0)))
+        runs.replace_option_prompt(option_id, self._run_prompt(option_id))
         runs.border_subtitle = (f"{len(self.marked)} marked  ctrl+o: compare" if self.marked
                                 else "Enter: open  space: mark")
 

@@ -45,8 +45,9 @@ class RunHeader(Widget):
     def render(self) -> Text:
         t, known = self.telemetry, self.identity
         state = self.link_state or (t.state if t else known.get("state")) or "connecting"
-        env = str((t.env if t else "") or known.get("env") or "?")
         run = str((t.run if t else "") or known.get("run") or "")
+        # an unknown env with a known run: the run's name (it starts with its env) alone
+        env = str((t.env if t else "") or known.get("env") or ("" if run else "?"))
         # (text, style, priority): what does not fit goes first, lowest priority first; the
         # run name already starts with the env, so the env alone is shown when it is cut.
         parts = [(run if run.startswith(env) else f"{env}  {run}".strip(), "bold", 5),
@@ -88,7 +89,7 @@ def _fit(parts: list[tuple[str, str, int]], width: int, env: str) -> Text:
     parts = list(parts)
     while sum(len(p[0]) + 2 for p in parts) - 2 > width:
         first = parts[0]
-        if first[0] != env and len(parts) <= 3:
+        if env and first[0] != env and len(parts) <= 3:
             parts[0] = (env, first[1], first[2])  # the run name gives way to its env
             continue
         droppable = [p for p in parts[1:] if p[2] < 9] or parts[1:]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from compare_runs import make_compare_run
 
 from puffer_tui.screens.compare import CompareScreen
+from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.launcher import LauncherScreen
 from tests.app.test_app_engine import until
 from tests.screens.test_app_launcher import LauncherApp, screen_text
@@ -43,7 +44,7 @@ async def test_enter_on_a_finished_run_opens_its_curves(tmp_path):
     assert opened == []
 
 
-async def test_enter_on_a_stopped_run_still_resumes_it(tmp_path, monkeypatch):
+async def test_enter_on_a_stopped_run_asks_before_resuming_it(tmp_path, monkeypatch):
     import puffer_tui.screens.launcher as launcher
 
     run = make_compare_run(tmp_path, state="stopped")
@@ -53,4 +54,14 @@ async def test_enter_on_a_stopped_run_still_resumes_it(tmp_path, monkeypatch):
     app.resume_run = resumed.append  # the app's resume: its checks, then the engine
     async with app.run_test(size=(80, 24)) as pilot:
         await _enter_on_the_run(app, pilot)
+        assert isinstance(app.screen, ChoiceDialog), app.screen  # asked, not resumed
+        text = screen_text(app)
+        assert f"Resume {run.name[:20]}" in text and "24,576" in text, text  # name, steps
+        assert "starts its engine" in text  # what will happen
+        await pilot.press("enter")  # Enter on the dialog: the safe answer, Cancel
+        await pilot.pause(0.2)
+        assert isinstance(app.screen, LauncherScreen) and resumed == []
+        await _enter_on_the_run(app, pilot)
+        await pilot.press("r")
+        await pilot.pause(0.2)
     assert resumed == [run]
