@@ -4,6 +4,7 @@ comparison."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from rich.text import Text
@@ -56,6 +57,7 @@ def sweep_entry(sweep: dict) -> Text:
 
 MAX_INDENT = 3  # deeper branches are drawn at this depth
 ENTRY_WIDTH = 24  # the launcher's 30-column runs list, less its border, padding and scrollbar
+ENTRY_GUTTER = 6  # the list's border, padding and scrollbar: its width less the entries' room
 
 
 class RunsList(OrderedKeys, OptionList):
@@ -98,9 +100,21 @@ def runs_as_tree(infos: list) -> list[tuple[object, int]]:
     return [(by_path[path], depth) for path, depth in order]
 
 
+def short_name(name: str, room: int) -> str:
+    """`name` in `room` columns: a run's name is its env, then its start time; both say which
+    run it is, so the middle goes (the env's end, the time's start), never a whole end."""
+    if len(name) <= room:
+        return name
+    stamp = re.search(r"-\d{8}-\d{6}(-\d+)?$", name)  # create_run_dir's "-YYYYMMDD-HHMMSS"
+    env = stamp.start() if stamp else len(name) // 2
+    # the env whole when the time of day (7+ columns) still fits beside it, else halves
+    head = env if env <= room - 1 - 7 else max((room - 1) // 2, 1)
+    return name[:head] + "…" + name[len(name) - (room - 1 - head):]
+
+
 def run_entry(info, marked: bool, depth: int = 0, width: int = ENTRY_WIDTH) -> Text:
     """Two lines of at most `width` columns (the list wraps longer ones): the name (under its
-    parent: indented after a branch mark, its start cut rather than its distinct end), then
+    parent: indented after a branch mark, its middle cut rather than its env or its end), then
     its state and steps; a branch's from where it started: "finished, 2.05k→8.19k"."""
     text = Text()
     pad = "  " * (min(depth, MAX_INDENT) - 1) if depth else ""
@@ -108,8 +122,7 @@ def run_entry(info, marked: bool, depth: int = 0, width: int = ENTRY_WIDTH) -> T
     text.append(pad + "└─" if depth else "", "dim")
     if marked:
         text.append("●", "bold magenta")
-    room = width - len(lead)
-    name = info.name if len(info.name) <= room else "…" + info.name[-(room - 1):]
+    name = short_name(info.name, width - len(lead))
     text.append(name, "bold" if info.state in LIVE_STATES else "")
     start = branch_step(info.parent)
     if start is not None:
