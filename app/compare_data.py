@@ -17,7 +17,13 @@ from pathlib import Path
 
 from puffer_tui.app.run_history import read_events
 from puffer_tui.engine.shared.config import flat_sections
-from puffer_tui.engine.shared.run_dir import CONFIG_FILE, METRICS_FILE, run_state
+from puffer_tui.engine.shared.run_dir import (
+    CONFIG_FILE,
+    METRICS_FILE,
+    read_status,
+    run_info,
+    run_state,
+)
 
 # The metrics the comparison cycles through: (metrics.jsonl column, label)
 COMPARE_METRICS = (("score", "score"), ("episode_return", "episode return"),
@@ -288,7 +294,12 @@ def final_figures(run: RunSeries) -> dict[str, object]:
     mean SPS and time trained (None where the rows never had it)."""
     last = run.metrics.last
     scores, sps = run.metrics.values("score"), run.metrics.values("sps")
-    steps, epochs = last("global_step"), last("epoch")
+    # a run's steps are what `puffer-tui runs` says (run_info): its latest state's, which
+    # is past the last row when a stop cut an epoch's update (it counts, it wrote no row)
+    steps, epochs = run_info(run.path).global_step, last("epoch")
+    status_epoch = read_status(run.path).get("epoch")
+    if isinstance(status_epoch, int) and (epochs is None or status_epoch > epochs):
+        epochs = status_epoch
     return {"state": run_state(run.path), "steps": None if steps is None else int(steps),
             "epochs": None if epochs is None else int(epochs),
             "best score": max(scores) if scores else None, "last score": last("score"),

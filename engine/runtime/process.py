@@ -64,13 +64,21 @@ from puffer_tui.engine.startup.memory_estimate import check_memory
 from puffer_tui.engine.vec.errors import WorkerError
 
 STATUS_INTERVAL = 1.0  # seconds between status.json updates while training
-# a stop lets the epoch end if it does within this; a longer epoch is cut at a safe point
+# a stop lets the epoch end (README: "finishes its epoch"): it waits twice the last epoch's
+# training time, at least STOP_GRACE (the first epoch: nothing measured yet) and at most
+# STOP_WAIT_MAX (a SIGTERM's grace on a cluster); an epoch longer than that is cut at a safe
+# point, and the events say so
 STOP_GRACE = 0.5
+STOP_WAIT_MAX = 10.0
 LONG_EPOCH = 120.0  # seconds: an epoch longer than this is worth a warning
 RUN_DIR_CHECK = 2.0  # seconds between checks that the run directory is still there
 
 
 class Engine:
+    def stop_grace(self) -> float:
+        """How long a stop waits for the epoch's end before cutting it."""
+        return min(max(STOP_GRACE, 2 * self.epoch_seconds), STOP_WAIT_MAX)
+
     def __init__(self, run_dir: Path, resume: bool = False, fallback: bool = False):
         self.run_dir = run_dir
         self.resume = resume
@@ -84,6 +92,7 @@ class Engine:
         # is handed to the commands by attach, and reached by the recovery through a getter
         # that says None until then
         self.state = EngineState()
+        self.epoch_seconds = 0.0  # the last whole epoch's training time (the stop's wait)
         self.frames = FrameSource(self._frame, self._trainer)
         self.commands = CommandQueue(self.state, self.frames, self.events,
                                      checkpoint=self.save_checkpoint, world=self.world)
@@ -194,7 +203,7 @@ class Engine:
         self.trainer = Trainer(self.config, safe_point=self.commands.safe_point, world=self.world)
         self.commands.attach(self.trainer)
         if not self.world.enabled:  # ranks would have to agree on where to cut: they finish it
-            self.trainer.cut_short = lambda: self.state.stop_overdue(STOP_GRACE)
+            self.trainer.cut_short = lambda: self.state.stop_overdue(self.stop_grace())
         collect, learn = self.trainer.torch_threads
         self.events.info(f"on {self.trainer.device} in {self.trainer.precision}, torch threads: "
                          f"{collect} collecting, {learn} learning")
@@ -244,6 +253,7 @@ class Engine:
                 self.recovery.after_worker_death(e, epoch_start)
                 raise
             self.recovery.epoch_finished()
+            self.epoch_seconds = self.trainer.uptime - epoch_start[2]  # paused time excluded
             if self.telemetry is not None:  # rank 0's
                 self.telemetry.record(row)
             row = self._evaluate(row)
