@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import re
 import sys
 
 from puffer_tui.app.services.run_service import closest_flag
+from puffer_tui.engine.shared import exit_codes as ec
 
 # subcommand -> its help line. Each is the module puffer_tui.app.commands.<name>; all are
 # imported to build the parser, so each keeps its heavy imports inside its functions.
@@ -16,6 +19,7 @@ COMMANDS = {
     "autotune": "Finds the fastest way to step an env here; --save writes it as a preset",
     "train": "Trains an agent (--headless for a plain progress display)",
     "eval": "Plays a trained policy and reports its score",
+    "export": "Writes a trained policy as one ONNX or TorchScript file that runs without puffer-tui",
     "runs": "Lists the runs with their state, steps, best score and last checkpoint",
     "attach": "Opens the dashboard of a running engine (the latest if RUN is omitted)",
     "stop": "Stops a running engine (RUN, or --all) with a final checkpoint and says where",
@@ -40,17 +44,49 @@ def version() -> str:
 class Parser(argparse.ArgumentParser):
     """A parser that takes flags only as spelled out: `--headles` is an error with a "did you
     mean" line, not silently `--headless`. Its subparsers (every command's, and theirs) are of
-    this class too (argparse makes them of the parent's class)."""
+    this class too (argparse makes them of the parent's class). A refusal is one line, with
+    the closest choice when there is one, not the usage block above it."""
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+
+    def error(self, message: str):
+        self.exit(ec.USAGE, f"{self.prog}: error: {parse_error_line(message, self.prog)}\n")
+
+
+_INVALID_CHOICE = re.compile(r"^argument (?P<arg>[^:]+): invalid choice: '(?P<value>.*)' "
+                             r"\(choose from (?P<choices>.*)\)$")
+_NO_VALUE = re.compile(r"^argument (?P<arg>[^:]+): expected (?P<what>one argument|"
+                       r"at least one argument|\d+ arguments?)$")
+
+
+def parse_error_line(message: str, prog: str = "puffer-tui") -> str:
+    """argparse's complaint as one line a person can act on: a misspelled choice names the
+    closest one, a flag without its value says what it takes."""
+    found = _INVALID_CHOICE.match(message)
+    if found:
+        value = found["value"]
+        choices = [c.strip().strip("'") for c in found["choices"].split(",")]
+        close = difflib.get_close_matches(value, choices, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        if found["arg"] == "COMMAND":
+            return (f"unknown command {value!r}{hint} (`{prog} --help` lists the commands: "
+                    f"{', '.join(choices)})")
+        return f"{found['arg']} {value!r} is not a choice{hint} (choose from {', '.join(choices)})"
+    found = _NO_VALUE.match(message)
+    if found:
+        arg = found["arg"].split("/")[-1]
+        return (f"{arg} needs a value: {arg} V, or {arg}=V for one that starts with '-' "
+                f"(`{prog} --help` says what it takes)")
+    return f"{message} (`{prog} --help` shows the usage)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="puffer-tui",
         description="Train reinforcement-learning agents fast and steer them from your terminal.",
+        epilog=ec.help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"puffer-tui {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -117,11 +153,11 @@ def main(argv: list[str] | None = None) -> int:
             flags += getattr(args, "extra_flags", lambda: [])()
         print(f"{prog}: error: {unknown_argument_message(extra[0], flags, prog)}",
               file=sys.stderr)
-        return 2
+        return ec.USAGE
     if env_settings and not getattr(args, "accepts_extra", False):
         print(f"{prog}: error: {env_settings[0].partition('=')[0]} is not an option of "
               f"`{prog}` (settings like it go to `puffer-tui train`)", file=sys.stderr)
-        return 2
+        return ec.USAGE
     args.extra = env_settings
     if args.command is None:
         # No subcommand: the app's launcher (runs under $PUFFER_TUI_RUNS or ./runs).
@@ -130,8 +166,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(run_app() or 0)
     try:
         return int(args.run(args) or 0)
-    except KeyboardInterrupt:
-        return 130
+    except KeyboardInterrupt:  # a verb that looks after a run turns Ctrl-C into its own code
+        return ec.INTERRUPTED
 
 
 if __name__ == "__main__":

@@ -44,6 +44,7 @@ from puffer_tui.app.engine_stop import (
     stop_line,
 )
 from puffer_tui.app.headless_display import HeadlessDisplay
+from puffer_tui.engine.shared import exit_codes as ec
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.protocol import FINAL_STATES, LIVE_STATES, RunState
 
@@ -143,7 +144,7 @@ class _Session:
                 terminate(self.handle)
             console.print("[bold red]the engine failed to start[/]")
             console.print(str(e), markup=False, highlight=False)
-            return 1
+            return ec.ERROR
         self.ready = True
         handle = self.handle
         try:
@@ -154,13 +155,13 @@ class _Session:
                 return _report_end(console, run_dir, state, None)
             console.print("[bold red]the engine failed to start[/]")
             console.print(str(e), markup=False, highlight=False)
-            return 1
+            return ec.ERROR
         except (EngineClientError, TimeoutError) as e:
             if isinstance(e, EngineClientError):
                 _wait_for_exit(handle, run_dir)  # the connection ends a moment before the process
             if handle.poll() is None:
                 self.say(f"{e}; " + attach_hint(run_dir, handle.pid))
-                return 1
+                return ec.LEFT_RUNNING
             # A short run can end before its engine answers: say how it ended, from the run dir.
             return _report_end(console, run_dir, rd.run_state(run_dir), None, handle=handle)
         if self.detach:
@@ -192,7 +193,7 @@ class _Session:
             _wait_for_exit(handle, run_dir)
             if handle.poll() is None:  # the engine lives on
                 self.say(attach_hint(run_dir, handle.pid))
-                return 1
+                return ec.LEFT_RUNNING
         return _report_end(console, run_dir, state, display, _cause(display.stop_signal),
                            handle)
 
@@ -201,7 +202,7 @@ class _Session:
         handle, label = self.handle, signal_label(name)
         if handle is None:
             self.say(f"{label}: stopped before the engine started")
-            return 130
+            return ec.STOPPED
         if handle.poll() is not None:
             return _report_end(self.console, self.run_dir, rd.run_state(self.run_dir), None,
                                _cause(name), handle)
@@ -210,7 +211,7 @@ class _Session:
         if not self.ready:  # no socket yet: nothing trained, nothing to checkpoint
             terminate(handle)
             self.say(f"{label}: the engine was stopped before it began training")
-            return 130
+            return ec.STOPPED
         try:
             self.client = send_stop(self.run_dir, f"{name} to `puffer-tui train --headless` "
                                                   f"(pid {os.getpid()})", self.client)
@@ -221,7 +222,7 @@ class _Session:
                                    None, _cause(name), handle)
             self.say(f"{label}: could not ask the engine to stop ({e}); "
                      + attach_hint(self.run_dir, handle.pid))
-            return 1
+            return ec.ERROR
         self.say(f"{label}: asking the engine to checkpoint and stop...")
         try:
             return self._wait_stopped(_cause(name))
@@ -254,14 +255,14 @@ class _Session:
     def _left_training(self, name: str) -> int:
         self.say(f"{signal_label(name)}: left training (--detach): "
                  + attach_hint(self.run_dir, self.handle.pid))
-        return 130
+        return ec.LEFT_RUNNING
 
     def _stop_timed_out(self, patience: float) -> int:
         run = self.run_dir
         self.say(f"the engine (pid {self.handle.pid}) has not stopped {patience:g} s after the "
                  f"stop; it goes on stopping {run.name} on its own: `puffer-tui stop {run}` "
                  f"waits for it again, `puffer-tui runs` shows its state")
-        return 1
+        return ec.ERROR
 
 
 def _cause(name: str | None) -> str:
@@ -290,7 +291,7 @@ def _left_stopping(console: Console, run_dir, handle: EngineHandle) -> int:
         f"its final checkpoint into {run_dir / rd.CHECKPOINT_DIR} and then exits on its own; "
         f"`puffer-tui stop {run_dir}` waits for it, `puffer-tui runs` shows when it is done")
     say_anywhere(console, f"resume with: puffer-tui train --resume {run_dir} --headless")
-    return 130
+    return ec.STOPPED
 
 
 def _report_death(console: Console, run_dir, handle: EngineHandle, cause: str = "") -> int:
@@ -309,7 +310,7 @@ def _report_death(console: Console, run_dir, handle: EngineHandle, cause: str = 
         say_anywhere(console, "no checkpoint was written: nothing to resume from; "
                               "start the run again")
     say_anywhere(console, f"its last output: {run_dir / rd.ENGINE_OUT_FILE}")
-    return 1
+    return ec.ERROR
 
 
 def _signal_name(number: int) -> str:
@@ -328,7 +329,8 @@ def _report_end(console: Console, run_dir, state: str, display: HeadlessDisplay 
         say_anywhere(console, stop_line(run_dir, cause, state)[0])
         if state == RunState.STOPPED:
             say_anywhere(console, f"resume with: puffer-tui train --resume {run_dir} --headless")
-        return 0
+            return ec.STOPPED
+        return ec.FINISHED
     info = rd.run_info(run_dir)
     checkpoint = info.last_checkpoint or "none"
     say_anywhere(console, f"{state}{cause}: {info.global_step or 0:,} steps; last checkpoint "
@@ -337,4 +339,4 @@ def _report_end(console: Console, run_dir, state: str, display: HeadlessDisplay 
         console.print(f"[bold red]the engine failed[/] (see {run_dir / rd.EVENTS_FILE})")
         if (display is None or not display.errors) and info.detail:
             console.print(info.detail, markup=False)
-    return 1
+    return ec.ERROR

@@ -35,7 +35,7 @@ def prepare_new_run(env_name: str, overrides: dict, runs_root) -> Path:
         raise RunRefused(refusal)
     try:
         return new_run(env_name, overrides, runs_root)
-    except (ConfigError, OSError) as e:
+    except (ConfigError, RunDirError, OSError) as e:
         raise RunRefused(str(e)) from None
 
 

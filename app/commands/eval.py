@@ -9,10 +9,12 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
 from pathlib import Path
 
+from puffer_tui.engine.shared import exit_codes as ec
 from puffer_tui.engine.shared.protocol import FrameKind, palette_from_wire
 
 EPISODES = 100
@@ -21,7 +23,9 @@ RGB_ROWS = 30  # cell rows of an image frame written to a file or pipe (a termin
 
 
 def add_parser(sub, name, help_text):
-    p = sub.add_parser(name, help=help_text, description=help_text)
+    p = sub.add_parser(name, help=help_text, description=help_text,
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=ec.help_epilog((ec.FINISHED, ec.ERROR, ec.USAGE, ec.STOPPED)))
     p.add_argument("target", metavar="RUN|CHECKPOINT",
                    help="a run directory or name (its latest checkpoint), or a checkpoint file")
     p.add_argument("--episodes", type=int, default=None,
@@ -61,7 +65,7 @@ def add_parser(sub, name, help_text):
 
 def _fail(message: str) -> int:
     print(f"puffer-tui eval: error: {message}", file=sys.stderr)
-    return 2
+    return ec.USAGE
 
 
 def run(args) -> int:
@@ -168,7 +172,7 @@ def run(args) -> int:
                    if made.cut_short else "")
             print(f"recording saved to {recording}: {made.frames} frames, "
                   f"{made.width} x {made.height} pixels at {args.fps:g} fps{cut}")
-    return 130 if interrupted else 0
+    return ec.STOPPED if interrupted else ec.FINISHED
 
 
 def _episodes(count: int) -> str:

@@ -1,24 +1,27 @@
 """`puffer-tui stop RUN | --all`: stop running engines from any shell, each with a final
 checkpoint, and say where it is.
 
-    puffer-tui stop squared-20261122-001401      # a run name, a path, or latest
+    puffer-tui stop squared-20261122-001401      # a run name, a path
+    puffer-tui stop latest                        # the newest run that trains (as attach)
     puffer-tui stop --all                         # every run under the runs root that trains
 
 Each engine gets its ordinary `stop` over its control socket (it finishes the epoch,
 checkpoints and exits), the reason goes into its events.log, and the command waits for all of
 them (at most --timeout seconds), printing one line per run: where its checkpoint is, or why
-there is none. Exit status: 0 all stopped, 1 one could not be reached or did not stop in
-time, 2 bad input (no such run, a run that is not training), 130 Ctrl-C while waiting.
+there is none. Exit status (engine/shared/exit_codes.py): 0 all stopped, 1 one could not be
+reached or did not stop in time, 2 bad input (no such run, a run that is not training), 130
+Ctrl-C while waiting.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import os
 import sys
 import time
 
-from puffer_tui.app.commands.attach import find_sweep
+from puffer_tui.app.commands.attach import find_sweep, newest_training, wait_while_starting
 from puffer_tui.app.engine_client import EngineClientError
 from puffer_tui.app.engine_stop import (
     REPORT_EVERY,
@@ -27,15 +30,23 @@ from puffer_tui.app.engine_stop import (
     send_stop,
     stop_line,
 )
+from puffer_tui.engine.shared import exit_codes as ec
 from puffer_tui.engine.shared import run_dir as rd
 
 POLL = 0.2  # seconds between looks at the engines' status
 
 
 def add_parser(sub, name, help_text):
-    p = sub.add_parser(name, help=help_text, description=help_text)
+    p = sub.add_parser(
+        name, help=help_text, description=help_text,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="exit status:\n  0    every engine named stopped with its checkpoint\n"
+               "  1    one could not be reached, or did not stop within --timeout\n"
+               "  2    refused input (no such run, a run that is not training)\n"
+               "  130  Ctrl-C while waiting (the engines go on stopping)")
     p.add_argument("run_name", nargs="?", metavar="RUN",
-                   help="the run to stop: a run name or path, or `latest`")
+                   help="the run to stop: a run name or path, or `latest` (the newest run "
+                        "that trains)")
     p.add_argument("--all", action="store_true",
                    help="stop every run under the runs root whose engine is running")
     p.add_argument("--timeout", type=float, default=STOP_PATIENCE, metavar="S",
@@ -48,7 +59,7 @@ def add_parser(sub, name, help_text):
 
 def _fail(message: str) -> int:
     print(f"puffer-tui stop: error: {message}", file=sys.stderr)
-    return 2
+    return ec.USAGE
 
 
 def _say(text: str) -> None:
@@ -75,6 +86,8 @@ def choose_runs(args) -> list:
     root = rd.runs_root(args.runs_dir)
     if args.all:
         return running_runs(root)
+    if args.run_name == "latest":  # the newest that trains, not the newest run
+        return [newest_training(root, engine_running)]
     try:
         path = rd.find_run(args.run_name, root)
     except rd.RunDirError:
@@ -83,6 +96,7 @@ def choose_runs(args) -> list:
                                  f"(`puffer-tui attach {args.run_name}`, then s), or stop its "
                                  f"trials' runs by name") from None
         raise
+    wait_while_starting(path, lambda text: print(text, file=sys.stderr, flush=True))
     if not engine_running(path):
         raise rd.RunDirError(not_training(path))
     return [path]
@@ -102,7 +116,7 @@ def run(args) -> int:
         return _fail(str(e))
     if not runs:
         _say(f"no engine is running under {rd.runs_root(args.runs_dir).resolve()}")
-        return 0
+        return ec.FINISHED
     return stop_runs(runs, args.timeout)
 
 
@@ -116,7 +130,7 @@ def stop_runs(runs: list, timeout: float) -> int:
         except EngineClientError as e:
             _say(f"{path.name}: could not reach its engine (pid {pid}): {e}; "
                  f"`kill -TERM {pid}` also checkpoints and stops it")
-            code = 1
+            code = ec.ERROR
     try:
         if timeout == 0:
             for path in clients:
@@ -129,7 +143,7 @@ def stop_runs(runs: list, timeout: float) -> int:
         names = ", ".join(path.name for path in clients if not _gone(path))
         _say(f"Ctrl-C: not waiting any longer; {names or 'the engines'} checkpoint and exit "
              f"on their own, `puffer-tui runs` shows when")
-        return 130
+        return ec.INTERRUPTED
     finally:
         for client in clients.values():
             client.close()
@@ -149,14 +163,14 @@ def _wait(clients: dict, timeout: float) -> int:
                 pending.remove(path)
                 line, clean = stop_line(path)
                 _say(f"{path.name} {line}")
-                code = code if clean else 1
+                code = code if clean else ec.ERROR
         seconds = time.monotonic() - start
         if pending and seconds > timeout:
             for path in pending:
                 _say(f"{path.name}: still stopping after {timeout:g} s (engine pid "
                      f"{rd.read_status(path).get('pid', '?')}); it checkpoints and exits on its "
                      f"own, `puffer-tui runs` shows when")
-            return 1
+            return ec.ERROR
         if pending and seconds >= next_report:
             _say(f"waiting for {len(pending)} engine(s) to checkpoint and exit: {seconds:.0f} s")
             next_report = seconds + REPORT_EVERY

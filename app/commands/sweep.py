@@ -11,6 +11,7 @@ puffer_tui.engine.sweep) starts in its own session and this command watches it.
 
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 import time
@@ -19,6 +20,8 @@ from puffer_tui.app.commands.train import env_flags
 from puffer_tui.app.services.run_service import check_flags
 from puffer_tui.engine.shared import config as cfg
 from puffer_tui.engine.shared import config_flags
+from puffer_tui.engine.shared import exit_codes as ec
+from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared import sweep_settings as st
 from puffer_tui.engine.shared.config import ConfigError, schema
 from puffer_tui.engine.shared.config_flags import add_arguments, take_flags
@@ -31,8 +34,11 @@ NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
 
 def add_parser(sub, name, help_text):
     p = sub.add_parser(name, help=help_text, description=__doc__.split("\n\n")[0],
-                       epilog="--sweep.FIELD low,high[,log] (or a,b,c for a choice field, or off) "
-                              "overrides a field's search range; --train.X V fixes a field.")
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog="--sweep.FIELD low,high[,log] (or a,b,c for a choice field, or off)\n"
+                              "overrides a field's search range; --train.X V fixes a field.\n\n"
+                              + ec.help_epilog((ec.FINISHED, ec.ERROR, ec.USAGE, ec.STOPPED,
+                                                ec.LEFT_RUNNING)))
     p.add_argument("env", nargs="?", metavar="ENV", help="environment (or `best` NAME)")
     p.add_argument("name", nargs="?", metavar="NAME", help=argparse_suppress())
     p.add_argument("--trials", type=int, metavar="N", help="trials in the study (all drivers)")
@@ -62,8 +68,6 @@ def add_parser(sub, name, help_text):
 
 
 def argparse_suppress():
-    import argparse
-
     return argparse.SUPPRESS
 
 
@@ -73,7 +77,7 @@ def extra_flags() -> list[str]:
 
 def _fail(message: str) -> int:
     print(f"puffer-tui sweep: error: {message}", file=sys.stderr)
-    return 2
+    return ec.USAGE
 
 
 def split_extra(extra: list[str]) -> tuple[list[str], dict[str, str]]:
@@ -110,6 +114,7 @@ def new_sweep(args):
     if not args.env:
         raise cfg.ConfigError("name the ENV to sweep (see `puffer-tui envs`), or --resume NAME")
     check_counts(args)
+    rd.check_runs_root(rd.runs_root(args.runs_dir))  # the sweep and its trials' runs go there
     if args.objective == "time-to-reach" and args.reach is None:
         raise cfg.ConfigError("--objective time-to-reach needs --reach V, the value of --metric "
                               "to reach (e.g. --metric episode_length --reach 475)")
@@ -157,7 +162,11 @@ def new_sweep(args):
         from puffer_tui.engine.sweep.study import open_study
 
         open_study(settings, sweep_dir)
-    sweep_dir.mkdir(parents=True, mode=0o700)
+    try:
+        sweep_dir.mkdir(parents=True, mode=0o700)
+    except OSError as e:
+        raise RunDirError(f"cannot create the sweep folder {sweep_dir} ({e.strerror or e}); "
+                          f"{rd.ROOT_ADVICE}") from None
     st.save_settings(settings, sweep_dir)
     return sweep_dir, settings, True
 

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 from puffer_tui.app.engine_launcher import tail
+from puffer_tui.engine.shared import exit_codes as ec
 from puffer_tui.engine.shared import sweep_settings as st
 from puffer_tui.engine.shared.run_dir import socket_answers
 from puffer_tui.engine.shared.sweep_control import ControlError, request
@@ -83,7 +84,7 @@ def launch_and_watch(sweep_dir: Path, settings, watch: bool = True) -> int:
                 if interrupts > 1:
                     console.print(f"left the sweep running (driver pid {process.pid}); stop it "
                                   f"with `kill {process.pid}`")
-                    return 130
+                    return ec.LEFT_RUNNING
                 console.print("stopping the sweep (running trials are rerun by --resume)...")
                 try:
                     request(sock, "stop", timeout=5.0)
@@ -107,7 +108,7 @@ def launch_and_watch(sweep_dir: Path, settings, watch: bool = True) -> int:
         console.print(f"the driver exited with status {process.returncode}; see "
                       f"{sweep_dir / st.DRIVER_OUT_FILE}", soft_wrap=True, markup=False)
         return 1
-    return 130 if interrupts else 0
+    return ec.STOPPED if interrupts else ec.FINISHED
 
 
 def _live(console):

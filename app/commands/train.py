@@ -15,6 +15,7 @@ import sys
 from puffer_tui.app.services.run_service import check_flags, new_run, plan_resume
 from puffer_tui.engine.shared import config as cfg
 from puffer_tui.engine.shared import config_flags
+from puffer_tui.engine.shared import exit_codes as ec
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.config import ConfigError, env_specs
 from puffer_tui.engine.shared.config_flags import add_arguments
@@ -78,7 +79,9 @@ def env_flags(env_name: str | None = None) -> list[str]:
 
 def add_parser(sub, name, help_text):
     p = sub.add_parser(name, help=help_text, description=help_text, add_help=False,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+                       formatter_class=argparse.RawDescriptionHelpFormatter,
+                       epilog=ec.help_epilog((ec.FINISHED, ec.ERROR, ec.USAGE, ec.STOPPED,
+                                              ec.LEFT_RUNNING)))
     p.add_argument("-h", "--help", action=_HelpWithEnvSettings,
                    help="show this help (with every env's settings) and exit")
     p.add_argument("env", nargs="?", metavar="ENV",
@@ -113,7 +116,7 @@ def add_parser(sub, name, help_text):
 
 def _fail(message: str) -> int:
     print(f"puffer-tui train: error: {message}", file=sys.stderr)
-    return 2
+    return ec.USAGE
 
 
 def prepare_run(args):
@@ -193,7 +196,7 @@ def run(args) -> int:
                 launch_engine(run_dir, resume=True, fallback_checkpoint=args.fallback_checkpoint)
             except EngineStartError as e:
                 print(f"puffer-tui train: the engine failed to start: {e}", file=sys.stderr)
-                return 1
+                return ec.ERROR
             return int(run_app(run_dir=run_dir, attach=True) or 0)
         return int(run_app(run_dir=run_dir, attach=False) or 0)
     # lazy: pulls textual, which this module does not load

@@ -36,8 +36,10 @@ def check_allowed(where: str, value, kind: type, low: float | None, high: float 
         raise ValueError(f"{where}: {value!r} is not {bounds_text(kind, low, high, choices)}")
     if kind in (int, float) and (
             (low is not None and value < low) or (high is not None and value > high)):
+        # 1e99 read as an int has 100 digits: show a huge number as people typed it
+        shown = f"{float(value):g}" if abs(value) >= 1e15 else value
         raise ValueError(
-            f"{where} = {value} is out of bounds: {bounds_text(kind, low, high, choices)}")
+            f"{where} = {shown} is out of bounds: {bounds_text(kind, low, high, choices)}")
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ import hashlib
 import io
 import logging
 import os
+import pickle
 import re
 from pathlib import Path
 
@@ -31,6 +32,9 @@ from puffer_tui.engine.shared.health import all_finite
 from puffer_tui.engine.shared.run_dir import CHECKPOINT_DIR
 
 DEFAULT_KEEP = 3
+# the first bytes of what torch.save writes: a zip archive (torch >= 1.6), or a bare pickle
+TORCH_MAGIC = (b"PK\x03\x04", b"\x80\x02")
+_ESCAPES = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _NAME = re.compile(r"^step-(\d+)-epoch-(\d+)\.pt$")
 CHECKSUM_SUFFIX = ".sha256"
 
@@ -157,11 +161,18 @@ def load_checkpoint(path: str | os.PathLike) -> dict:
     data = open_verified(path)
     try:
         state = torch.load(data, map_location="cpu", weights_only=True)
-    except Exception as e:  # torch raises RuntimeError, EOFError, UnpicklingError, zipfile errors...
+    except pickle.UnpicklingError:
+        # torch's text here advises weights_only=False, i.e. running the file's code: never
+        # pass that on for a file that may come from anyone
+        raise CheckpointError(
+            f"checkpoint {path} holds Python objects besides tensors and numbers, so it is "
+            f"not loaded (that would run code from the file); a puffer-tui checkpoint holds "
+            f"none") from None
+    except Exception as e:  # torch raises RuntimeError, EOFError, zipfile errors...
         raise CheckpointError(
             f"checkpoint {path} is corrupt or truncated and cannot be loaded "
             f"({type(e).__name__}: {_first_line(e)})"
-        ) from e
+        ) from None
     if not isinstance(state, dict) or not isinstance(state.get("global_step"), int):
         raise CheckpointError(
             f"checkpoint {path} is not a puffer-tui checkpoint (expected a dict with global_step)"
@@ -186,6 +197,12 @@ def open_verified(path: str | os.PathLike) -> io.BytesIO:
         data = path.read_bytes()
     except OSError as e:
         raise CheckpointError(f"checkpoint {path} cannot be read ({e})") from e
+    if not data.startswith(TORCH_MAGIC):
+        if path.suffix in (".pt", ".pth"):
+            raise CheckpointError(f"checkpoint {path} is corrupt: its first bytes are not "
+                                  f"those torch.save writes")
+        raise CheckpointError(f"{path} is not a checkpoint: not a file torch.save wrote (give "
+                              f"a run, or a .pt file in its {CHECKPOINT_DIR}/)")
     verify_checksum(path, data)
     return io.BytesIO(data)
 
@@ -212,7 +229,8 @@ def verify_checksum(path: Path, data: bytes) -> None:
 
 
 def _first_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
+    """The error's first line, without terminal escapes (torch's texts carry bold)."""
+    text = _ESCAPES.sub("", str(e)).strip().splitlines()
     return text[0] if text else "no details"
 
 

@@ -11,6 +11,7 @@ Its values apply on top of the env's own preset (envs/NAME/config.toml), below f
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
 from pathlib import Path
@@ -34,7 +35,22 @@ def read_preset(path: str | os.PathLike) -> dict:
             raise cfg.ConfigError(f"--preset {path}: {section} must be a table")
     if "base" in data:
         data = _over_base(data, path)
+    check_keys(data, path)
     return data
+
+
+def check_keys(data: dict, path) -> None:
+    """Every [vec], [train] and [eval] key a field of its section; ConfigError naming the file
+    and the closest field (env settings depend on the env: the run's checks read those)."""
+    for section, cls in cfg.TYPED_SECTIONS.items():
+        fields = [s.name for s in cfg.section_specs(section, cls)]
+        for key in data.get(section, {}):
+            if key in fields:
+                continue
+            close = difflib.get_close_matches(key, fields, n=1, cutoff=0.6)
+            hint = (f"did you mean {close[0]}?" if close else
+                    f"`puffer-tui train --help` lists the --{section}.* fields")
+            raise cfg.ConfigError(f"--preset {path}: [{section}] has no field {key!r}; {hint}")
 
 
 def _over_base(data: dict, path: Path) -> dict:

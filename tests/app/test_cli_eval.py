@@ -14,6 +14,7 @@ import pytest
 from puffer_tui.app.cli import main
 from puffer_tui.engine.algo.trainer import Trainer
 from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import exit_codes
 from puffer_tui.engine.shared.checkpoint import save_checkpoint
 
 CLI = [sys.executable, "-m", "puffer_tui.app.cli"]
@@ -76,7 +77,7 @@ def test_piped_render_streams_progress_and_ctrl_c_prints_the_partial_score(run_d
         assert first.startswith("episode 1/100000: return"), first
         assert player.poll() is None
         player.send_signal(signal.SIGINT)
-        assert player.wait(60) == 130
+        assert player.wait(60) == exit_codes.STOPPED
     finally:
         if player.poll() is None:
             player.kill()

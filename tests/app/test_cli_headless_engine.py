@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tree_paths import TESTS_DIR
 
+from puffer_tui.engine.shared import exit_codes
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.checkpoint import list_checkpoints, parse_name
 from tests.engine.runtime.test_faults import assert_nothing_lost
@@ -76,7 +77,7 @@ def test_second_ctrl_c_says_the_final_checkpoint_is_being_saved(tmp_path):
         wait_for(lambda: printed("asking the engine to checkpoint"), "the first Ctrl-C")
         wait_for(Path(f"{gate}.waiting").exists, "the engine to begin its final checkpoint")
         cli.send_signal(signal.SIGINT)  # the engine is held inside that checkpoint save
-        assert cli.wait(60) == 130
+        assert cli.wait(60) == exit_codes.STOPPED  # the engine goes on to its checkpoint
         printed("")
         output = "".join(seen)
         assert "last checkpoint none" not in output, output

@@ -22,6 +22,7 @@ from stop_harness import (
 from puffer_tui.app import headless_run
 from puffer_tui.app.cli import main
 from puffer_tui.app.engine_launcher import launch_engine
+from puffer_tui.engine.shared import exit_codes
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.checkpoint import list_checkpoints
 
@@ -61,18 +62,22 @@ def test_a_detached_run_is_stopped_by_name(tmp_path):
         run = the_run(runs)
         wait_training(run)
         cli.send_signal(signal.SIGINT)
-        assert cli.wait(60) == 130
+        assert cli.wait(60) == exit_codes.LEFT_RUNNING
         assert not engine_gone(run), "--detach left the engine training"
         result = stop(runs, run.name)
         assert result.returncode == 0, result.stdout + result.stderr
         assert_stopped_line(result.stdout.strip().splitlines()[-1], run)
         # once more: nothing to stop, one line, bad input
-        again = stop(runs, "latest")
+        again = stop(runs, run.name)
         assert again.returncode == 2
         assert again.stderr.strip().splitlines() == [
             f"puffer-tui stop: error: {run.name} is not training "
             f"(stopped: {rd.run_info(run).global_step:,} steps; checkpoint "
             f"{list_checkpoints(run)[0]})"]
+        latest = stop(runs, "latest")  # the newest run that trains: there is none
+        assert latest.returncode == 2
+        assert latest.stderr.startswith(f"puffer-tui stop: error: no run in {runs} is "
+                                        f"training; the latest is {run.name} (stopped)")
     finally:
         cleanup(runs, cli)
 
@@ -139,7 +144,7 @@ def test_the_wait_is_bounded_and_says_the_engine_goes_on_stopping(tmp_path):
          "`puffer-tui runs` lists them"),
     (["x", "--all"], "give a RUN or --all, not both"),
     (["nope"], "no run 'nope': not a directory, and not a run in {runs}"),
-    (["latest"], "no runs in {runs}"),
+    (["latest"], "no runs in {runs}; start one with `puffer-tui train ENV`"),
     (["x", "--timeout", "-1"], "--timeout -1: give the seconds to wait, 0 or more"),
     (["--al"], "unrecognized argument '--al'; did you mean --all?"),
 ])

@@ -23,6 +23,7 @@ from stop_harness import (
     wait_training,
 )
 
+from puffer_tui.engine.shared import exit_codes
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.checkpoint import list_checkpoints
 
@@ -51,7 +52,7 @@ def test_ctrl_c_with_the_pipe_reader_gone_stops_the_engine(tmp_path):
         wait_training(run)
         cli.stdout.close()  # the reader is gone, as tee is
         cli.send_signal(signal.SIGINT)
-        assert cli.wait(120) == 0
+        assert cli.wait(120) == exit_codes.STOPPED
         err = cli.stderr.read().decode()
         checkpoint = assert_stopped_with_checkpoint(run, "SIGINT")
         assert "Ctrl-C: asking the engine to checkpoint and stop" in err, err
@@ -80,7 +81,7 @@ def test_sigterm_twice_as_timeout_sends_it_stops_the_engine_and_says_where(tmp_p
         cli.send_signal(signal.SIGTERM)
         gate.touch()
         out = read_until(cli.stdout.fileno(), "resume with:", seen)
-        assert cli.wait(120) == 0, out
+        assert cli.wait(120) == exit_codes.STOPPED, out
         checkpoint = assert_stopped_with_checkpoint(run, "SIGTERM")
         assert f"stopped on SIGTERM: {rd.run_info(run).global_step:,} steps; " \
                f"checkpoint {checkpoint}" in out, out
@@ -107,7 +108,7 @@ def test_sighup_with_the_terminal_gone_stops_the_engine(tmp_path):
         os.close(master)  # the terminal hangs up: a display blocked on a full pty gets EIO
         cli.send_signal(signal.SIGHUP)
         cli.send_signal(signal.SIGHUP)
-        assert cli.wait(120) == 0
+        assert cli.wait(120) == exit_codes.STOPPED
         assert_stopped_with_checkpoint(run, "SIGHUP")
     finally:
         cleanup(runs, cli)
@@ -126,7 +127,7 @@ def test_a_signal_before_the_display_stops_the_engine_too(tmp_path):
         run = the_run(runs)
         cli.send_signal(signal.SIGTERM)
         out = read_until(cli.stdout.fileno(), "resume with:", seen)
-        assert cli.wait(120) == 0, out
+        assert cli.wait(120) == exit_codes.STOPPED, out
         checkpoint = assert_stopped_with_checkpoint(run, "SIGTERM")
         assert "SIGTERM: asking the engine to checkpoint and stop" in out, out
         assert "stopped on SIGTERM: " in out and f"checkpoint {checkpoint}" in out, out
@@ -144,7 +145,7 @@ def test_detach_leaves_the_engine_training_and_says_how_to_reach_it(tmp_path):
         wait_training(run)
         cli.send_signal(signal.SIGTERM)
         out = read_until(cli.stdout.fileno(), "stop it with", seen)
-        assert cli.wait(60) == 130
+        assert cli.wait(60) == exit_codes.LEFT_RUNNING
         assert "SIGTERM: left training (--detach)" in out, out
         assert f"`puffer-tui attach {run}`" in out and f"`puffer-tui stop {run}`" in out, out
         assert rd.run_state(run) == "running" and not engine_gone(run)
