@@ -161,6 +161,16 @@ def format_value(value) -> str:
     return str(value)
 
 
+def same_value(old: str, new: str) -> bool:
+    """Whether two logged values are one (0.005 and 5e-3 are)."""
+    if old.strip() == new.strip():
+        return True
+    try:
+        return float(old) == float(new)
+    except ValueError:
+        return False
+
+
 def read_set_events(run_dir: Path, metrics: MetricColumns) -> list[SetEvent]:
     """The live changes in events.log, each placed on the curves.
 
@@ -199,8 +209,8 @@ def read_set_events(run_dir: Path, metrics: MetricColumns) -> list[SetEvent]:
             session_step = int(resumed.group(1))
             continue
         match = _SET_EVENT.match(text)
-        if not match:
-            continue
+        if not match or same_value(match["old"], match["new"]):
+            continue  # a set to the value already in force changed nothing
         change = SetEvent(match["key"], match["old"], match["new"], t)
         at_step = _AT_STEP.search(match["applies"] or "")
         if at_step:

@@ -78,6 +78,7 @@ class HyperparameterScreen(Screen):
         self.link_state = link_state  # kept current by LinkStateChanged
         self.specs = schema_from_wire(store.hello.get("schema"))
         self.key_width = name_width(self.specs)
+        self._restoring: set[str] = set()  # fields whose refused text is being replaced
 
     def compose(self) -> ComposeResult:
         yield Static("Enter sends the field's value to the engine; escape goes back",
@@ -131,6 +132,9 @@ class HyperparameterScreen(Screen):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         # The Input has validated the text with its row's FieldValidator and marked itself.
+        if (key := self._row(event.input).spec.key) in self._restoring:
+            self._restoring.discard(key)  # the value in force, put back after a refusal
+            return
         result = event.validation_result
         error = "" if result is None or result.is_valid else result.failure_descriptions[0]
         self._verdict(self._row(event.input), error, "red" if error else "")
@@ -140,9 +144,7 @@ class HyperparameterScreen(Screen):
         result = event.validation_result  # the row's FieldValidator, on the submitted text
         if result is not None and not result.is_valid:
             # Refused here: nothing is sent to the engine.
-            error = result.failure_descriptions[0]
-            self._verdict(row, f"refused: {error}", "bold red")
-            self.query_one("#status", Static).update(Text(f"not sent: {error}", style="red"))
+            self._refused(row, event.value.strip(), result.failure_descriptions[0], "not sent")
             return
         if not lm.can_steer(self.link_state, self.store.state):
             # the run ended (or the link is gone) under the editor
@@ -171,9 +173,23 @@ class HyperparameterScreen(Screen):
             text = f"engine: {reply.get('key')} = {reply.get('value')}; {reply.get('applies', '')}"
             self._verdict(rows[0], text, "green")
         else:
-            text = f"engine refused: {reply.get('error')}"
-            self._verdict(rows[0], text, "bold red")
+            self._refused(rows[0], str((message.args or {}).get("value", "")),
+                          str(reply.get("error")), "engine refused")
+            return
         self.query_one("#status", Static).update(text)
+
+    def _refused(self, row: FieldRow, typed: str, error: str, who: str) -> None:
+        """A refused value leaves the field: it shows the value in force again (a refused one
+        left there would read as applied), and the verdict says what was refused and why."""
+        current = current_values(self.store).get(row.spec.key, row.spec.default)
+        kept = value_text(current)
+        field = row.query_one(Input)
+        if field.value != kept:
+            self._restoring.add(row.spec.key)  # its Changed must not clear the verdict
+            field.value = kept
+        text = f"{who}: {typed!r} ({error}); {row.spec.key} stays {kept}"
+        self._verdict(row, text, "bold red")
+        self.query_one("#status", Static).update(Text(text, style="red"))
 
     @staticmethod
     def _verdict(row: FieldRow, text: str, style: str) -> None:

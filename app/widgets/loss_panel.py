@@ -26,6 +26,26 @@ LABELS = {
     "clipfrac": "clipfrac",
     "explained_variance": "expl_var",
 }
+# an 80-column terminal's panel: two cells of 11 columns (the plot's title names the curve)
+SHORT_LABELS = {
+    "policy_loss": "pol",
+    "value_loss": "val",
+    "entropy": "ent",
+    "approx_kl": "kl",
+    "clipfrac": "clip",
+    "explained_variance": "ev",
+}
+FULL_CELL = 17  # a label of 8, a value of 9
+
+
+def short_metric(x: float | None, room: int = 7) -> str:
+    """`x` in at most `room` columns: 3 significant digits, fewer, then a bare exponent."""
+    if x is None or not isinstance(x, (int, float)) or x != x or abs(x) == float("inf"):
+        return "-"
+    for text in (f"{x:.3g}", f"{x:.2g}", f"{x:.0e}"):
+        if len(text) <= room:
+            return text
+    return text
 
 
 class LossPanel(Drawn, Widget):
@@ -78,8 +98,9 @@ class LossPanel(Drawn, Widget):
         # Two columns of three when narrow, three of two when there is room.
         width = self.size.width - 4
         columns = 3 if width >= 96 else 2
-        cell = max(width // columns, 17)
-        spark_w = max(cell - 20, 0)
+        compact = width // columns < FULL_CELL  # short labels and values, nothing cut
+        cell = max(width // columns, FULL_CELL)
+        spark_w = 0 if compact else max(cell - 20, 0)
         rows = -(-len(LOSS_KEYS) // columns)
         text = Text(no_wrap=True, overflow="ellipsis")
         for row in range(rows):
@@ -90,8 +111,12 @@ class LossPanel(Drawn, Widget):
                 key = LOSS_KEYS[i]
                 values = self.curves.get(key, [])
                 style = "bold reverse" if key == self.selected else "dim"
-                text.append(f"{LABELS[key]:<8}", style)
-                text.append(f"{metric(values[-1]) if values else '-':>9}")
+                if compact:
+                    text.append(f"{SHORT_LABELS[key]:<4}", style)
+                    text.append(f"{short_metric(values[-1]) if values else '-':>7}")
+                else:
+                    text.append(f"{LABELS[key]:<8}", style)
+                    text.append(f"{metric(values[-1]) if values else '-':>9}")
                 if spark_w:
                     text.append(" " + spark(list(values), spark_w).ljust(spark_w), "cyan")
                 if col < columns - 1:

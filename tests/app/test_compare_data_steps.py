@@ -17,3 +17,14 @@ def test_a_cut_epoch_counts_in_compare_as_in_runs(tmp_path):
     assert figures["steps"] == rd.run_info(run).global_step == 7 * 4096
     assert figures["epochs"] == 7
     assert figure_text("steps", figures["steps"]) == "28,672"
+
+
+def test_a_set_to_the_value_in_force_is_no_change_in_compare(tmp_path):
+    run = make_compare_run(tmp_path, learning_rate="0.005", set_at_s=20)  # 0.005 -> 0.001
+    events = run / rd.EVENTS_FILE
+    lines = events.read_text().splitlines()
+    lines.insert(2, lines[1][:21] + "[info] train.learning_rate changed from 0.005 to 5e-3 "
+                 "(from the next minibatch)")
+    events.write_text("\n".join(lines) + "\n")
+    changes = [(e.old, e.new) for e in load_run(run).events]
+    assert changes == [("0.005", "0.001")], changes

@@ -65,7 +65,7 @@ class RecordingLauncher(LauncherApp):
         self.resumed.append(Path(run_dir))
 
 
-async def test_enter_on_the_recent_runs_list_resumes_the_highlighted_run(tmp_path, monkeypatch):
+async def test_enter_on_the_recent_runs_list_resumes_the_highlighted_run_once_confirmed(tmp_path, monkeypatch):
     import puffer_tui.screens.launcher as launcher
 
     monkeypatch.setattr(launcher, "check_resume", lambda path: None)  # as if it had a checkpoint
@@ -77,6 +77,9 @@ async def test_enter_on_the_recent_runs_list_resumes_the_highlighted_run(tmp_pat
         await pilot.pause(0.5)
         app.screen.query_one("#runs").focus()
         await pilot.press("enter")
+        await pilot.pause(0.2)
+        assert app.resumed == []  # asked first (screens/launcher.py: resume_question)
+        await pilot.press("r")
         await pilot.pause(0.2)
         assert app.resumed == [old]
 
