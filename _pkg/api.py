@@ -432,7 +432,7 @@ def _checkpoint_path(target, checkpoint, runs_dir) -> Path:
         best = ckpt.checkpoint_dir(run_dir) / BEST
         if not best.is_file():
             raise CheckpointError(f"{run_dir.name} has no {BEST}: it is kept by evaluation "
-                                  f"during training (eval={{\"interval\": N}})")
+                                  f"during training when eval.interval is set")
         return best
     path = Path(checkpoint)
     if not path.is_absolute() and not path.exists():

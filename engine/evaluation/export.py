@@ -25,6 +25,7 @@ onnxruntime and torch.jit.load, for discrete, continuous, image and LSTM policie
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -100,7 +101,11 @@ def export(policy, path: str | os.PathLike, format: str | None = None) -> Path:
     outputs = ["action", "value", "h_out", "c_out"][: 2 + 2 * policy.recurrent]
     temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        with torch.no_grad():
+        with torch.no_grad(), warnings.catch_warnings():
+            # torch.jit and its ONNX exporter announce their deprecation on every call; both
+            # still write files every runtime loads (torch.export's programs need torch)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            warnings.simplefilter("ignore", FutureWarning)
             if format == "torchscript":
                 traced = torch.jit.trace(module, inputs, check_trace=False)
                 torch.jit.save(traced, str(temp))
@@ -118,13 +123,7 @@ def _export_onnx(module, inputs, names, outputs, temp: Path) -> None:
     except ImportError:
         raise ExportError("ONNX export needs the onnx package: pip install "
                           "\"puffer-tui[export]\"") from None
-    import warnings
-
     batch = {0: "batch"}
-    with warnings.catch_warnings():
-        # the TorchScript-based exporter announces its deprecation on every call
-        warnings.simplefilter("ignore", DeprecationWarning)
-        warnings.simplefilter("ignore", FutureWarning)
-        torch.onnx.export(module, inputs, str(temp), input_names=names, output_names=outputs,
-                          dynamic_axes={name: batch for name in names + outputs},
-                          opset_version=OPSET, dynamo=False)
+    torch.onnx.export(module, inputs, str(temp), input_names=names, output_names=outputs,
+                      dynamic_axes={name: batch for name in names + outputs},
+                      opset_version=OPSET, dynamo=False)
