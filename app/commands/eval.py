@@ -20,6 +20,7 @@ from puffer_tui.engine.shared.protocol import FrameKind, palette_from_wire
 EPISODES = 100
 RENDER_EPISODES = 3  # watched at --fps: a solved cartpole episode is 500 frames
 RGB_ROWS = 30  # cell rows of an image frame written to a file or pipe (a terminal: its height)
+PROGRESS_EVERY = 5.0  # seconds between "N/M episodes" lines while a score is played
 
 
 def add_parser(sub, name, help_text):
@@ -94,6 +95,12 @@ def run(args) -> int:
         return _fail("--record plays one env, whose frames it writes: leave out --num-envs")
     if args.screenshot_after < 1:
         return _fail(f"--screenshot-after must be >= 1, got {args.screenshot_after}")
+    if args.render == "window":  # before anything loads or plays: no display, nothing to show
+        # lazy: pulls numpy and the frame drawing, which this module does not load
+        from puffer_tui.app.render_window import NO_DISPLAY_HINT, _has_display
+
+        if not _has_display():
+            return _fail(f"no display (DISPLAY is not set): {NO_DISPLAY_HINT}")
     num_envs = args.num_envs or (1 if args.render or args.record else 64)
     recording = None
     if args.record:  # the path is checked before anything plays
@@ -124,6 +131,10 @@ def run(args) -> int:
     if args.render and args.episodes is None:
         print(f"playing {_episodes(episodes)} at {args.fps:g} fps (change with --episodes N and "
               f"--fps F; Ctrl-C stops with the score so far)", file=sys.stderr, flush=True)
+    elif not args.render and recording is None:
+        print(f"playing {_episodes(episodes)} of {evaluator.env_name} with "
+              f"{evaluator.checkpoint.name} ({num_envs} at once; Ctrl-C stops with the score "
+              f"so far)", file=sys.stderr, flush=True)
     interrupted = False
     try:
         if recording is not None:
@@ -220,13 +231,24 @@ def play(evaluator, render: str | None = None, fps: float = 10.0, console=None) 
     ascii (on `console`)."""
     shown = _Renderer(palette_from_wire(evaluator.palette), fps, evaluator.target, console) \
         if render == "ascii" else None
+    next_report = time.monotonic() + PROGRESS_EVERY
     try:
         for message in evaluator.frames(render=shown is not None):
             if shown is not None:
                 shown.show(message, evaluator.episodes, evaluator.done_returns)
+            elif time.monotonic() >= next_report:  # a long score shows that it moves
+                next_report = time.monotonic() + PROGRESS_EVERY
+                print(progress_text(evaluator), file=sys.stderr, flush=True)
     finally:
         if shown is not None:
             shown.close()
+
+
+def progress_text(evaluator) -> str:
+    returns = evaluator.done_returns
+    mean = f"{sum(returns) / len(returns):.3f}" if returns else "-"
+    return (f"  {evaluator.episodes}/{evaluator.target} episodes, mean return so far {mean} "
+            f"({evaluator.steps:,} steps)")
 
 
 def play_in_window(evaluator, fps: float, screenshot: Path | None,
