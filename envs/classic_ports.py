@@ -18,10 +18,89 @@ ports are a page each on this project's own C contract.
 from __future__ import annotations
 
 import functools
+import math
+
+import numpy as np
 
 from puffer_tui.envs.acrobot import Acrobot
 from puffer_tui.envs.cartpole_v1 import CartPoleV1
 from puffer_tui.envs.pendulum import Pendulum
+
+
+class GymnasiumDrawn:
+    """A port drawn as its Gymnasium id is drawn: frame(i) is Gymnasium's own `rgb_array`
+    picture of env i's state (read back from its observation), so the dashboard, eval
+    --render and recordings show gym:CartPole-v1 as Gymnasium does, not the native env's
+    tiles. Without Gymnasium's renderer (pygame: the classic-control extra) the tiles stay."""
+
+    gym_id = ""
+    _renderer = None  # Gymnasium's env, made on the first frame (per process: per worker)
+    _no_renderer = False
+
+    @staticmethod
+    def state_of(obs: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def frame(self, env_index: int = 0):
+        if not self._no_renderer and 0 <= env_index < self.num_envs:
+            renderer = self._gym_renderer()
+            if renderer is not None:
+                renderer.state = self.state_of(np.asarray(self.observations[env_index],
+                                                          np.float64))
+                if hasattr(renderer, "last_u"):
+                    renderer.last_u = None  # Pendulum's torque arrow: not in the observation
+                try:
+                    return renderer.render()
+                except Exception:  # noqa: BLE001 (any drawing failure: the tiles instead)
+                    self._no_renderer = True
+        return super().frame(env_index)
+
+    def _gym_renderer(self):
+        if self._renderer is None:
+            try:
+                # lazy: Gymnasium's env (and pygame) only once a frame is asked for
+                import gymnasium
+
+                env = gymnasium.make(self.gym_id, render_mode="rgb_array").unwrapped
+                env.reset(seed=0)
+            except Exception:  # noqa: BLE001 (no pygame, no display driver: the tiles)
+                self._no_renderer = True
+                return None
+            self._renderer = env
+        return self._renderer
+
+    def close(self) -> None:
+        if self._renderer is not None:
+            self._renderer.close()
+            self._renderer = None
+        super().close()
+
+
+class GymCartPole(GymnasiumDrawn, CartPoleV1):
+    gym_id = "CartPole-v1"
+
+    @staticmethod
+    def state_of(obs):
+        return obs[:4].copy()  # x, x_dot, theta, theta_dot: the observation is the state
+
+
+class GymAcrobot(GymnasiumDrawn, Acrobot):
+    gym_id = "Acrobot-v1"
+
+    @staticmethod
+    def state_of(obs):
+        # cos and sin of both angles, then both angular velocities
+        return np.array([math.atan2(obs[1], obs[0]), math.atan2(obs[3], obs[2]),
+                         obs[4], obs[5]])
+
+
+class GymPendulum(GymnasiumDrawn, Pendulum):
+    gym_id = "Pendulum-v1"
+
+    @staticmethod
+    def state_of(obs):
+        return np.array([math.atan2(obs[1], obs[0]), obs[2]])  # cos, sin, angular velocity
+
 
 NATIVE_KEY = "native"
 # Gymnasium id -> (native env class, {Gymnasium setting: native setting})
@@ -30,6 +109,9 @@ PORTS = {
     "CartPole-v1": (CartPoleV1, {"max_episode_steps": "max_steps"}),
     "Pendulum-v1": (Pendulum, {"max_episode_steps": "max_steps", "g": "g"}),
 }
+# what a Gymnasium id's port is made as: the same env, drawn as Gymnasium draws it
+DRAWN_AS_GYMNASIUM = {"Acrobot-v1": GymAcrobot, "CartPole-v1": GymCartPole,
+                      "Pendulum-v1": GymPendulum}
 # settings that are not the env's (read by env_spec before gymnasium.make)
 NOT_ENV_SETTINGS = (NATIVE_KEY, "import")
 
@@ -108,7 +190,8 @@ def port_creator(env_id: str, settings: dict):
         return None
     cls = port_of(env_id)
     resolved = cls.resolve(_port_settings(env_id, settings))
-    creator = functools.partial(cls, **resolved)  # creator(num_envs=, seed=, buf=)
+    # creator(num_envs=, seed=, buf=)
+    creator = functools.partial(DRAWN_AS_GYMNASIUM.get(env_id, cls), **resolved)
     creator.layout = cls.layout(resolved)
     return creator
 

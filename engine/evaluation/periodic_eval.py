@@ -159,9 +159,6 @@ class PeriodicEval:
             record_episodes,
         )
 
-        # lazy: pulls gymnasium, which this module does not load
-        from puffer_tui.engine.native.frames import RGB, frame_kind
-
         settings = self.config.eval
         suffix = f".{settings.record_format}"
         path = periodic_recording_path(self.run_dir, step, suffix)
@@ -171,9 +168,9 @@ class PeriodicEval:
             fps = min(fps, GIF_MAX_FPS)
         try:
             check_recording_path(path)  # imageio (and ffmpeg for mp4) before playing
-            first = evaluator.frame()
-            # tiles: record_scale pixels each; an rgb image is recorded at its own size
-            scale = 1 if frame_kind(first) == RGB else settings.record_scale
+            # record_scale 0: the size `eval --record` makes (about 400 px wide, whatever
+            # the frames: tiles or an image)
+            scale = settings.record_scale or None
             made = record_episodes(self._first_episode(evaluator), path, fps, scale, env.palette)
         except (RecordingError, OSError) as e:
             self.recording_off = str(e)

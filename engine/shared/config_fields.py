@@ -141,7 +141,8 @@ class EvalConfig:
     record_every: int = _f(0, "evaluations between recordings of an episode into "
                            "RUN_DIR/recordings/ (0: never)", 0, 10**9, live=True)
     record_format: str = _f("gif", "format of periodic recordings", choices=("gif", "mp4"))
-    record_scale: int = _f(4, "pixels per tile of native envs in recordings", 1, 64)
+    record_scale: int = _f(0, "pixels per tile (or image pixel) in recordings (0: about "
+                           "400 px wide, as eval --record)", 0, 64)
     env_overrides: str = _f("", "env settings of the evaluation envs only, as a TOML inline "
                             "table, e.g. {max_steps = 1000} (empty: the run's own)")
 

@@ -109,7 +109,11 @@ def test_the_best_evaluation_keeps_a_loadable_checkpoint(runs, capsys):
 
 def test_recordings_every_second_evaluation_are_announced(runs):
     pytest.importorskip("imageio", reason='the record extra is not installed: pip install "puffer-tui[record]"')
-    from puffer_tui.engine.evaluation.recording import periodic_recording_path, read_recording
+    from puffer_tui.engine.evaluation.recording import (
+        default_scale,
+        periodic_recording_path,
+        read_recording,
+    )
 
     _, evaluated = runs
     made = sorted(p.name for p in (evaluated / "recordings").iterdir())
@@ -118,7 +122,9 @@ def test_recordings_every_second_evaluation_are_announced(runs):
     frames = read_recording(path)
     log = (evaluated / rd.EVENTS_FILE).read_text()
     assert f"recording saved: recordings/{made[0]} ({len(frames)} frames" in log
-    assert frames[0].shape == (11 * 4, 11 * 4, 3)  # squared's 11x11 tiles at record_scale 4
+    # squared's 11x11 tiles at the size eval --record makes: about 400 px wide
+    scale = default_scale(11)
+    assert frames[0].shape == (11 * scale, 11 * scale, 3) and 350 <= 11 * scale <= 450
 
 
 def test_without_imageio_one_warning_and_training_goes_on(tmp_path, monkeypatch):
