@@ -29,6 +29,7 @@ Actions (`ActionLayout`):
 from __future__ import annotations
 
 import multiprocessing
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -196,6 +197,15 @@ class StructuredBox(spaces.Box):
 _warned_drops: set[str] = set()
 
 
+class DroppedSubspacesWarning(UserWarning):
+    """Subspaces of an observation no flat row can hold (MiniGrid's `mission` text)."""
+
+
+# shown as one plain line on stderr (below), not as Python's "file:line: UserWarning" with
+# a source line at every start; code that asks for warnings (catch_warnings) still gets it
+warnings.filterwarnings("ignore", category=DroppedSubspacesWarning)
+
+
 def _warn_dropped(space: spaces.Space, dropped) -> None:
     """One warning per process naming the dropped subspaces; none in vec worker processes
     (the parent built the same layout and warned already)."""
@@ -205,7 +215,8 @@ def _warn_dropped(space: spaces.Space, dropped) -> None:
     if text in _warned_drops or multiprocessing.parent_process() is not None:
         return
     _warned_drops.add(text)
-    warnings.warn(text, UserWarning, stacklevel=3)
+    print(f"puffer-tui: note: {text}", file=sys.stderr, flush=True)
+    warnings.warn(text, DroppedSubspacesWarning, stacklevel=3)
 
 
 class ObservationLayout:
