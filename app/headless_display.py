@@ -1,7 +1,10 @@
-"""The `train --headless` display: a rich Live panel fed by engine telemetry.
+"""The `train --headless` display: views of the engine's telemetry snapshot.
 
-Shows state, steps (with a bar), SPS, ETA, epoch, uptime, score, episode return/length,
-losses and the timing breakdown; prints engine events above it. Ctrl-C (or SIGTERM, SIGHUP:
+In a terminal, a rich Live panel: state, steps (with a bar), SPS, ETA, epoch, uptime, score,
+episode return/length, losses and the timing breakdown, engine events printed above it. Off a
+terminal (`| tee log`, `> log`, a batch job), where a Live panel would show only its last
+frame, one plain line per `log_every` seconds (`progress_line`), and with `progress="jsonl"`
+one JSON object per interval (`progress_record`) for scripts; both from the same snapshot. Ctrl-C (or SIGTERM, SIGHUP:
 app/engine_stop.py) asks the engine to checkpoint and stop, then waits for it to finish, at
 most STOP_PATIENCE seconds (a second Ctrl-C stops waiting; the engine still checkpoints and
 exits on its own). With `detach` the first one ends the display and the engine trains on.
@@ -9,6 +12,8 @@ exits on its own). With `detach` the first one ends the display and the engine t
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import time
 from dataclasses import replace
@@ -23,6 +28,7 @@ from rich.text import Text
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.engine_stop import STOP_PATIENCE, say_anywhere, send_stop, signal_label
 from puffer_tui.app.run_history import read_events
+from puffer_tui.app.terminal import LOG_EVERY, PROGRESS_MODES  # noqa: F401 (named here too)
 from puffer_tui.app.widgets.format import duration
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.protocol import (
@@ -50,6 +56,53 @@ def _sps(t: TelemetrySnapshot) -> str:
     if t.state in FINAL_STATES and t.sps_mean > 0:
         return f"{t.sps_mean:,.0f} mean"
     return f"{t.sps:,.0f}"
+
+
+# short names of the usual losses, so a line stays readable in a log
+_LOSS_LABELS = {"approx_kl": "kl", "explained_variance": "expl_var"}
+
+
+def _losses_text(losses: dict) -> str:
+    return " ".join(f"{_LOSS_LABELS.get(k, k.removesuffix('_loss'))} {_fmt(v, '.3g')}"
+                    for k, v in losses.items())
+
+
+def progress_line(t: TelemetrySnapshot) -> str:
+    """One plain line for a log: step, SPS, score, return, losses, ETA (no escape codes)."""
+    total = t.total_timesteps or 0
+    done = f" ({100 * min(t.global_step, total) / total:.0f}%)" if total else ""
+    stats = t.stats
+    parts = [f"{t.state or '?'}", f"step {t.global_step:,}/{total:,}{done}",
+             f"SPS {_sps(t)}", f"ETA {duration(t.eta)}",
+             f"score {_fmt(stats.get('score'), '.3f')}",
+             f"return {_fmt(stats.get('episode_return'), '.3f')}"]
+    if t.losses:
+        parts.append(f"losses {_losses_text(t.losses)}")
+    parts.append(f"epoch {t.epoch}, up {duration(t.uptime)}")
+    return "  ".join(parts)
+
+
+def _finite(value):
+    """A JSON-safe number: NaN and infinity (which json writes as bare words) become null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    return value
+
+
+def progress_record(t: TelemetrySnapshot) -> dict:
+    """The same snapshot as one JSON object, for `--progress jsonl`."""
+    stats = t.stats
+    return _finite({
+        "type": "progress", "time": round(t.time or time.time(), 3), "run": t.run,
+        "env": t.env, "state": t.state, "global_step": t.global_step,
+        "total_timesteps": t.total_timesteps, "epoch": t.epoch, "sps": round(t.sps, 1),
+        "sps_mean": round(t.sps_mean, 1), "eta": t.eta, "uptime": round(t.uptime, 1),
+        "score": stats.get("score"), "episode_return": stats.get("episode_return"),
+        "episode_length": stats.get("episode_length"), "learning_rate": t.learning_rate,
+        "losses": dict(t.losses),
+    })
 
 
 def render(t: TelemetrySnapshot, width: int | None = None) -> Panel:
@@ -84,10 +137,19 @@ def render(t: TelemetrySnapshot, width: int | None = None) -> Panel:
 
 class HeadlessDisplay:
     def __init__(self, client: EngineClient, run_dir, console: Console | None = None,
-                 signals=None, detach: bool = False, patience: float = STOP_PATIENCE):
+                 signals=None, detach: bool = False, patience: float = STOP_PATIENCE,
+                 progress: str = "auto", log_every: float = LOG_EVERY, records=None):
         self.client = client
         self.run_dir = run_dir
         self.console = console or Console()
+        if progress == "auto":  # chosen by whether the output is a terminal
+            progress = "panel" if self.console.is_terminal else "lines"
+        self.progress = progress
+        self.log_every = log_every
+        self.records = records  # the stream JSON lines go to (--progress jsonl): stdout
+        self._next_line: float | None = None  # monotonic time the next line is due
+        self._line_state: str | None = None  # the state the last line showed
+        self._last_line: dict | None = None  # what it showed: the end repeats no line
         self.signals = signals  # app/engine_stop.py StopSignals: a second Ctrl-C in `again`
         self.detach = detach
         self.patience = patience
@@ -111,17 +173,24 @@ class HeadlessDisplay:
             self.signals.raising = False
         try:
             self.print_earlier_events()  # a Ctrl-C meanwhile is a flag, as in the loop
-            with Live(self._render(), console=self.console,
-                      refresh_per_second=REFRESH_HZ, transient=False) as live:
-                self._loop(live)
+            if self.progress == "panel":
+                with Live(self._render(), console=self.console,
+                          refresh_per_second=REFRESH_HZ, transient=False) as live:
+                    self._loop(live)
+            else:
+                self._loop(None)
         finally:
             if self.signals is not None:
                 self.signals.raising = True
-        if not self.console.is_terminal:
+        if self.progress == "panel" and not self.console.is_terminal:
             self.console.print()  # the last frame of a non-terminal Live has no newline
-        return self.final_state(wait=self.client.closed.is_set())
+        state = self.final_state(wait=self.client.closed.is_set())
+        if self.progress != "panel":  # the last word: how it ended, at which step
+            self.telemetry = replace(self.telemetry, state=state, sps=0.0, eta=None)
+            self._emit()
+        return state
 
-    def _loop(self, live: Live) -> None:
+    def _loop(self, live: Live | None) -> None:
         stop_sent = None  # monotonic time of the stop
         while True:
             try:
@@ -176,7 +245,7 @@ class HeadlessDisplay:
             return render(self.telemetry, self.console.width - 2)
         return render(self.telemetry)
 
-    def _pump(self, live: Live) -> None:
+    def _pump(self, live: Live | None) -> None:
         deadline = time.monotonic() + 1 / REFRESH_HZ
         for push in self.client.pushes(timeout=1 / REFRESH_HZ):
             kind = push.get("type")
@@ -191,7 +260,39 @@ class HeadlessDisplay:
                 self._print_event(push)
             if time.monotonic() >= deadline:
                 break
-        live.update(self._render())
+        if live is not None:
+            live.update(self._render())
+        else:
+            self._maybe_emit()
+
+    def _maybe_emit(self) -> None:
+        """A line once the first epoch is in, then every `log_every` seconds, and whenever
+        the run's state changes (paused, stopping...)."""
+        t, now = self.telemetry, time.monotonic()
+        changed = t.state != self._line_state and (
+            self._line_state is not None or t.state not in (RunState.STARTING, RunState.RUNNING))
+        if self._next_line is None and t.epoch < 1 and not changed:
+            return  # nothing measured yet: the first line waits for the first epoch
+        if self._next_line is not None and now < self._next_line and not changed:
+            return
+        self._emit()
+        self._next_line = now + self.log_every
+
+    def _emit(self) -> None:
+        record = progress_record(self.telemetry)
+        if record == self._last_line:
+            return  # the end, already shown as the state changed
+        self._line_state, self._last_line = self.telemetry.state, record
+        if self.progress == "jsonl":
+            self._write_record(progress_record(self.telemetry))
+        else:
+            self.console.print(progress_line(self.telemetry), markup=False, highlight=False,
+                               soft_wrap=True)
+
+    def _write_record(self, record: dict) -> None:
+        stream = self.records if self.records is not None else self.console.file
+        stream.write(json.dumps(record) + "\n")
+        stream.flush()
 
     def print_earlier_events(self) -> None:
         """What this engine said before we connected (pushed only to the clients connected
@@ -216,6 +317,10 @@ class HeadlessDisplay:
             return  # read back from events.log already: it came as we read
         if level == "error":
             self.errors.append(text)
+        if self.progress == "jsonl":  # the JSON stream stays JSON: events are records too
+            self._write_record({"type": "event", "time": event.get("time"), "level": level,
+                                "text": text})
+            return
         # one print: above a live display a partial line (end="") is erased by its redraw;
         # soft wrap: a checkpoint path stays one piece to copy, not cut by a newline
         self.console.print(Text.assemble((f"{level} ", style), text), highlight=False,

@@ -43,7 +43,7 @@ from puffer_tui.app.engine_stop import (
     signal_label,
     stop_line,
 )
-from puffer_tui.app.headless_display import HeadlessDisplay
+from puffer_tui.app.headless_display import LOG_EVERY, HeadlessDisplay
 from puffer_tui.engine.shared import exit_codes as ec
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.protocol import FINAL_STATES, LIVE_STATES, RunState
@@ -107,10 +107,19 @@ def attach_hint(run_dir, pid: int) -> str:
 
 
 def run_headless(run_dir, resume: bool, fallback: bool, console: Console | None = None,
-                 detach: bool = False) -> int:
+                 detach: bool = False, progress: str = "auto",
+                 log_every: float = LOG_EVERY) -> int:
+    """Start (or resume) the engine of `run_dir` and show its progress until it ends; the
+    exit status says how (engine/shared/exit_codes.py). `progress`: "panel" (a live panel),
+    "lines" (a plain line per `log_every` seconds), "jsonl" (a JSON object per interval on
+    stdout, every other line on stderr), "auto" (panel in a terminal, else lines)."""
+    records = None
+    if progress == "jsonl" and console is None:  # stdout carries the JSON lines only
+        records = SafeStream(sys.stdout)
+        console = Console(file=SafeStream(sys.stderr))
     console = console or Console(file=SafeStream(sys.stdout))
     with StopSignals() as signals:
-        session = _Session(run_dir, console, signals, detach)
+        session = _Session(run_dir, console, signals, detach, progress, log_every, records)
         try:
             return session.run(resume, fallback)
         except Interrupted as e:  # a signal outside the display: stop (or leave) the engine
@@ -120,11 +129,13 @@ def run_headless(run_dir, resume: bool, fallback: bool, console: Console | None 
 class _Session:
     """One headless command: the engine it started, the connection, and how it ends."""
 
-    def __init__(self, run_dir, console: Console, signals: StopSignals, detach: bool):
+    def __init__(self, run_dir, console: Console, signals: StopSignals, detach: bool,
+                 progress: str = "auto", log_every: float = LOG_EVERY, records=None):
         self.run_dir = run_dir
         self.console = console
         self.signals = signals
         self.detach = detach
+        self.progress, self.log_every, self.records = progress, log_every, records
         self.handle: EngineHandle | None = None
         self.ready = False  # the engine's socket answers: a stop goes through it
         self.client: EngineClient | None = None
@@ -171,7 +182,8 @@ class _Session:
             console.print(f"engine pid {handle.pid}; Ctrl-C checkpoints and stops it",
                           highlight=False)
         display = HeadlessDisplay(self.client, run_dir, console, signals=self.signals,
-                                  detach=self.detach)
+                                  detach=self.detach, progress=self.progress,
+                                  log_every=self.log_every, records=self.records)
         try:
             state = display.run()
         finally:

@@ -10,9 +10,11 @@ Without --headless the Textual dashboard opens (puffer_tui.app.app.run_app).
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from puffer_tui.app.services.run_service import check_flags, new_run, plan_resume
+from puffer_tui.app.terminal import LOG_EVERY, PROGRESS_MODES, no_terminal
 from puffer_tui.engine.shared import config as cfg
 from puffer_tui.engine.shared import config_flags
 from puffer_tui.engine.shared import exit_codes as ec
@@ -90,6 +92,14 @@ def add_parser(sub, name, help_text):
     p.add_argument("--headless", action="store_true",
                    help="no dashboard: a plain progress display; Ctrl-C, SIGTERM and SIGHUP "
                         "(a closed terminal) checkpoint and stop the engine")
+    p.add_argument("--progress", choices=PROGRESS_MODES, default=None,
+                   help="with --headless: panel (a live panel), lines (a plain line every "
+                        "--log-every seconds: step, SPS, score, return, losses, ETA), jsonl "
+                        "(one JSON object a line on stdout, for scripts; other output on "
+                        "stderr); default auto: panel in a terminal, lines in a pipe or file")
+    p.add_argument("--log-every", type=float, default=None, metavar="S",
+                   help=f"with --headless: seconds between progress lines (default "
+                        f"{LOG_EVERY:g}); the panel redraws on its own")
     p.add_argument("--detach", action="store_true",
                    help="with --headless: the engine outlives the command (Ctrl-C, SIGTERM, "
                         "SIGHUP leave it training); reattach with `puffer-tui attach RUN`, "
@@ -177,6 +187,21 @@ def run(args) -> int:
     if args.detach and not args.headless:
         return _fail("--detach is for --headless (in the dashboard, q offers to detach and "
                      "leave the engine training)")
+    note = None
+    if not args.headless:
+        why = no_terminal()
+        if why is not None:  # a dashboard would write its escape codes into the file
+            note = (f"puffer-tui train: {why}: no dashboard; training as with --headless "
+                    f"(Ctrl-C, SIGTERM and SIGHUP checkpoint and stop; add --headless to "
+                    f"skip this note)")
+            args.headless = True
+    for flag, value in (("--progress", args.progress), ("--log-every", args.log_every)):
+        if value is not None and not args.headless:
+            return _fail(f"{flag} is for --headless (the dashboard draws its own progress)")
+    if args.log_every is not None and not (math.isfinite(args.log_every)
+                                           and args.log_every > 0):
+        return _fail(f"--log-every {args.log_every:g}: give the seconds between lines, "
+                     f"more than 0 (e.g. --log-every 30)")
     if not args.headless:
         try:
             # lazy: pulls textual, which this module does not load
@@ -187,6 +212,8 @@ def run(args) -> int:
         run_dir, resuming = prepare_run(args)
     except (ConfigError, RunDirError, CheckpointError) as e:
         return _fail(str(e))
+    if note:
+        print(note, file=sys.stderr, flush=True)
     if run_app is not None:
         if resuming:
             # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
@@ -202,4 +229,5 @@ def run(args) -> int:
     # lazy: pulls textual, which this module does not load
     from puffer_tui.app.headless_run import run_headless
 
-    return run_headless(run_dir, resuming, args.fallback_checkpoint, detach=args.detach)
+    return run_headless(run_dir, resuming, args.fallback_checkpoint, detach=args.detach,
+                        progress=args.progress or "auto", log_every=args.log_every or LOG_EVERY)

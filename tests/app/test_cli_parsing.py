@@ -14,7 +14,7 @@ def started(monkeypatch):
     """Stands in for the engine: records the run dir each train command would start."""
     runs = []
 
-    def fake_run_headless(run_dir, resume, fallback, console=None, detach=False):
+    def fake_run_headless(run_dir, resume, fallback, console=None, detach=False, **views):
         runs.append((run_dir, resume))
         return 0
 

@@ -40,7 +40,7 @@ def kill_and_read(runs, kill, *flags) -> tuple[int, str, object]:
 def test_an_engine_killed_mid_run_is_reported_dead_with_the_way_to_resume(tmp_path, kill):
     code, out, run = kill_and_read(tmp_path / "runs", kill, "--train.checkpoint-interval", "1")
     assert code == 1, out
-    tail = out[out.rindex("╰"):]  # what came after the live panel's last frame
+    tail = out[out.rindex("the engine (pid "):]  # the report, after the progress lines
     assert "killed by SIGKILL" in tail and "the engine (pid " in tail, tail
     last = rd.run_info(run).last_checkpoint
     assert f"last checkpoint {last}" in tail, tail
@@ -51,7 +51,7 @@ def test_an_engine_killed_mid_run_is_reported_dead_with_the_way_to_resume(tmp_pa
 def test_an_engine_killed_before_any_checkpoint_says_there_is_nothing_to_resume(tmp_path):
     code, out, run = kill_and_read(tmp_path / "runs", lambda pid: os.killpg(pid, signal.SIGKILL))
     assert code == 1, out
-    tail = out[out.rindex("╰"):]
+    tail = out[out.rindex("the engine (pid "):]
     assert "killed by SIGKILL" in tail and "last checkpoint none" in tail, tail
     assert "nothing to resume from" in tail and "resume with" not in tail, tail
     assert list_checkpoints(run) == []
