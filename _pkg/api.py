@@ -56,7 +56,7 @@ class TrainingError(RuntimeError):
 # -- train ------------------------------------------------------------------------------------
 
 
-def train(env: str | None = None, *, preset: str | os.PathLike | None = None,
+def train(env: str | None = None, /, *, preset: str | os.PathLike | None = None,
           total_timesteps: int | None = None, seed: int | None = None,
           runs_dir: str | os.PathLike | None = None, detach: bool = False,
           on_epoch: OnEpoch | None = None, inline: bool = False,
@@ -64,6 +64,7 @@ def train(env: str | None = None, *, preset: str | os.PathLike | None = None,
     """Train `env` (a name from `puffer-tui envs`, `gym:ID`, `MODULE:CALLABLE` or
     `pz:MODULE:CALLABLE`) as `puffer-tui train ENV --headless` does, and return its `Run`.
 
+    `env` is positional, so that `env={...}` can hold the env's own settings.
     Settings: `train={"learning_rate": 3e-4}`, `vec={"num_envs": 16}`, `env={"size": 9}`,
     `eval={"interval": 5}`, or dotted keys (`**{"train.learning_rate": 3e-4}`), over the env's
     preset (and the `preset` file's, as `--preset`). `total_timesteps` and `seed` are
@@ -81,6 +82,8 @@ def train(env: str | None = None, *, preset: str | os.PathLike | None = None,
     # lazy: pulls gymnasium and the env registry, which importing puffer_tui does not load
     from puffer_tui.app.services.run_service import new_run, plan_resume
 
+    if env is None and isinstance(overrides.get("env"), str):  # train(env="squared")
+        env = overrides.pop("env")
     settings = settings_from(overrides)
     if total_timesteps is not None:
         settings["train.total_timesteps"] = total_timesteps
