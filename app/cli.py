@@ -9,6 +9,7 @@ import re
 import sys
 
 from puffer_tui.app.services.run_service import closest_flag
+from puffer_tui.app.terminal import no_terminal
 from puffer_tui.engine.shared import exit_codes as ec
 
 # subcommand -> its help line. Each is the module puffer_tui.app.commands.<name>; all are
@@ -161,6 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     args.extra = env_settings
     if args.command is None:
         # No subcommand: the app's launcher (runs under $PUFFER_TUI_RUNS or ./runs).
+        why = no_terminal()
+        if why is not None:  # its escape codes would land in a file or pipe
+            print(f"puffer-tui: error: {why}: the launcher needs one; `puffer-tui train ENV "
+                  f"--headless` trains without it, `puffer-tui --help` lists the commands",
+                  file=sys.stderr)
+            return ec.USAGE
         from puffer_tui.app.app import run_app
 
         return int(run_app() or 0)

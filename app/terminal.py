@@ -3,6 +3,7 @@ the standard library: the verbs ask before they load Textual."""
 
 from __future__ import annotations
 
+import os
 import sys
 
 # the progress views of `train --headless` (app/headless_display.py), here so the verbs can
@@ -14,7 +15,10 @@ PROGRESS_MODES = ("auto", "panel", "lines", "jsonl")  # auto: panel in a termina
 def no_terminal() -> str | None:
     """Why a dashboard cannot be shown here ("stdout is not a terminal"), None when it can:
     redirected to a file or a pipe its escape codes would land in the log, and with stdin not
-    a terminal no key would reach it."""
+    a terminal no key would reach it. A page of `puffer-tui serve` runs the app over pipes
+    with Textual's web driver (TEXTUAL_DRIVER): that needs no terminal."""
+    if os.environ.get("TEXTUAL_DRIVER"):
+        return None
     for name, stream in (("stdout", sys.stdout), ("stdin", sys.stdin)):
         try:
             if stream is None or not stream.isatty():

@@ -12,6 +12,7 @@ import sys
 import time
 
 from puffer_tui.app.services.run_service import resume_advice
+from puffer_tui.app.terminal import no_terminal
 from puffer_tui.engine.shared import exit_codes as ec
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.protocol import LIVE_STATES
@@ -107,6 +108,12 @@ def find_sweep(name: str | None, runs_dir: str | None):
 
 
 def run(args) -> int:
+    why = no_terminal()
+    if why is not None:  # the dashboard's escape codes would land in a file or pipe
+        print(f"puffer-tui attach: error: {why}: the dashboard needs one; `puffer-tui runs` "
+              f"lists the runs, `tail -f RUN/{rd.EVENTS_FILE}` follows one, `puffer-tui stop "
+              f"RUN` stops it", file=sys.stderr)
+        return ec.USAGE
     sweep = find_sweep(args.run_name, args.runs_dir)
     if sweep is not None:
         # lazy: pulls textual, which this module does not load

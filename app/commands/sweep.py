@@ -18,6 +18,7 @@ import time
 
 from puffer_tui.app.commands.train import env_flags
 from puffer_tui.app.services.run_service import check_flags
+from puffer_tui.app.terminal import no_terminal
 from puffer_tui.engine.shared import config as cfg
 from puffer_tui.engine.shared import config_flags
 from puffer_tui.engine.shared import exit_codes as ec
@@ -98,8 +99,11 @@ def run(args) -> int:
     # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.app.commands.sweep_watch import launch_and_view, launch_and_watch
 
-    if not args.headless:
+    if not args.headless and no_terminal() is None:
         return launch_and_view(sweep_dir, settings, args.runs_dir)
+    if not args.headless:  # the sweep view's escape codes would land in a file or pipe
+        print(f"puffer-tui sweep: {no_terminal()}: no sweep view; watching as with "
+              f"--headless", file=sys.stderr, flush=True)
     return launch_and_watch(sweep_dir, settings, watch)
 
 

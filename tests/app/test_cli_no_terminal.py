@@ -1,6 +1,7 @@
-"""`puffer-tui train ENV` without --headless where there is no terminal (`> log`, a batch
-job): no dashboard writing escape codes into the file, but the headless run (progress lines,
-signals checkpoint and stop), with a one-line note saying so."""
+"""Where there is no terminal (`> log`, a batch job): `puffer-tui train ENV` without --headless
+starts no dashboard writing escape codes into the file, but the headless run (progress lines,
+signals checkpoint and stop), with a one-line note saying so; the launcher and `attach`,
+which have nothing to show without one, refuse in one line."""
 
 import pytest
 
@@ -40,3 +41,12 @@ def test_log_every_must_be_positive(tmp_path, capsys, started):
                  "--log-every", "0"]) == 2
     assert "--log-every 0: give the seconds between lines" in capsys.readouterr().err
     assert not started
+
+
+@pytest.mark.parametrize("argv, who", [([], "the launcher"), (["attach"], "the dashboard")])
+def test_the_apps_without_a_terminal_are_refused_in_one_line(argv, who, capsys, monkeypatch,
+                                                             started):
+    monkeypatch.delenv("TEXTUAL_DRIVER", raising=False)
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"stdout is not a terminal: {who} needs one" in err[0], err
