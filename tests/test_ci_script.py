@@ -119,3 +119,10 @@ def test_the_skipped_tests_are_noted_and_run_again_by_node_id(tmp_path):
                             "no:cacheprovider", "--", *ids], cwd=tmp_path, env=plain,
                            capture_output=True, text=True, timeout=120)
     assert "3 skipped" in again.stdout and "passed" not in again.stdout, again.stdout
+
+
+def test_ci_checks_the_wheel_last():
+    """After the tests: the wheel built, installed with no compiler and used
+    (tools/wheel_check.py)."""
+    script = (ROOT / ".ci" / "run").read_text()
+    assert script.find("python tools/wheel_check.py") > script.find("tests/sanitize/run.sh") > 0
