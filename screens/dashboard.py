@@ -54,7 +54,7 @@ from puffer_tui.screens.dashboard_replay import RecordingPlayer
 from puffer_tui.screens.diagnosis import DiagnosisScreen
 from puffer_tui.screens.help import HelpScreen
 from puffer_tui.screens.hyperparameters import HyperparameterScreen
-from puffer_tui.screens.render import RenderScreen
+from puffer_tui.screens.render import RenderScreen, next_saliency
 
 EVAL_SCORE = "eval/score"  # the episodes panel's line of the evaluations' score
 # keys that need a live engine (hidden once the run has ended or the link is gone)
@@ -85,6 +85,8 @@ class DashboardScreen(Screen):
         Binding("s", "stop", "Stop"),
         Binding("h", "hyperparameters", "Hyperparams"),
         Binding("r", "render_view", "Render"),
+        # what drives the policy's choice, over the render: of log pi(a|s), of V(s), off
+        Binding("g", "saliency", "Saliency"),
         # a diagnosis in force (app/widgets/diagnosis_line.py): its evidence, fix, dismissal
         Binding("a", "diagnosis_apply", "Fix"),
         Binding("x", "diagnosis_dismiss", "Hide"),
@@ -109,6 +111,7 @@ class DashboardScreen(Screen):
         self.over_sweep = over_sweep  # a sweep trial's: b goes back to the sweep view
         self.set_reactive(DashboardScreen.link_state, link_state)
         self.render_env = render_env
+        self.saliency: str | None = None  # the overlay asked for: "action", "value" (g)
         self._shown_frame = None
         self._plotted_epochs = -1
         self._last_state = ""
@@ -139,6 +142,8 @@ class DashboardScreen(Screen):
 
     def on_mount(self) -> None:
         self._set_render_env(self.render_env)
+        for render in self.query(EnvRender):
+            render.show_policy = True
         self.query_one(RunHeader).link_state = self.link_state
         self.refresh_frame()
         self.refresh_numbers_and_plots()
@@ -194,8 +199,11 @@ class DashboardScreen(Screen):
             self._request_frames()
 
     def _request_frames(self) -> None:
-        self.post_message(lm.EngineRequest(
-            "render", {"env": self.render_env, "fps": round(1 / FRAME_REFRESH_S)}, quiet=True))
+        # the policy's view comes with the frames (the strip beside the render)
+        args = {"env": self.render_env, "fps": round(1 / FRAME_REFRESH_S), "policy": True}
+        if self.saliency:
+            args["saliency"] = self.saliency
+        self.post_message(lm.EngineRequest("render", args, quiet=True))
 
     @on(lm.RenderEnvChanged)
     def _on_render_env(self, message: lm.RenderEnvChanged) -> None:
@@ -335,6 +343,8 @@ class DashboardScreen(Screen):
             return self.query_one(DiagnosisLine).allows(action, self.can_steer())
         if action == "replay":
             return self.player.available or self.player.replay is not None
+        if action == "saliency":  # g still works (on_key) when the footer has no room for it
+            return not self._footer_crowded()
         if action == "pause":
             return state != RunState.PAUSED
         if action == "resume":
@@ -370,7 +380,16 @@ class DashboardScreen(Screen):
     def action_replay(self) -> None:
         self.player.toggle()
 
+    def _footer_crowded(self) -> bool:
+        """80 columns with the replay or diagnosis keys shown: no room for g's label."""
+        return self.has_class("-narrow") and (self.has_class("-recording")
+                                              or self.has_class("-diagnosis"))
+
     def on_key(self, event: events.Key) -> None:
+        if event.key == "g" and self._footer_crowded() and not self.player.busy:
+            event.stop()
+            self.action_saliency()
+            return
         if self.player.busy:
             event.prevent_default()  # the key stops the replay and does nothing else
             event.stop()
@@ -380,7 +399,16 @@ class DashboardScreen(Screen):
         self.player.stop()
 
     def action_render_view(self) -> None:
-        self.app.push_screen(RenderScreen(self.store, self.render_env, self.link_state))
+        self.app.push_screen(RenderScreen(self.store, self.render_env, self.link_state,
+                                          saliency=self.saliency))
+
+    def action_saliency(self) -> None:
+        """The saliency overlay: of the action's log-probability, then of the value, then off."""
+        self.saliency = next_saliency(self.saliency)
+        for render in self.query(EnvRender):
+            render.saliency = self.saliency
+        if self.linked:
+            self._request_frames()
 
     def action_help(self) -> None:
         self.app.push_screen(HelpScreen())

@@ -18,6 +18,10 @@ HELP = """\
 - `s` stop the run (asks first; the engine checkpoints and exits)
 - `h` hyperparameter editor (live fields change while training)
 - `r` full-screen render of one environment; `[` `]` previous / next env
+- `g` saliency over the render: what drives the policy's choice (|d log pi(a|s) / d obs|),
+  again: of the value V(s), again: off. The policy strip beside the render shows the
+  action probabilities (the action taken marked), V(s), the reward, and once an episode
+  ends V(s_t) against the realized return with the critic's error
 - `l` plot the next loss curve
 - `v` replay the run's newest recording in the env panel (shown once one exists; any key stops)
 - `a` apply the diagnosis line's suggested change (a live `set`, acknowledged in the event

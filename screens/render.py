@@ -1,4 +1,5 @@
-"""One environment, full screen, with the keys to pick which one.
+"""One environment, full screen, with the keys to pick which one, and the policy's view of it
+(app/widgets/policy_strip.py) beside the frame; `g` cycles the saliency overlay.
 
 Redrawn when the app says the run changed (`RunChanged`), at most ~15 times a second."""
 
@@ -19,6 +20,13 @@ from puffer_tui.app.widgets.run_header import RunHeader
 from puffer_tui.engine.shared.protocol import RunState, palette_from_wire
 
 REFRESH_S = 1 / 15  # frames arrive at up to ~15 Hz: draw no more often than that
+SALIENCY_CYCLE = (None, "action", "value")  # g: off, of log pi(a|s), of V(s), off again
+
+
+def next_saliency(current: str | None) -> str | None:
+    """The saliency overlay after one more press of its key."""
+    index = SALIENCY_CYCLE.index(current) if current in SALIENCY_CYCLE else 0
+    return SALIENCY_CYCLE[(index + 1) % len(SALIENCY_CYCLE)]
 
 
 class RenderScreen(Screen):
@@ -27,15 +35,18 @@ class RenderScreen(Screen):
         Binding("left_square_bracket", "env(-1)", "Prev env"),
         Binding("right_square_bracket", "env(1)", "Next env"),
         Binding("o", "toggle_view", "Obs/env"),
+        Binding("g", "saliency", "Saliency"),
         Binding("p", "pause", "Pause"),
         Binding("p", "resume", "Resume"),
     ]
 
-    def __init__(self, store: TelemetryStore, env_index: int, link_state: str | None = None):
+    def __init__(self, store: TelemetryStore, env_index: int, link_state: str | None = None,
+                 saliency: str | None = None):
         super().__init__()
         self.store = store
         self.env_index = env_index
         self.link_state = link_state
+        self.saliency = saliency  # the overlay asked for: None, "action", "value"
         self.view = "env"  # "obs": the observation drawn as an image, not the env's drawing
         self._state = ""
         self._drawn_at = 0.0
@@ -49,6 +60,7 @@ class RenderScreen(Screen):
     def on_mount(self) -> None:
         render = self.query_one(EnvRender)
         render.env_index = self.env_index
+        render.show_policy, render.saliency = True, self.saliency
         self.refresh_frame()
         self._request_frames()
 
@@ -60,6 +72,10 @@ class RenderScreen(Screen):
         args = {"env": self.env_index, "fps": round(1 / REFRESH_S)}
         if self.view != "env":
             args["view"] = self.view
+        else:  # the policy's view of the step comes with the env's frames
+            args["policy"] = True
+            if self.saliency:
+                args["saliency"] = self.saliency
         self.post_message(lm.EngineRequest("render", args, quiet=True))
 
     @on(lm.RunChanged)
@@ -103,7 +119,7 @@ class RenderScreen(Screen):
         if action in ("pause", "resume"):
             paused = self.store.state == RunState.PAUSED
             return lm.can_steer(self.link_state, self.store.state) and paused == (action == "resume")
-        if action in ("env", "toggle_view"):
+        if action in ("env", "toggle_view", "saliency"):
             # another env or view is a frame the engine draws: once the run is over (or the
             # link is gone) the last frame stays, and the keys that cannot change it go
             return lm.can_steer(self.link_state, self.store.state)
@@ -116,6 +132,12 @@ class RenderScreen(Screen):
         """The observation as the policy sees it (an 84x84 frame stack, say), or the env."""
         self.view = "obs" if self.view == "env" else "env"
         self.query_one(EnvRender).view = self.view
+        self._request_frames()
+
+    def action_saliency(self) -> None:
+        """What drives the choice, over the frame: of log pi(a|s), then of V(s), then off."""
+        self.saliency = next_saliency(self.saliency)
+        self.query_one(EnvRender).saliency = self.saliency
         self._request_frames()
 
     def action_pause(self) -> None:

@@ -20,8 +20,11 @@ from puffer_tui.app.widgets.frame_drawing import (
     fit_image,
     halfblock_lines,
     image_pixels,
+    overlay_saliency,
     text_lines,
+    tile_pixels,
 )
+from puffer_tui.app.widgets.policy_strip import MIN_BESIDE, STRIP_WIDTH, strip_lines
 from puffer_tui.engine.shared.protocol import Frame, FrameKind, decode_frame
 
 LOWER_HALF = "\u2584"  # fg = the bottom tile's colour, over an empty top tile
@@ -116,7 +119,11 @@ def _half_block_tiles(frame: Frame, palette: dict, max_width: int, max_height: i
 
 
 class EnvRender(Widget):
-    """`frame` is the latest Frame; `palette` maps tile id -> (glyph, colour)."""
+    """`frame` is the latest Frame; `palette` maps tile id -> (glyph, colour).
+
+    With `show_policy` the policy's view the frame carries (`frame.policy`) is drawn beside
+    the frame when the panel is wide enough for both, else under it
+    (app/widgets/policy_strip.py), and a saliency grid it carries as heat over the frame."""
 
     DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
     DEFAULT_CSS = """
@@ -131,6 +138,8 @@ class EnvRender(Widget):
     num_envs: reactive[int] = reactive(0)
     enabled: reactive[bool] = reactive(True)
     view: reactive[str] = reactive("env")  # "obs": the frames show the observation
+    show_policy: reactive[bool] = reactive(False)  # the policy strip beside (or under) it
+    saliency: reactive[str | None] = reactive(None)  # the overlay asked for: "action", "value"
     # set while the panel replays a recording ("replay eval-4096.gif 12/89"): the title
     # says so instead of the env
     caption: reactive[str] = reactive("")
@@ -150,14 +159,23 @@ class EnvRender(Widget):
     def watch_caption(self) -> None:
         self._titles()
 
+    def watch_saliency(self) -> None:
+        self._titles()
+        self._strips = None
+
+    def watch_show_policy(self) -> None:
+        self._strips = None
+
     def _titles(self) -> None:
         if self.caption:
             self.border_title, self.border_subtitle = self.caption, "any key stops"
             return
         total = f"/{self.num_envs}" if self.num_envs else ""
         observation = " observation" if self.view == "obs" else ""
-        self.border_title = f"env {self.env_index}{total}{observation}"
-        self.border_subtitle = "[ ] env  r full screen"
+        salient = f" saliency of {'pi' if self.saliency == 'action' else 'V'}" \
+            if self.saliency else ""
+        self.border_title = f"env {self.env_index}{total}{observation}{salient}"
+        self.border_subtitle = "[ ] env  r full  g saliency"
 
     # -- the Line API: whole rows of pre-styled segments, rebuilt only when the frame changes --
 
@@ -184,16 +202,84 @@ class EnvRender(Widget):
             message = "render off" if not self.enabled else "waiting for frames..."
             text = Text(message.center(width)[:width], style=base + Style(dim=True))
             lines = [Strip(list(text.render(self.app.console)), width)]
+        elif self.show_policy and getattr(self.frame, "policy", None) is not None \
+                and self.view == "env" and not self.caption:
+            return self._with_strip(width, height, base)
         else:
-            lines = [_centred(segments, width, base) for segments in self._frame_rows()]
+            lines = [_centred(segments, width, base)
+                     for segments in self._frame_rows(width, height)]
         top = max((height - len(lines)) // 2, 0)
         blank = Strip.blank(width, base)
         return [blank] * top + lines + [blank] * max(height - top - len(lines), 0)
 
-    def _frame_rows(self) -> list[list[Segment]]:
-        """The frame as rows of segments that fit the widget."""
-        frame, width, height, base = self.frame, self.size.width, self.size.height, self.rich_style
+    def _with_strip(self, width: int, height: int, base: Style) -> list[Strip]:
+        """The frame and the policy strip: beside it when both fit, else the strip under it
+        (the frame keeps what it needs, at least half the panel; the strip the rest)."""
+        frame, view = self.frame, self.frame.policy
+        blank = Strip.blank(width, base)
+        strip_width = min(STRIP_WIDTH, max(MIN_BESIDE, width // 3))
+        frame_width = width - strip_width - 1
+        if frame_width >= min(_natural_width(frame, height), 2 * MIN_BESIDE) \
+                and strip_width >= MIN_BESIDE:
+            rows = self._frame_rows(frame_width, height)
+            top = max((height - len(rows)) // 2, 0)
+            strip = strip_lines(view, strip_width, height)
+            at = min(top, max(height - len(strip), 0))  # level with the frame's top
+            lines = []
+            for y in range(height):
+                segments = rows[y - top] if 0 <= y - top < len(rows) else []
+                left = _centred(segments, frame_width, base)
+                line = strip[y - at] if 0 <= y - at < len(strip) else None
+                right = self._strip_row(line, strip_width + 1)
+                lines.append(Strip([*left, *right]).adjust_cell_length(width, base))
+            return lines
+        need = _natural_height(frame)
+        strip_height = min(max(height - need, min(3, height)), max(height - 3, 1))
+        frame_height = max(height - strip_height, 0)
+        rows = self._frame_rows(width, frame_height) if frame_height else []
+        top = max((frame_height - len(rows)) // 2, 0)
+        lines = [blank] * top + [_centred(r, width, base) for r in rows]
+        lines += [blank] * max(frame_height - len(lines), 0)
+        for text in strip_lines(view, max(width - 1, 1), strip_height):
+            lines.append(self._strip_row(text, width))
+        return (lines + [blank] * height)[:height]
+
+    def _strip_row(self, text: Text | None, width: int) -> Strip:
+        """One line of the strip, after a space, padded to `width` cells."""
+        base = self.rich_style
+        if text is None:
+            return Strip.blank(width, base)
+        segments = [Segment(" ", base)] + [
+            Segment(seg.text, base + seg.style if seg.style else base)
+            for seg in text.render(self.app.console)]
+        return Strip(segments).adjust_cell_length(width, base)
+
+    def _salient_grid(self):
+        """The saliency the frame carries as a grid to draw, when the overlay is on."""
+        view = getattr(self.frame, "policy", None)
+        salient = view.saliency if view is not None else None
+        if not self.saliency or salient is None or not salient.grid:
+            return None
+        return salient
+
+    def _frame_rows(self, width: int | None = None, height: int | None = None
+                    ) -> list[list[Segment]]:
+        """The frame as rows of segments that fit `width` x `height` (default: the widget)."""
+        frame, base = self.frame, self.rich_style
+        width = self.size.width if width is None else width
+        height = self.size.height if height is None else height
         kind = frame_kind(frame)
+        salient = self._salient_grid()
+        if salient is not None and kind in (FrameKind.RGB, FrameKind.TILES):
+            # the heat drawn over the frame's colours, as an image in half blocks
+            styles = self.__dict__.setdefault("_pixel_styles", {})
+            pixels = image_pixels(frame) if kind == FrameKind.RGB else \
+                tile_pixels(frame, self.palette)
+            if kind == FrameKind.TILES:  # square cells: two pixel columns a tile
+                pixels = pixels.repeat(2, axis=1).repeat(2, axis=0) \
+                    if frame.width * 2 <= width and frame.height <= height else pixels
+            pixels = overlay_saliency(pixels, salient.grid, salient.height, salient.width)
+            return halfblock_lines(fit_image(pixels, width, height), base, styles)
         if kind == FrameKind.RGB:
             styles = self.__dict__.setdefault("_pixel_styles", {})
             pixels = fit_image(image_pixels(frame), width, height)
@@ -213,6 +299,25 @@ class EnvRender(Widget):
         if 0 <= y < len(self._strips):
             return self._strips[y]
         return Strip.blank(self.size.width, self.rich_style)
+
+
+def _natural_width(frame, height: int) -> int:
+    """The cells a frame is drawn in at its own size (tiles doubled, an image at its aspect
+    in `height` lines)."""
+    kind = frame_kind(frame)
+    if kind == FrameKind.TILES:
+        return frame.width * 2 if frame.height <= height else frame.width
+    if kind == FrameKind.RGB:
+        return max(int(frame.width * 2 * height / max(frame.height, 1)), 1)
+    return frame.width
+
+
+def _natural_height(frame) -> int:
+    """The lines a frame wants: a tile row each, two pixel rows each, a text line each."""
+    kind = frame_kind(frame)
+    if kind == FrameKind.RGB:
+        return (frame.height + 1) // 2
+    return frame.height
 
 
 def _centred(segments: list[Segment], width: int, base: Style) -> Strip:

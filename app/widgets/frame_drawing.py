@@ -124,3 +124,45 @@ class FrameImage:
         for line in halfblock_lines(self.pixels):
             yield from line
             yield Segment.line()
+
+
+# -- the saliency overlay: how much each cell drives the policy, as heat over the frame ------
+
+HEAT = (255, 64, 0)  # the colour of the most salient cells
+DIM = 0.45  # what is left of a cell's own colour where nothing is salient
+
+
+def tile_pixels(frame, palette: dict):
+    """A tile frame as an H x W x 3 image, one pixel per tile in its palette colour (blank
+    glyphs black), so the saliency can be blended into it like into any image."""
+    import numpy as np
+
+    colours = {}
+    for tile, (glyph, colour) in palette.items():
+        rgb = (0, 0, 0)
+        if glyph.strip():
+            parsed = Style.parse(colour).color
+            rgb = (200, 200, 200) if parsed is None or parsed.is_default else \
+                tuple(parsed.get_truecolor())
+        colours[tile] = rgb
+    lookup = np.zeros((256, 3), np.uint8)
+    lookup[:] = (255, 0, 0)  # a tile the palette lacks, as env_render draws it: red
+    for tile, rgb in colours.items():
+        if 0 <= tile < 256:
+            lookup[tile] = rgb
+    tiles = np.frombuffer(frame.tiles, np.uint8).reshape(frame.height, frame.width)
+    return lookup[tiles]
+
+
+def overlay_saliency(pixels, grid, grid_height: int, grid_width: int):
+    """`pixels` (H x W x 3) with the saliency `grid` (values 0-1, grid_height x grid_width,
+    stretched to the image) blended in as heat: salient cells glow, the rest is dimmed."""
+    import numpy as np
+
+    height, width = pixels.shape[:2]
+    cells = np.asarray(grid, np.float32).reshape(grid_height, grid_width)
+    rows = np.minimum((np.arange(height) * grid_height) // max(height, 1), grid_height - 1)
+    cols = np.minimum((np.arange(width) * grid_width) // max(width, 1), grid_width - 1)
+    alpha = (np.clip(cells[rows][:, cols], 0.0, 1.0) ** 0.7 * 0.9)[:, :, None]
+    out = pixels.astype(np.float32) * DIM * (1.0 - alpha) + np.array(HEAT, np.float32) * alpha
+    return np.clip(out, 0, 255).astype(np.uint8)

@@ -41,7 +41,7 @@ async def test_render_env_keys_wrap_around_and_ask_the_engine():
         await pilot.press("right_square_bracket", "right_square_bracket")
         assert app.render_env == 1
         await pilot.pause(0.1)
-        assert app.sent[-1] == ("render", {"env": 1, "fps": 4})  # the panel draws 4 a second
+        assert app.sent[-1] == ("render", {"env": 1, "fps": 4, "policy": True})  # the panel draws 4 a second
         await pilot.pause(0.3)
         assert app.screen.query_one("EnvRender").border_title == "env 1/64"
 
@@ -130,22 +130,22 @@ async def test_o_in_the_render_view_switches_to_the_observation_and_back():
         app.link = object()  # linked: the dashboard asks for its frames
         app._announce_link_state()
         await pilot.pause(0.2)
-        assert app.sent[-1] == ("render", {"env": 0, "fps": 4})
+        assert app.sent[-1] == ("render", {"env": 0, "fps": 4, "policy": True})
         await pilot.press("r")
         await pilot.pause(0.1)
         assert isinstance(app.screen, RenderScreen)
-        assert app.sent[-1] == ("render", {"env": 0, "fps": 15})  # full screen: every frame
+        assert app.sent[-1] == ("render", {"env": 0, "fps": 15, "policy": True})  # full screen: every frame
         await pilot.press("o")
         await pilot.pause(0.1)
         assert app.sent[-1] == ("render", {"env": 0, "fps": 15, "view": "obs"})
         assert app.screen.query_one(EnvRender).view == "obs"
         await pilot.press("o")
         await pilot.pause(0.1)
-        assert app.sent[-1] == ("render", {"env": 0, "fps": 15})
+        assert app.sent[-1] == ("render", {"env": 0, "fps": 15, "policy": True})
         await pilot.press("o", "escape")  # leaving on the observation: the panel gets the env
         await pilot.pause(0.2)
         assert isinstance(app.screen, DashboardScreen)
-        assert app.sent[-1] == ("render", {"env": 0, "fps": 4})
+        assert app.sent[-1] == ("render", {"env": 0, "fps": 4, "policy": True})
         app.link = None
 
 
