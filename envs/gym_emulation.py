@@ -26,6 +26,7 @@ import gymnasium
 from gymnasium import spaces
 
 from puffer_tui.engine.native import frames
+from puffer_tui.engine.native.progress import progress
 from puffer_tui.engine.native.pufferenv import EnvLayout, PufferEnv
 from puffer_tui.envs.gym_spaces import ActionLayout, ObservationLayout
 
@@ -79,6 +80,7 @@ class GymnasiumPufferEnv(PufferEnv):
                         raise
                     env_kwargs = dropped
                     self.envs.append(env_creator(**env_kwargs))
+                progress()  # each env a sign of life: a slow block is not a hung worker
             self.gymnasium_observation_space, self.gymnasium_action_space = _common_spaces(
                 self.envs
             )
@@ -155,6 +157,7 @@ class GymnasiumPufferEnv(PufferEnv):
         for i, env in enumerate(self.envs):
             observation, _ = env.reset(seed=self.seed + i)
             self.observation_layout.flatten(observation, out=self.observations[i])
+            progress()
         self.masks[:] = True
         self._episode_return = [0.0] * self.num_envs
         self._episode_length = [0] * self.num_envs
@@ -194,6 +197,7 @@ class GymnasiumPufferEnv(PufferEnv):
                 observations[i] = observation
             else:
                 flatten(observation, out=observations[i])
+            progress()
         self.rewards[:] = rewards
         self.terminals[:] = terminals
         self.truncations[:] = truncations

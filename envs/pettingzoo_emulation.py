@@ -21,6 +21,7 @@ import types
 import numpy as np
 
 from puffer_tui.engine.native import frames
+from puffer_tui.engine.native.progress import progress
 from puffer_tui.engine.native.pufferenv import PufferEnv
 from puffer_tui.envs.gym_emulation import FRAME_MODES, _quiet_headless_sdl, _takes_render_mode
 from puffer_tui.envs.gym_spaces import ActionLayout, ObservationLayout
@@ -53,6 +54,7 @@ class PettingZooPufferEnv(PufferEnv):
         try:
             for _ in range(num_envs):
                 self.envs.append(env_creator(**(env_kwargs or {})))
+                progress()  # each env a sign of life: a slow block is not a hung worker
             self.agents = _check_parallel(self.envs[0])
             observation_space, action_space = _common_spaces(self.envs, self.agents)
             self.observation_layout = ObservationLayout(observation_space)
@@ -96,6 +98,7 @@ class PettingZooPufferEnv(PufferEnv):
         for i, env in enumerate(self.envs):
             observations, _ = env.reset(seed=self.seed + i)
             self._write_present(i, env, observations)
+            progress()
         self._returns[:] = 0
         self._lengths[:] = 0
         return self._episodes_begun()
@@ -132,6 +135,7 @@ class PettingZooPufferEnv(PufferEnv):
             if not env.agents:  # everyone is done: autoreset in this step
                 observations, _ = env.reset()
             self._write_present(i, env, observations)
+            progress()
         return self.observations, self.rewards, self.terminals, self.truncations, \
             self._logs_due()
 

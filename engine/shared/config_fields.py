@@ -30,8 +30,10 @@ class VecConfig:
     inline: bool = _f(False, "multiprocessing: the trainer's process steps one block of envs "
                       "itself, one worker process fewer (faster when the workers fill the "
                       "cores; a crash of an env in that block ends the run)")
-    worker_timeout: float = _f(15.0, "seconds a worker may take to step or reset before it is "
-                               "reported hung, with its stack (multiprocessing)", 0.1, 86400.0)
+    worker_timeout: float = _f(15.0, "the least seconds a busy worker may go without a sign "
+                               "of progress before it is reported hung, with its stack; "
+                               "multiprocessing allows 5x the slowest step or reset measured "
+                               "when that is longer (ray: the limit itself)", 0.1, 86400.0)
     ray_address: str = _f("", "Ray cluster host:port (ray backend; empty: RAY_ADDRESS or a "
                           "running local Ray, else start one here)")
     ray_num_cpus: float = _f(1.0, "CPUs each Ray actor asks the cluster for (ray backend)",

@@ -32,7 +32,8 @@ class InlineBlock:
     answer, preempts a worker and evicts its caches; stepping one block here instead leaves one
     process per core and no wake-up for that block (the serial backend's cost for that block,
     the other blocks in parallel). The price is the serial backend's too: a crash of an env in
-    this block (a segfault in C) takes the caller with it, and a hung env is not timed out."""
+    this block (a segfault in C) takes the caller with it. A hung env is interrupted by the
+    Multiprocessing backend's watchdog (inline_watch.py), unless it hangs inside C code."""
 
     pid = None  # no process of its own
 

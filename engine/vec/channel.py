@@ -19,6 +19,7 @@ import time
 
 STEP = b"s"  # main -> worker: step your envs with the actions in shared memory
 DONE = b"d"  # worker -> main: stepped, no infos
+ALIVE = b"a"  # worker -> main: still busy, and getting on (a heartbeat)
 OBJECT = b"m"  # either way: a pickled tuple follows
 _LENGTH = struct.Struct("<I")
 

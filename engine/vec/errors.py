@@ -12,3 +12,13 @@ class WorkerError(RuntimeError):
         if traceback:
             text += f"\n--- worker {worker} traceback ---\n{traceback.rstrip()}"
         super().__init__(text)
+
+
+class WorkerHung(WorkerError):
+    """A worker stayed silent past the hang limit: `limit` and `silent_for` in seconds, and
+    the slowest healthy silence `measured` per activity (engine/vec/hang_limit.py)."""
+
+    def __init__(self, worker: int, message: str, traceback: str = "", *, limit: float,
+                 silent_for: float, measured: dict):
+        super().__init__(worker, message, traceback)
+        self.limit, self.silent_for, self.measured = limit, silent_for, measured

@@ -30,7 +30,9 @@ import numpy as np
 from puffer_tui.engine.vec import channel, env_state
 from puffer_tui.engine.vec.block import InlineBlock
 from puffer_tui.engine.vec.crash_log import CrashLog
-from puffer_tui.engine.vec.errors import WorkerError
+from puffer_tui.engine.vec.errors import WorkerError, WorkerHung
+from puffer_tui.engine.vec.hang_limit import HangLimit, heartbeat_interval
+from puffer_tui.engine.vec.inline_watch import InlineHung, InlineWatch
 from puffer_tui.engine.vec.lifecycle import describe_death, shutdown_workers
 from puffer_tui.engine.vec.main_module import creator_needs_main, main_module_hidden
 from puffer_tui.engine.vec.pool_base import WorkerPool
@@ -46,7 +48,9 @@ from puffer_tui.engine.vec.worker import worker_main
 # both the safe and, after the first use, the fastest choice.
 START_METHOD = "forkserver"
 PRELOAD = ["numpy", "puffer_tui.engine.native", "puffer_tui.engine.vec.worker"]
-DEFAULT_TIMEOUT_S = 15.0  # no step or reset should take this long; a hung env becomes an error
+# The least a busy worker may stay silent before it is called hung; longer for envs measured
+# to be slow (engine/vec/hang_limit.py), so that only a hung env becomes an error.
+DEFAULT_TIMEOUT_S = 15.0
 # Spin (poll without sleeping) this long before blocking, but only when there is a spare core:
 # with as many workers as cores, a spinning waiter would take the core a worker or the
 # trainer needs, and on the 2-core dev box blocking at once measured faster.
@@ -81,8 +85,10 @@ class Multiprocessing(WorkerPool):
     """`num_envs` envs in `num_workers` processes; recv() returns `batch_size` envs' rows.
 
     Same API and attributes as Serial, plus `worker_pids`, `envs_per_worker` and
-    `workers_per_batch`. `timeout`: seconds recv()/frame() wait for a worker before calling
-    it hung. `spin_us`: how long a waiting process polls before it blocks (None: 20 us when
+    `workers_per_batch`. `timeout`: the least seconds recv()/frame() wait for a silent
+    worker before calling it hung; the limit is longer when its envs were measured to be slow
+    (`hang_limit`, engine/vec/hang_limit.py), and a worker whose env sends heartbeats while it
+    works (engine/native/progress.py) is not silent. `spin_us`: how long a waiting process polls before it blocks (None: 20 us when
     there is a core to spare beyond the workers, else 0; an inline caller 200 us). `inline`:
     worker 0's envs are stepped by the caller (one process fewer). Any worker failure raises
     WorkerError and closes the whole vec env.
@@ -104,9 +110,14 @@ class Multiprocessing(WorkerPool):
         self._spin_s, self._worker_spin_s = spin_us / 1e6, worker_spin / 1e6
         env_kwargs = dict(env_kwargs or {})
         _check_picklable(env_creator, env_kwargs)
+        self.hang_limit = HangLimit(self.timeout)
+        built = time.monotonic()
         probe = self._probe(env_creator, env_kwargs)
+        self.hang_limit.note("build", time.monotonic() - built)  # one env, here
+        self._heard = [0.0] * self.num_workers  # when each last sent a heartbeat or pace
         self._procs, self._socks, self._logs = [], [], []  # None for the inline worker
         self._inline: InlineBlock | None = None
+        self._inline_watch: InlineWatch | None = None
         self._local: list[InlineBlock] = []  # the inline block, for the finalizer to close
         # Ends the workers and the driver env on close(), garbage collection or exit.
         self._finalizer = weakref.finalize(
@@ -130,6 +141,10 @@ class Multiprocessing(WorkerPool):
                                            layout.views(mapping, 0, self._rows),
                                            self.envs_per_worker, self._worker_seed(0))
                 self._local.append(self._inline)
+                # no process waits on this block: a thread watches it for hangs
+                self._inline_watch = InlineWatch(self.hang_limit,
+                                                 heartbeat_interval(self.timeout))
+                self._local.append(self._inline_watch)
             self._wait_idle()
             self._ready.clear()
         except BaseException:
@@ -156,7 +171,8 @@ class Multiprocessing(WorkerPool):
             proc = ctx.Process(
                 target=worker_main, name=f"puffer-vec-worker-{w}", daemon=True,
                 args=(w, env_creator, env_kwargs, memory, layout, rows, self.envs_per_worker,
-                      seed, theirs, log, self._worker_spin_s, start_method == "forkserver"),
+                      seed, theirs, log, self._worker_spin_s, start_method == "forkserver",
+                      heartbeat_interval(self.timeout)),
             )
             with main_module_hidden(not needs_main):  # the worker needs only the creator
                 proc.start()
@@ -175,23 +191,42 @@ class Multiprocessing(WorkerPool):
     def _outstanding(self) -> bool:
         return any(self._busy)
 
+    def _reset_order(self):
+        """The worker processes first, then the inline block: its reset runs here and now,
+        and a slow one (Python envs building worlds) must not hold back theirs."""
+        return sorted(range(self.num_workers), key=lambda w: w == 0 and self._inline is not None)
+
     def _start_reset(self, w: int) -> None:
         if w == 0 and self._inline is not None:
-            self._run_inline(lambda block: block.reset(self._worker_seed(0)))
+            self._run_inline(lambda block: block.reset(self._worker_seed(0)), "reset")
             return
         message = ("reset", self._worker_seed(w))
         self._command(w, lambda s: channel.send_object(s, message))
 
-    def _run_inline(self, work) -> None:
+    def _run_inline(self, work, activity: str) -> None:
         """Worker 0's step or reset, here and now; it is then ready like a worker that answered.
-        An env error is a WorkerError, as it would be from a worker process."""
+        An env error is a WorkerError, as it would be from a worker process, and so is a hang
+        (the watchdog interrupts it, inline_watch.py)."""
         self._mark_sent(0)
+        watch = self._inline_watch
+        watch.begin(activity)
         try:
-            infos = work(self._inline)
+            try:
+                infos = work(self._inline)
+            finally:
+                hung = watch.end()
+        except InlineHung:
+            hung = watch.end()  # it may have landed inside the first end()
         except Exception as exc:
             raise self._fail(WorkerError(0, f"{type(exc).__name__}: {exc} (in the inline "
                                          "worker, the caller's process)",
                                          traceback.format_exc())) from exc
+        if hung is not None:
+            silent, stack = hung
+            raise self._fail(WorkerHung(
+                0, f"{self.hang_limit.describe(silent, ' from the inline block, in the caller')}"
+                "; the vec env was closed", stack, limit=self.hang_limit.seconds(),
+                silent_for=silent, measured=dict(self.hang_limit.measured)))
         if infos:
             self._infos[0].extend(infos)
         self._ready.append(0)
@@ -213,7 +248,7 @@ class Multiprocessing(WorkerPool):
             else:
                 self._command(w, lambda s: s.send(channel.STEP))
         if inline:
-            self._run_inline(InlineBlock.step)
+            self._run_inline(InlineBlock.step, "step")
 
     def _frame(self, w: int, local: int, view: str = "env"):
         """Asked of worker w between steps (view "obs": the observation drawn as an image)."""
@@ -260,14 +295,18 @@ class Multiprocessing(WorkerPool):
             self._mark_sent(w)
 
     def _wait(self, satisfied, workers) -> None:
-        """Read answers until `satisfied()`; a death, an error or the timeout raises WorkerError."""
+        """Read answers until `satisfied()`; a death, an error or a worker silent for longer
+        than the hang limit raises WorkerError."""
         if self.workers_per_batch < self.num_workers:
             # A pool: hear from every worker that has finished, not only the first few, so
             # the choice below is among all of them (else a slow-to-read worker starves).
             busy = [self._socks[w] for w in workers if self._busy[w]]
             for sock in channel.wait_readable(busy, 0, 0) if busy else ():
                 self._read(self._fd_worker[sock.fileno()])
-        deadline = time.monotonic() + self.timeout
+        start = time.monotonic()
+        # The earliest a worker can be overdue; heartbeats only ever move it later, so it is
+        # looked at again only when reached (nothing more on the hot path).
+        deadline = start + self.hang_limit.seconds()
         spin = self._spin_s
         remote = [w for w in workers if self._procs[w] is not None]
         fds = [self._socks[w] for w in remote] + [self._procs[w].sentinel for w in remote]
@@ -277,18 +316,33 @@ class Multiprocessing(WorkerPool):
             ready = channel.wait_readable(fds, spin, max(0.0, deadline - time.monotonic()))
             spin = 0.0
             if not ready:
-                if time.monotonic() < deadline:
+                stuck, deadline = self._overdue(remote, start)
+                if stuck is None:
                     continue
-                stuck = next((w for w in remote if self._busy[w]), remote[0])
                 stack = self._logs[stuck].dump_stack(self._procs[stuck].pid)  # before the kill
-                raise self._fail(WorkerError(
-                    stuck, f"no answer within {self.timeout:g} s (is the env hung?); "
-                    "the vec env was closed", stack))
+                silent = time.monotonic() - max(self._heard[stuck], start)
+                raise self._fail(WorkerHung(
+                    stuck, f"{self.hang_limit.describe(silent)}; the vec env was closed", stack,
+                    limit=self.hang_limit.seconds(), silent_for=silent,
+                    measured=dict(self.hang_limit.measured)))
             for fd in ready:
                 if not isinstance(fd, int):
                     self._read(self._fd_worker[fd.fileno()])
                 elif not channel.wait_readable([self._socks[self._fd_worker[fd]]], 0, 0):
                     raise self._fail(self._death(self._fd_worker[fd]))
+
+    def _overdue(self, remote, start: float):
+        """(the worker silent past the hang limit, or None; the next deadline). Silence counts
+        from the worker's last heartbeat, or from the wait's start (a wait begun late, the
+        answers read late, is not the worker's fault). The busy workers are watched, or all
+        of them when an answer to something else (a frame, a state) is awaited."""
+        watched = [w for w in remote if self._busy[w]] or remote
+        since = {w: max(self._heard[w], start) for w in watched}
+        stuck = min(watched, key=since.__getitem__)
+        limit = self.hang_limit.seconds()
+        if time.monotonic() - since[stuck] >= limit:
+            return stuck, 0.0
+        return None, since[stuck] + limit
 
     def _read(self, w: int) -> None:
         try:
@@ -299,7 +353,14 @@ class Multiprocessing(WorkerPool):
             self._busy[w] = False
             self._ready.append(w)
             return
+        if message == channel.ALIVE:
+            self._heard[w] = time.monotonic()
+            return
         kind = message[0]
+        if kind == "pace":  # the worker's longest silence so far, grown
+            self._heard[w] = time.monotonic()
+            self.hang_limit.note(message[1], message[2])
+            return
         if kind in ("done", "ready"):
             if kind == "done" and message[1]:
                 self._infos[w].extend(message[1])

@@ -90,6 +90,9 @@ class WorkerPool(VecAPI):
         self._tick += 1
         self._sent[w] = self._tick
 
+    def _reset_order(self):
+        return range(self.num_workers)
+
     def _wait_idle(self) -> None:
         """Until no worker has a step or reset outstanding."""
         self._wait(lambda: not self._outstanding(), range(self.num_workers))
@@ -102,9 +105,11 @@ class WorkerPool(VecAPI):
             self.seed = int(seed)
         self._wait_idle()  # let steps land first
         self._ready, self._held = [], []
-        for w in range(self.num_workers):
+        for w in self._reset_order():
             self._infos[w] = []
             self._start_reset(w)
+        for w in range(self.num_workers):  # taken in turn from worker 0, whatever the order
+            self._mark_sent(w)
 
     def send(self, actions) -> None:
         self._check_open()

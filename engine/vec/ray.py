@@ -184,8 +184,7 @@ class RayVec(WorkerPool):
             done, rest = ray.wait(list(owner), num_returns=1, timeout=left)
             if not done:
                 raise self._fail(WorkerError(
-                    owner[rest[0]], f"no answer within {self.timeout:g} s (is the env hung, or "
-                    "its node lost?); the vec env was closed"))
+                    owner[rest[0]], self._no_answer()))
             if rest:  # others that finished meanwhile land too
                 done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
             self._land_refs(done, owner, deadline)
@@ -198,15 +197,19 @@ class RayVec(WorkerPool):
         except ray.exceptions.GetTimeoutError:
             stuck = ray.wait(refs, num_returns=len(refs), timeout=0)[1]
             raise self._fail(WorkerError(
-                owner[stuck[0]] if stuck else owner[refs[0]], f"no answer within "
-                f"{self.timeout:g} s (is the env hung, or its node lost?); the vec env was "
-                "closed")) from None
+                owner[stuck[0]] if stuck else owner[refs[0]], self._no_answer())) from None
         except ray.exceptions.RayError as exc:
             for ref in ray.wait(refs, num_returns=len(refs), timeout=0)[0]:
                 self._get(owner[ref], ref, deadline)  # raises for the actor that failed
             raise self._fail(worker_error(ray, owner[refs[0]], exc)) from None
         for ref, result in zip(refs, results, strict=True):
             self._land(owner[ref], result)
+
+    def _no_answer(self) -> str:
+        # Actors send no heartbeats: the limit is the fixed one (multiprocessing measures)
+        return (f"no answer within {self.timeout:g} s (is the env hung, or its node lost?); "
+                f"an env this slow needs a larger --vec.worker-timeout (now {self.timeout:g}); "
+                "the vec env was closed")
 
     def _owners(self, workers) -> dict:
         """{outstanding call: actor} of `workers`."""
@@ -226,8 +229,6 @@ class RayVec(WorkerPool):
         try:
             return ray.get(ref, timeout=max(0.0, deadline - time.monotonic()))
         except ray.exceptions.GetTimeoutError:
-            raise self._fail(WorkerError(
-                w, f"no answer within {self.timeout:g} s (is the env hung, or its node "
-                "lost?); the vec env was closed")) from None
+            raise self._fail(WorkerError(w, self._no_answer())) from None
         except ray.exceptions.RayError as exc:
             raise self._fail(worker_error(self._ray, w, exc)) from None
