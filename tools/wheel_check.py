@@ -17,7 +17,10 @@ What a user of `pip install puffer_tui-*.whl` gets is checked, not what a clone 
    finishes, the launcher's first screen under Textual's Pilot, and the Python API.
 4. The example plugin env (examples/puffer_tui_corridor, a C env of another package) builds
    against the installed wheel's headers (with the compiler back) and trains.
-5. `--pipx`: `pipx install` of the wheel gives a `puffer-tui` that answers `envs`.
+5. The README's ONNX example: a CartPole policy trained and exported with the wheel (the
+   README's API example) solves CartPole-v1 in another fresh virtualenv that holds only
+   onnxruntime and gymnasium: no torch, no puffer-tui.
+6. `--pipx`: `pipx install` of the wheel gives a `puffer-tui` that answers `envs`.
 
 Run by .ci/run after the test runs. Exits non-zero, naming the step, on the first failure.
 """
@@ -57,6 +60,18 @@ run = puffer_tui.train("squared", total_timesteps=8192, vec={"num_envs": 64},
 assert run.state == "finished", run.state
 print("api run:", run.state, run.global_step, puffer_tui.load(run))
 """
+
+
+
+
+def readme_example(name: str) -> str:
+    """A ```python block of the README, after its <!-- example:NAME --> marker."""
+    import re
+
+    text = (ROOT / "README.md").read_text()
+    marker = f"<!-- example:{name} -->"
+    match = re.search(r"```python\n(.*?)```", text[text.index(marker):], flags=re.S)
+    return match.group(1)
 
 
 class CheckFailed(RuntimeError):
@@ -155,7 +170,8 @@ def check(wheel: Path, sdist: Path | None, pipx: bool) -> None:
                 raise CheckFailed(f"{tool} is on the check's PATH; it must not be")
         step("torch", [python, "-m", "pip", "install", "-q", TORCH], env=bare)
         step("install the wheel without a compiler",
-             [python, "-m", "pip", "install", "-q", "--no-compile", wheel], env=bare)
+             [python, "-m", "pip", "install", "-q", "--no-compile", f"{wheel}[export]"],
+             env=bare)
         cli = venv / "bin" / "puffer-tui"
         step("--help", [cli, "--help"], env=bare, cwd=work, expect="train")
         step("envs", [cli, "envs"], env=bare, cwd=work, expect="squared")
@@ -167,6 +183,21 @@ def check(wheel: Path, sdist: Path | None, pipx: bool) -> None:
              expect="launcher up")
         (work / "api.py").write_text(API)
         step("Python API", [python, work / "api.py"], env=bare, cwd=work, expect="api run:")
+        (work / "cartpole.py").write_text(readme_example("api-cartpole"))
+        step("README API example", [python, work / "cartpole.py"], env=bare, cwd=work,
+             expect="evaluation return:")
+        onnx_venv = work / "onnx-venv"
+        step("venv for onnxruntime alone", [sys.executable, "-m", "venv", onnx_venv])
+        lean = no_compiler_env(onnx_venv)
+        step("onnxruntime and gymnasium", [onnx_venv / "bin" / "python", "-m", "pip", "install",
+                                           "-q", "onnxruntime", "gymnasium"], env=lean)
+        (work / "onnx_only.py").write_text(readme_example("onnx-only"))
+        out = step("exported policy without torch", [onnx_venv / "bin" / "python",
+                                                     work / "onnx_only.py"], env=lean, cwd=work)
+        returned = float(out.split("return:")[-1].split()[0])
+        if returned < 475:
+            raise CheckFailed(f"the exported CartPole policy returned {returned} (< 475)")
+        print(f"exported policy under onnxruntime alone: return {returned}", flush=True)
         # the plugin env is C: it needs the compiler this check hid until now
         full = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ['PATH']}",
                 "VIRTUAL_ENV": str(venv), "PUFFER_TUI_RUNS": str(work / "runs")}
