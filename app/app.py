@@ -9,6 +9,8 @@ key press or redraw ever waits on the engine.
 
 from __future__ import annotations
 
+import asyncio
+import signal
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -19,6 +21,7 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from puffer_tui.app import link_messages as lm
+from puffer_tui.app.app_exit import AppExit, after_exit
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.engine_launcher import EngineStartError, launch_engine
 from puffer_tui.app.reply_text import reply_text
@@ -70,6 +73,9 @@ class PufferApp(App):
         self.link_state: str | None = lm.CONNECTING
         self.render_env = 0
         self.exit_message = ""
+        self.stop_asked = False  # the engine of run_dir agreed to stop: say so after the exit
+        self.stop_signal: str | None = None  # SIGTERM / SIGHUP that closed the app
+        self.ended_run = False  # quit with the run over: its end is said after the exit
         self._monitor: SystemMonitor | None = None
         self._last_ping = 0.0
         self._crash_shown = False
@@ -79,6 +85,7 @@ class PufferApp(App):
     def on_mount(self) -> None:
         # A watchdog, not a poll: engine data arrives as messages; this only notices silence.
         self.set_interval(WATCH_S, self._watch_silence)
+        self._catch_stop_signals()
         self.set_interval(1.0, self._sample_system)
         self.show_first_screen()
 
@@ -90,15 +97,32 @@ class PufferApp(App):
         else:
             self.open_run(self.run_dir, attach=self.attached)
 
+    def _catch_stop_signals(self) -> None:
+        """SIGTERM and SIGHUP close the app as q does, and run_app then deals with the engine
+        (app/app_exit.py): without this they killed the app and left its engine training."""
+        try:
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                loop.add_signal_handler(sig, self._on_stop_signal, sig.name)
+        except (RuntimeError, ValueError, NotImplementedError):  # not the main thread
+            pass
+
+    def _on_stop_signal(self, name: str) -> None:
+        if self.stop_signal is None:
+            self.stop_signal = name
+            self.exit()
+
     def open_launcher(self) -> None:
         """The launcher, at start or back from a run that has ended (its engine is gone)."""
         self.run_dir, self.store, self.link_state = None, TelemetryStore(), None
+        self.stop_asked = self.ended_run = False
         self.switch_or_push(LauncherScreen(self.runs_root))
 
     def open_run(self, run_dir: Path, attach: bool, resume: bool = False) -> None:
         """Show the dashboard of `run_dir`; start its engine unless attaching, then connect."""
         self.run_dir, self.attached = Path(run_dir), attach
         self.store = TelemetryStore()
+        self.stop_asked = self.ended_run = False
         self.link_state, self._crash_shown = lm.STARTING if not attach else lm.CONNECTING, False
         self.switch_or_push(DashboardScreen(self.store, self.link_state, self.render_env))
         self._connect(self.run_dir, launch=not attach, resume=resume)
@@ -284,6 +308,7 @@ class PufferApp(App):
         if choice == "resume":
             self.resume_run(self.run_dir)
         elif choice == "quit":
+            self.ended_run = True  # run_app says how it ended, where its last checkpoint is
             self.exit()
 
     # -- requests (from the screens) -------------------------------------------------------
@@ -321,6 +346,8 @@ class PufferApp(App):
         cmd, reply, quiet = message.cmd, message.reply, message.quiet
         if reply.get("ok") and message.link is self.link:
             self.store.touch()
+            if cmd == "stop":  # the end of this run is said once the app has closed
+                self.stop_asked = True
             if cmd == "status":
                 before = self.store.state
                 self.store.ingest({"type": MessageType.TELEMETRY, **reply})
@@ -377,6 +404,7 @@ class PufferApp(App):
         name = self.run_dir.name if self.run_dir else "latest"
         if self.store.state in FINAL_STATES:  # it ended as the question was answered
             self.exit_message = f"The run is {self.store.state}: {self.run_dir}"
+            self.ended_run = True  # run_app says how: steps, checkpoint, how to resume
         else:
             self.exit_message = (f"Detached: training goes on in {self.run_dir}.\n"
                                  f"Reattach with: puffer-tui attach {name}")
@@ -438,10 +466,17 @@ class PufferApp(App):
 
 
 def run_app(run_dir: str | Path | None = None, attach: bool = False,
-            runs_root: str | Path | None = None, sweep_dir: str | Path | None = None) -> int:
-    """Run the app until it exits; print how to reattach when it detached from a live run."""
+            runs_root: str | Path | None = None, sweep_dir: str | Path | None = None,
+            owns_engine: bool = False) -> int:
+    """Run the app until it exits, then say what became of its run (app/app_exit.py): how to
+    reattach after a detach; the step, checkpoint and resume command after a stop. The exit
+    status is engine/shared/exit_codes.py's. `owns_engine`: this command started the engine
+    (`train --resume` launches it before the app), as the app does for a new run."""
     app = PufferApp(run_dir=run_dir, attach=attach, runs_root=runs_root, sweep_dir=sweep_dir)
     app.run()
-    if app.exit_message:
-        print(app.exit_message)
-    return app.return_code or 0  # Textual sets 1 when the app died of an exception
+    if app.return_code:  # Textual sets 1 when the app died of an exception
+        return app.return_code
+    return after_exit(AppExit(
+        run_dir=app.run_dir if not app.viewing_trial else None, stop_asked=app.stop_asked,
+        signal=app.stop_signal, owns_engine=owns_engine or not app.attached,
+        ended=app.ended_run, message=app.exit_message))

@@ -224,7 +224,7 @@ def run(args) -> int:
             except EngineStartError as e:
                 print(f"puffer-tui train: the engine failed to start: {e}", file=sys.stderr)
                 return ec.ERROR
-            return int(run_app(run_dir=run_dir, attach=True) or 0)
+            return int(run_app(run_dir=run_dir, attach=True, owns_engine=True) or 0)
         return int(run_app(run_dir=run_dir, attach=False) or 0)
     # lazy: pulls textual, which this module does not load
     from puffer_tui.app.headless_run import run_headless
