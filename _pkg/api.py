@@ -121,6 +121,9 @@ def train(env: str | None = None, /, *, preset: str | os.PathLike | None = None,
             preset_sections = read_preset(preset)
         run_dir = new_run(env, settings, root, preset_sections, preset)
     run = Run(run_dir)
+    if resume is not None:  # the rows after the checkpoint are trained (and told) again
+        latest = ckpt.latest_checkpoint(run_dir)
+        run._last_epoch = ckpt.parse_name(latest.name)[1] if latest is not None else 0
     if inline:
         run._train_inline(resume is not None, on_epoch)
         return run
@@ -165,7 +168,7 @@ class Run:
             else Path(path).resolve()
         self._handle = None  # the engine process, when this Run started it
         self._on_epoch: OnEpoch | None = None
-        self._rows_seen = len(read_metrics(self.path))
+        self._last_epoch = last_epoch(read_metrics(self.path))  # on_epoch sees later ones
         self._inline_engine = None
 
     def __repr__(self) -> str:
@@ -328,8 +331,11 @@ class Run:
                 pass
 
     def _deliver_rows(self, on_epoch: OnEpoch | None) -> None:
-        rows = read_metrics(self.path)
-        new, self._rows_seen = rows[self._rows_seen:], len(rows)
+        # by epoch, not by line: a resume first drops the rows written after its checkpoint
+        new = [row for row in read_metrics(self.path)
+               if isinstance(row.get("epoch"), int) and row["epoch"] > self._last_epoch]
+        if new:
+            self._last_epoch = new[-1]["epoch"]
         if on_epoch is None:
             return
         for row in new:
@@ -369,7 +375,7 @@ class Run:
             engine.run()
         finally:
             self._inline_engine = None
-        self._rows_seen = len(read_metrics(self.path))
+        self._last_epoch = last_epoch(read_metrics(self.path))
         if raised:
             raise raised[0]
         if engine.exception is not None and not isinstance(engine.exception, KeyboardInterrupt):
@@ -377,6 +383,10 @@ class Run:
         if self.state == RunState.STOPPED and engine._signals:
             raise KeyboardInterrupt
         self._final_state()
+
+
+def last_epoch(rows: list[dict]) -> int:
+    return max((row["epoch"] for row in rows if isinstance(row.get("epoch"), int)), default=0)
 
 
 def live_key(name: str, run_dir: Path) -> str:
