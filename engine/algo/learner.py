@@ -94,6 +94,12 @@ class Learner:
                  and (train_forward is None or train_forward == policy.forward_sequence))
         self.explicit = ExplicitMLP.for_policy(policy) if plain else None
 
+    @property
+    def numpy_math(self) -> bool:
+        """Whether the policy's arithmetic runs in numpy (its BLAS should get the threads,
+        torch one: trainer_setup.set_compute_threads)."""
+        return self.explicit is not None
+
     def minibatch_loss(self, *args):
         """_minibatch_loss, compiled where train.compile asks. A machine where the compiler
         cannot build (Inductor's CPU code needs a C++ compiler) trains on eagerly, saying so."""

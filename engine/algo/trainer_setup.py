@@ -80,12 +80,26 @@ def _blas_threads():
     return ThreadpoolController()
 
 
-def set_compute_threads(threads: int) -> None:
-    """Threads for torch's CPU ops and for numpy's BLAS alike: the plain-MLP learner's
-    products go through numpy, whose OpenBLAS would otherwise take every core (CartPole-v1,
-    100k steps on 2 cores: 16 s of CPU for 9 s of wall on one torch thread)."""
-    torch.set_num_threads(threads)
-    _blas_threads().limit(limits=threads, user_api="blas")
+def set_compute_threads(threads: int, numpy_math: bool = False) -> None:
+    """`threads` for the pool that does the policy's arithmetic, one thread for the other:
+    torch's OpenMP pool, or numpy's OpenBLAS (the plain-MLP path of
+    engine/algo/explicit_gradients.py, `numpy_math`). Unlimited, OpenBLAS takes every core
+    (CartPole-v1, 100k steps on 2 cores: 16 s of CPU for 9 s of wall on one torch thread).
+    Both at N threads on N cores is far worse: each pool's idle workers busy-wait a while after
+    every parallel call, and the explicit path switches pools many times a minibatch (numpy's
+    products, torch's erf_, Adam's fused step), each switch waiting for the other pool's
+    spinning worker to be descheduled. On a 2-core AMD EPYC at 2 + 2 threads a 512 x 128 erf_
+    took 5.8 ms after a numpy product instead of 0.07 ms, and cartpole (float32, the
+    explicit path: a CPU without AVX512-BF16) trained at 17-24k agent-steps/s instead of
+    ~100k+."""
+    torch.set_num_threads(1 if numpy_math else threads)
+    _blas_threads().limit(limits=threads if numpy_math else 1, user_api="blas")
+
+
+def compute_threads() -> tuple[int, int]:
+    """(torch's threads, numpy's BLAS threads) as set now."""
+    blas = [info["num_threads"] for info in _blas_threads().info() if info["user_api"] == "blas"]
+    return torch.get_num_threads(), max(blas, default=1)
 
 
 def make_vecenv(config: Config, seed: int | None = None):
