@@ -290,8 +290,12 @@ def _benchmark_order(key: str) -> int:
 
 def _print(out: dict) -> int:
     commits = "commits" if ", " in str(out["commit"]) else "commit"
-    print(f"bench learn, {out['date']}, {commits} {out['commit']}, {out['machine']['cpu']} "
-          f"({out['machine']['cores']} cores); SB3 settings: {ZOO_SOURCE}")
+    machine = out["machine"]  # older JSON files have no capability
+    capability = machine.get("torch_cpu_capability")
+    print(f"bench learn, {out['date']}, {commits} {out['commit']}, {machine['cpu']} "
+          f"({machine['cores']} cores"
+          + (f", torch CPU capability {capability}" if capability else "")
+          + f"); SB3 settings: {ZOO_SOURCE}")
     print()
     print(report.markdown(out))
     print()
@@ -363,15 +367,9 @@ def _command_line() -> str:
 
 
 def _machine() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
     from importlib.metadata import PackageNotFoundError, version
+
+    from puffer_tui.benchmarks.machine import cpu_model, torch_cpu_capability
 
     versions = {}
     for package in ("torch", "stable-baselines3", "gymnasium", "mujoco", "ale-py"):
@@ -379,5 +377,6 @@ def _machine() -> dict:
             versions[package] = version(package)
         except PackageNotFoundError:
             versions[package] = None
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+    return {"cpu": cpu_model(), "torch_cpu_capability": torch_cpu_capability(),
+            "cores": os.cpu_count(), "python": platform.python_version(),
             "nice": os.nice(0), "versions": versions}

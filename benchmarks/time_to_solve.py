@@ -42,6 +42,9 @@ class SolveResult:
     epochs: int = 0
     sps: float = 0.0                    # mean agent steps per second over the run
     parameters: int = 0
+    precision: str = ""                 # train.precision as the trainer ran it
+    math: str = ""                      # numpy (explicit_gradients.py) or torch
+    threads: int = 0                    # the collection's compute threads
     history: list = field(default_factory=list)
 
 
@@ -55,6 +58,9 @@ def train_until_solved(config, metric: str, threshold: float, min_episodes: int 
     streak: list[dict] = []
     with Trainer(config) as trainer:
         result.parameters = trainer.policy.num_parameters()
+        result.precision = trainer.precision
+        result.math = "numpy" if trainer.learner.numpy_math else "torch"
+        result.threads = trainer.torch_threads[0]
         while not trainer.done:
             row = flatten(trainer.run_epoch())  # metrics.jsonl's columns: metric names as sweeps use
             if on_epoch:
@@ -97,9 +103,16 @@ def main(argv=None) -> int:
                   f"{metric} {row.get(metric, float('nan')):.3f} eps {row['episodes']} "
                   f"ent {row['entropy']:.3f} kl {row['approx_kl']:.4f}", flush=True)
 
+    # lazy: torch (the machine's CPU capability), which this module does not load
+    from puffer_tui.benchmarks.machine import machine, machine_line
+
+    info = machine()
+    if not args.quiet:
+        print(f"time to solve {args.env}: measured on {machine_line(info)}", flush=True)
     result = train_until_solved(config, metric, threshold, args.min_episodes, on_epoch=show)
     summary = asdict(result)
     summary.pop("history")
+    summary["machine"] = info
     print(json.dumps(summary))
     return 0 if result.solved else 1
 

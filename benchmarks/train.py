@@ -54,9 +54,8 @@ def measure(config, seconds: float) -> dict:
         trainer.run_epoch()  # warm-up: not measured
         totals = dict.fromkeys(TIMING_KEYS, 0.0)
         steps, epochs, elapsed = timed_epochs(trainer, seconds, totals)
-        import torch
-
-        threads = torch.get_num_threads()  # what the trainer chose (train.torch_threads 0: auto)
+        threads = trainer.torch_threads[0]  # what the trainer chose (train.torch_threads 0: auto)
+        precision, numpy_math = trainer.precision, trainer.learner.numpy_math
     finally:
         trainer.close()
     timed = sum(totals.values()) or 1.0
@@ -66,6 +65,8 @@ def measure(config, seconds: float) -> dict:
         "num_envs": config.vec.num_envs,
         "num_workers": config.vec.num_workers,
         "torch_threads": threads,
+        "precision": precision,
+        "math": "numpy" if numpy_math else "torch",  # whose pool got the threads
         "sps": steps / elapsed,
         "steps": steps,
         "epochs": epochs,
@@ -113,5 +114,6 @@ def run(args) -> int:
     rows += [(f"  {key}", f"{result['timing'][key]:.2f} s  ({result['timing_pct'][key]:.0f}%)")
              for key in TIMING_KEYS]
     title = (f"training {result['env']}: {result['num_envs']} envs, "
-             f"{result['backend']} backend, {result['torch_threads']} torch threads")
+             f"{result['backend']} backend, {result['precision']} in "
+             f"{result['math']}, {result['torch_threads']} threads")
     return print_result("train", result, args.json, title, ("measure", "value"), rows)

@@ -256,9 +256,13 @@ def run(args) -> int:
         results += run_workload(workload, args.seconds, args.repeat, cores, log, args.stat)
     summary = ratios(results)
     peers = against_envpool(results)
+    # lazy: torch (the CPU capability), which the vectorizers' measurements do not need
+    from puffer_tui.benchmarks.machine import machine, machine_line
+
+    info = machine()
     if args.json:
         print(json.dumps({
-            "cores": cores, "stat": args.stat, "repeat": args.repeat,
+            "cores": cores, "machine": info, "stat": args.stat, "repeat": args.repeat,
             "results": [asdict(r) for r in results],
             "best": [{"workload": w, "backend": b, **v} for (w, b), v in summary.items()],
             "against_envpool": peers,
@@ -269,4 +273,5 @@ def run(args) -> int:
 
     print_table(results, best_by_backend(results), summary, cores)
     print_peers(peers, args.stat)
+    print(f"measured on {machine_line(info)}")
     return 0
