@@ -78,6 +78,36 @@ class StopSignals:
             self.again = name
 
 
+class TermAsCtrlC:
+    """SIGTERM and SIGHUP read as Ctrl-C while a command plays or watches (eval, the sweep
+    watch): the first raises KeyboardInterrupt, which those commands answer with their
+    "stopped" ending; later ones are dropped (`timeout` sends its SIGTERM twice)."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self):
+        self.seen: str | None = None
+        self._previous: dict = {}
+
+    def __enter__(self) -> TermAsCtrlC:
+        for sig in self.SIGNALS:
+            try:
+                self._previous[sig] = signal.signal(sig, self._on_signal)
+            except ValueError:  # not the main thread (a test calling in): leave them be
+                break
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
+
+    def _on_signal(self, signum, frame) -> None:
+        if self.seen is None:
+            self.seen = signal.Signals(signum).name
+            raise KeyboardInterrupt(self.seen)
+
+
 class SafeStream:
     """A text stream whose writes never raise: once the reader of a pipe is gone (EPIPE:
     `| tee` died of the same Ctrl-C) or the terminal hung up (EIO), output is dropped and

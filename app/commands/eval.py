@@ -136,6 +136,10 @@ def run(args) -> int:
               f"{evaluator.checkpoint.name} ({num_envs} at once; Ctrl-C stops with the score "
               f"so far)", file=sys.stderr, flush=True)
     interrupted = False
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
+    from puffer_tui.app.engine_stop import TermAsCtrlC
+
+    signals = TermAsCtrlC().__enter__()  # SIGTERM, SIGHUP: stop with the score so far
     try:
         if recording is not None:
             # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
@@ -161,6 +165,7 @@ def run(args) -> int:
     except KeyboardInterrupt:
         interrupted = True
     finally:
+        signals.__exit__()
         result = evaluator.result()
         evaluator.close()
     result["interrupted"] = interrupted

@@ -104,7 +104,11 @@ def run(args) -> int:
     if not args.headless:  # the sweep view's escape codes would land in a file or pipe
         print(f"puffer-tui sweep: {no_terminal()}: no sweep view; watching as with "
               f"--headless", file=sys.stderr, flush=True)
-    return launch_and_watch(sweep_dir, settings, watch)
+    # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
+    from puffer_tui.app.engine_stop import TermAsCtrlC
+
+    with TermAsCtrlC():  # SIGTERM, SIGHUP: stop the sweep as Ctrl-C does
+        return launch_and_watch(sweep_dir, settings, watch)
 
 
 def new_sweep(args):

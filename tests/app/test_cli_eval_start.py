@@ -1,6 +1,12 @@
-"""`eval` at its start: torch's threads set as training sets them (not torch's one per core,
-which crawls on a busy box), a first line at once saying what it plays, and `--render window`
-without a display refused before anything plays."""
+"""`eval` at its start and end: torch's threads set as training sets them (not torch's one per
+core, which crawls on a busy box), a first line at once saying what it plays, `--render
+window` without a display refused before anything plays, and SIGTERM / SIGHUP ending it as
+Ctrl-C does (the score so far, exit status "stopped")."""
+
+import os
+import signal
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -61,3 +67,21 @@ def test_render_window_without_a_display_is_refused_first(run_dir, capsys, monke
     assert main(["eval", str(run_dir), "--render", "window"]) == exit_codes.USAGE
     err = capsys.readouterr().err
     assert err.startswith("puffer-tui eval: error: no display") and "playing" not in err
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_stop_eval_with_the_score_so_far(run_dir, sig):
+    player = subprocess.Popen(
+        [sys.executable, "-m", "puffer_tui.app.cli", "eval", str(run_dir), "--episodes",
+         "1000000"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    try:
+        first = player.stderr.readline()  # said before it plays
+        assert first.startswith("playing 1000000 episodes of squared"), first
+        player.send_signal(sig)
+        out, err = player.communicate(timeout=120)
+    finally:
+        if player.poll() is None:
+            player.kill()
+    assert player.returncode == exit_codes.STOPPED, err
+    assert "interrupted after" in out and "Traceback" not in err, (out, err)
