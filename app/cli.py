@@ -168,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"--headless` trains without it, `puffer-tui --help` lists the commands",
                   file=sys.stderr)
             return ec.USAGE
+        # lazy: pulls textual, which this module does not load
         from puffer_tui.app.app import run_app
 
         return int(run_app() or 0)
