@@ -81,6 +81,16 @@ def preset_overrides(data: dict, env_name: str, path: str | os.PathLike) -> dict
     named = data.get("env_name")
     if named is not None and named != env_name:
         raise cfg.ConfigError(f"--preset {path} is for {named}, not {env_name}")
+    for key in data.get("env", {}):
+        try:
+            cfg.spec_for(f"env.{key}", env_name)  # an open spec (gym:ID) takes its kwargs
+        except cfg.ConfigError:
+            names = [s.name for s in cfg.env_specs(env_name)]
+            close = difflib.get_close_matches(key, names, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]}?" if close else \
+                f"{env_name} has {', '.join(names) or 'no settings'}"
+            raise cfg.ConfigError(f"--preset {path}: [env] of {env_name} has no setting "
+                                  f"{key!r}; {hint}") from None
     return {f"{section}.{name}": value for section in cfg.SECTIONS
             for name, value in data.get(section, {}).items()}
 

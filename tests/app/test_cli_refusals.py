@@ -65,3 +65,11 @@ def test_help_lists_the_exit_codes(capsys):
         out = capsys.readouterr().out
         assert "exit status:" in out, argv
         assert f"{exit_codes.STOPPED}    stopped before the end" in out, argv
+
+
+def test_a_preset_env_key_that_is_no_setting_names_the_file_and_the_closest(capsys, tmp_path):
+    preset = tmp_path / "p.toml"
+    preset.write_text("[env]\nsizee = 9\n")
+    err = refusal(capsys, ["train", "squared", "--headless", "--runs-dir", str(tmp_path),
+                           "--preset", str(preset)])
+    assert str(preset) in err and "'sizee'; did you mean size?" in err
