@@ -52,7 +52,7 @@ def runs_root(cli_value: str | os.PathLike | None = None) -> Path:
 def create_run_dir(env_name: str, root: str | os.PathLike, now: float | None = None) -> Path:
     """A new, empty run directory named after the env and the local time (suffix -2, -3... on a clash)."""
     root = Path(root)
-    check_runs_root(root)
+    check_runs_root(root, create=True)
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     # a spec may hold ':' and '/' (gym:ALE/Pong-v5): a file name gets a safe label
     label = re.sub(r"[^A-Za-z0-9._-]+", "_", env_name.replace(":", "-", 1)).strip("_.") or "env"
@@ -75,23 +75,30 @@ def create_run_dir(env_name: str, root: str | os.PathLike, now: float | None = N
 ROOT_ADVICE = f"give a folder you can write with --runs-dir D (or ${RUNS_ENV_VAR})"
 
 
-def check_runs_root(root: Path) -> None:
-    """Make the runs root if it is missing; RunDirError, one line naming it, when it cannot
-    hold runs (a file, a folder we may not write, a parent we may not create in)."""
+def check_runs_root(root: Path, create: bool = False) -> None:
+    """RunDirError, one line naming it, when `root` cannot hold runs: a file, a folder we may
+    not write, or missing under a parent we may not create in. With `create`, a missing root
+    is made; without, nothing is written (a command checks before it creates anything)."""
     where = f"the runs folder {root}"
     if os.environ.get(RUNS_ENV_VAR) and Path(os.environ[RUNS_ENV_VAR]).expanduser() == root:
         where += f" (from ${RUNS_ENV_VAR})"
     if root.exists() and not root.is_dir():
         raise RunDirError(f"{where} is a file, not a folder; {ROOT_ADVICE}")
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-    except FileExistsError:  # a parent on the way is a file
-        raise RunDirError(f"{where} cannot be made: a part of its path is a file; "
-                          f"{ROOT_ADVICE}") from None
-    except OSError as e:
-        raise RunDirError(f"{where} cannot be made ({e.strerror or e}); {ROOT_ADVICE}") from None
-    if not os.access(root, os.W_OK | os.X_OK):
-        raise RunDirError(f"{where} is not writable by you; {ROOT_ADVICE}")
+    existing = root
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent  # the folder the missing ones would be made in
+    if not existing.is_dir():
+        raise RunDirError(f"{where} cannot be made: {existing} is a file; {ROOT_ADVICE}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        made = "is not writable by you" if existing == root else \
+            f"cannot be made: {existing} is not writable by you"
+        raise RunDirError(f"{where} {made}; {ROOT_ADVICE}")
+    if create:
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+        except OSError as e:  # a read-only mount, a full disk
+            raise RunDirError(f"{where} cannot be made ({e.strerror or e}); "
+                              f"{ROOT_ADVICE}") from None
 
 
 def restrict_permissions(run_dir: str | os.PathLike) -> None:

@@ -22,6 +22,7 @@ from sweep_harness import (
 )
 
 from puffer_tui.engine.shared import config as cfg
+from puffer_tui.engine.shared import exit_codes
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared import sweep_settings as st
 from puffer_tui.engine.shared.sweep_control import request
@@ -94,7 +95,7 @@ def test_the_driver_socket_serves_hello_and_status_ctrl_c_stops_and_resume_finis
     assert not refused["ok"] and "a sweep driver takes hello, status, stop" in refused["error"]
     watcher.send_signal(signal.SIGINT)  # Ctrl-C: the watcher asks the driver to stop
     out, _ = watcher.communicate(timeout=120)
-    assert watcher.returncode == 130 and "stopping the sweep" in out, out
+    assert watcher.returncode == exit_codes.STOPPED and "stopping the sweep" in out, out
     assert "stopped early (stopped by a client)" in out, out
     study = load_study(sweep_dir)
     interrupted = [t for t in study.trials if t.state.name == "FAIL"]
