@@ -84,10 +84,14 @@ def step(title: str, argv: list[str], env: dict | None = None, cwd: Path | None 
     result = subprocess.run(list(map(str, argv)), env=env, cwd=cwd, capture_output=True,
                             text=True, timeout=timeout)
     out = result.stdout + result.stderr
+    problem = None
     if result.returncode != 0:
-        raise CheckFailed(f"{title}: exit status {result.returncode}\n{out[-4000:]}")
-    if expect is not None and expect not in out:
-        raise CheckFailed(f"{title}: {expect!r} not in its output\n{out[-4000:]}")
+        problem = f"{title}: exit status {result.returncode}\n{out[-4000:]}"
+    elif expect is not None and expect not in out:
+        problem = f"{title}: {expect!r} not in its output\n{out[-4000:]}"
+    if problem:  # said now: removing the virtualenvs afterwards takes a while
+        print(f"wheel check failed: {problem}", file=sys.stderr, flush=True)
+        raise CheckFailed(problem)
     return out
 
 
