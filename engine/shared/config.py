@@ -318,33 +318,107 @@ def eval_env_settings(config: Config) -> dict:
 
 
 def _check_consistency(c: Config) -> None:
+    """The rules the sections must keep together; a refusal names a fix only when that fix,
+    applied, passes every rule here too (one that would be refused next is never shown)."""
+    found = _inconsistency(c)
+    if found is None:
+        return
+    text, fixes = found
+    accepted = [f for f in (_complete_fix(c, fix) for fix in fixes) if f is not None]
+    if accepted:
+        text += "; e.g. " + " or ".join(fix_flags(f) for f in accepted)
+    raise ConfigError(text)
+
+
+def fix_flags(fix: dict) -> str:
+    """{"train.minibatch_size": 960} -> `--train.minibatch-size 960`."""
+    return " ".join(f"{spec_for(key).flag} {_flag_value(value)}" for key, value in fix.items())
+
+
+def _flag_value(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _complete_fix(c: Config, fix: dict, rounds: int = 3) -> dict | None:
+    """`fix` with the further changes the rules then ask for (each rule's first fix), or
+    None when no such set of changes passes them all."""
+    fix = dict(fix)
+    for _ in range(rounds):
+        try:
+            changed = _with(c, fix)
+        except ConfigError:
+            return None
+        found = _inconsistency(changed) or _batch_fit(changed)
+        if found is None:
+            return fix
+        if not found[1]:
+            return None
+        fix.update(found[1][0])  # may change one of ours again: only the end state counts
+    return None
+
+
+def _with(c: Config, changes: dict) -> Config:
+    """A copy of `c` with `{"section.name": value}` set, each value checked by its field."""
+    sections = {name: getattr(c, name) for name in TYPED_SECTIONS}
+    for key, value in changes.items():
+        spec = spec_for(key)
+        sections[spec.section] = dataclasses.replace(sections[spec.section],
+                                                     **{spec.name: spec.coerce(value)})
+    return dataclasses.replace(c, **sections)
+
+
+def _batch_fit(c: Config) -> tuple[str, list[dict]] | None:
+    """The batch rules engine/startup/preflight.py checks with the env's agents, for one agent
+    per env: not a rule here (a multi-agent env's batch is larger), but a fix offered here
+    must not run into them."""
+    v, t = c.vec, c.train
+    rows = v.num_envs * t.horizon
+    if t.batch_size and t.batch_size < rows:
+        return "train.batch_size below num_envs * horizon", [{"train.batch_size": rows}]
+    if t.minibatch_size > (t.batch_size or rows):
+        return "train.minibatch_size above the batch", [
+            {"train.minibatch_size": t.batch_size or rows}]
+    return None
+
+
+def _inconsistency(c: Config) -> tuple[str, list[dict]] | None:
+    """(the first rule `c` breaks, the changes that would keep it: each a dict), or None."""
     v, t = c.vec, c.train
     if v.backend in ("multiprocessing", "ray") and v.num_envs % v.num_workers:
-        raise ConfigError(f"vec.num_envs ({v.num_envs}) must be a multiple of "
-                          f"vec.num_workers ({v.num_workers})")
+        workers = max(d for d in range(1, v.num_workers + 1) if v.num_envs % d == 0)
+        envs = -(-v.num_envs // v.num_workers) * v.num_workers
+        return (f"vec.num_envs ({v.num_envs}) must be a multiple of "
+                f"vec.num_workers ({v.num_workers})",
+                [{"vec.num_workers": workers}, {"vec.num_envs": envs}])
     if v.batch_size and (v.batch_size > v.num_envs or v.num_envs % v.batch_size):
-        raise ConfigError(f"vec.batch_size ({v.batch_size}) must divide vec.num_envs "
-                          f"({v.num_envs}) (0: all)")
+        return (f"vec.batch_size ({v.batch_size}) must divide vec.num_envs "
+                f"({v.num_envs}) (0: all)", [{"vec.batch_size": 0}])
     if t.batch_size and t.batch_size % t.horizon:
-        raise ConfigError(f"train.batch_size ({t.batch_size}) must be a multiple of "
-                          f"train.horizon ({t.horizon})")
+        return (f"train.batch_size ({t.batch_size}) must be a multiple of "
+                f"train.horizon ({t.horizon})",
+                [{"train.batch_size": -(-t.batch_size // t.horizon) * t.horizon}])
     if t.batch_size and t.minibatch_size > t.batch_size:
-        raise ConfigError(f"train.minibatch_size ({t.minibatch_size}) exceeds "
-                          f"train.batch_size ({t.batch_size})")
+        return (f"train.minibatch_size ({t.minibatch_size}) exceeds "
+                f"train.batch_size ({t.batch_size})", [{"train.minibatch_size": t.batch_size}])
     if t.separate_critic and t.policy == "lstm":
-        raise ConfigError("train.separate_critic is for MLP policies; with train.policy lstm "
-                          "the actor and critic share the LSTM (set separate_critic false)")
+        return ("train.separate_critic is for MLP policies; with train.policy lstm "
+                "the actor and critic share the LSTM (set separate_critic false)",
+                [{"train.separate_critic": False}])
     if t.shuffle_steps and t.policy == "lstm":
-        raise ConfigError("train.shuffle_steps is for feedforward policies; an LSTM replays "
-                          "whole segments (set shuffle_steps false)")
+        return ("train.shuffle_steps is for feedforward policies; an LSTM replays "
+                "whole segments (set shuffle_steps false)", [{"train.shuffle_steps": False}])
     if t.shuffle_steps and t.prio_alpha > 0:
-        raise ConfigError(f"train.shuffle_steps draws steps uniformly; train.prio_alpha "
-                          f"({t.prio_alpha}) prioritizes segments: set prio_alpha 0")
+        return (f"train.shuffle_steps draws steps uniformly; train.prio_alpha "
+                f"({t.prio_alpha}) prioritizes segments: set prio_alpha 0",
+                [{"train.prio_alpha": 0.0}])
     if t.minibatch_size % t.horizon and not t.shuffle_steps:
-        raise ConfigError(
-            f"train.minibatch_size ({t.minibatch_size}) must be a multiple of train.horizon "
-            f"({t.horizon}): minibatches are whole segments"
-        )
+        whole = max(t.horizon, round(t.minibatch_size / t.horizon) * t.horizon)
+        fixes = [{"train.minibatch_size": whole}]
+        if t.policy != "lstm" and t.prio_alpha == 0:
+            fixes.append({"train.shuffle_steps": True})
+        return (f"train.minibatch_size ({t.minibatch_size}) must be a multiple of train.horizon "
+                f"({t.horizon}): minibatches are whole segments", fixes)
+    return None
 
 
 def python_env_defaults(cores: int | None = None) -> dict:

@@ -9,7 +9,13 @@ torch cannot see, and sizes that cannot fit in memory.
 
 from __future__ import annotations
 
-from puffer_tui.engine.shared.config import Config, ConfigError, eval_env_settings
+from puffer_tui.engine.shared.config import (
+    Config,
+    ConfigError,
+    apply,
+    eval_env_settings,
+    fix_flags,
+)
 from puffer_tui.engine.startup.memory_estimate import check_memory
 from puffer_tui.engine.startup.wandb_check import check_wandb
 
@@ -61,34 +67,103 @@ def _spaces(layout) -> str:
 
 def check_batch(config: Config, agents_per_env: int) -> None:
     """The trainer's batch rules, which need the env's agent count (so not in config.py)."""
-    t = config.train
-    agents = config.vec.num_envs * agents_per_env
-    batch = t.batch_size or agents * t.horizon
-    if batch < agents * t.horizon:
-        raise ConfigError(
-            f"train.batch_size ({batch}) is smaller than num_agents * horizon ({agents} * "
-            f"{t.horizon}); every agent needs a segment (0 picks exactly that)")
-    if t.minibatch_size > batch:
-        raise ConfigError(
-            f"train.minibatch_size ({t.minibatch_size}) exceeds the batch ({batch} = "
-            f"{agents} agents * horizon {t.horizon} unless train.batch_size is set); lower "
-            f"--train.minibatch-size or raise --vec.num-envs")
+    found = _batch_problem(config, agents_per_env)
+    if found is not None:
+        _refuse(config, agents_per_env, *found)
 
 
 def check_budget(config: Config, agents_per_env: int) -> None:
     """One epoch may not be larger than the whole budget: such a run collects far more than
     asked for (1,000,000 envs x horizon 64 with a 100,000-step budget: 64M steps and ~12 GB
     before its first update), and its first safe point after an update comes late."""
+    found = _budget_problem(config, agents_per_env)
+    if found is not None:
+        _refuse(config, agents_per_env, *found)
+
+
+def _refuse(config: Config, agents_per_env: int, text: str, fixes: list[dict]) -> None:
+    """Refuse with `text`, naming only the fixes that are then accepted: each completed with
+    the changes the rules ask for next, and checked against them all (config.py's included)."""
+    shown = [fix for fix in (_accepted(config, agents_per_env, f) for f in fixes) if fix]
+    if shown:
+        text += "; use " + " or ".join(fix_flags(fix) for fix in shown)
+    raise ConfigError(text)
+
+
+def _accepted(config: Config, agents_per_env: int, fix: dict, rounds: int = 3) -> dict | None:
+    fix = dict(fix)
+    for _ in range(rounds):
+        try:
+            changed = apply(config, fix)  # config.py's own rules, its fixes already checked
+        except ConfigError:
+            return None
+        found = _batch_problem(changed, agents_per_env) or \
+            _budget_problem(changed, agents_per_env)
+        if found is None:
+            try:
+                check_memory(changed)  # a larger budget or more envs must still fit
+            except ConfigError:
+                return None
+            return fix
+        if not found[1]:
+            return None
+        fix.update(found[1][0])
+    return None
+
+
+def _batch_problem(config: Config, agents_per_env: int):
     t = config.train
     agents = config.vec.num_envs * agents_per_env
-    epoch = (t.batch_size or agents * t.horizon) * max(1, t.nproc)
-    if epoch > t.total_timesteps:
-        fit = max(1, t.total_timesteps // (t.horizon * agents_per_env * max(1, t.nproc)))
-        raise ConfigError(
-            f"one epoch is {epoch:,} agent steps ({agents:,} agents x train.horizon {t.horizon}"
+    batch = t.batch_size or agents * t.horizon
+    if batch < agents * t.horizon:
+        return (f"train.batch_size ({batch}) is smaller than num_agents * horizon ({agents} * "
+                f"{t.horizon}); every agent needs a segment", [{"train.batch_size": 0}])
+    if t.minibatch_size > batch:
+        return (f"train.minibatch_size ({t.minibatch_size}) exceeds the batch ({batch} = "
+                f"{agents} agents * horizon {t.horizon} unless train.batch_size is set)",
+                [{"train.minibatch_size": _whole_minibatch(t, batch)},
+                 {"vec.num_envs": _envs_for(config, agents_per_env, t.minibatch_size)}])
+    return None
+
+
+def _whole_minibatch(t, batch: int) -> int:
+    """The largest minibatch a batch of `batch` steps takes (whole segments unless shuffled)."""
+    return batch if t.shuffle_steps else max(t.horizon, batch // t.horizon * t.horizon)
+
+
+def _envs_for(config: Config, agents_per_env: int, steps: int) -> int:
+    """The fewest envs whose batch holds `steps`, a multiple of the worker count."""
+    per_env = config.train.horizon * agents_per_env
+    envs = -(-steps // per_env)
+    if config.vec.backend in ("multiprocessing", "ray"):
+        envs = -(-envs // config.vec.num_workers) * config.vec.num_workers
+    return envs
+
+
+def _budget_problem(config: Config, agents_per_env: int):
+    t = config.train
+    agents = config.vec.num_envs * agents_per_env
+    ranks = max(1, t.nproc)
+    epoch = (t.batch_size or agents * t.horizon) * ranks
+    if epoch <= t.total_timesteps:
+        return None
+    fixes: list[dict] = [{"train.total_timesteps": epoch}]
+    fit = t.total_timesteps // (t.horizon * agents_per_env * ranks)  # envs whose epoch fits
+    if config.vec.backend in ("multiprocessing", "ray"):
+        workers = min(config.vec.num_workers, fit)
+        fit = fit // workers * workers if workers else 0
+        fewer = {"vec.num_envs": fit}
+        if workers and workers != config.vec.num_workers:
+            fewer["vec.num_workers"] = workers
+    else:
+        fewer = {"vec.num_envs": fit}
+    if fit >= 1:
+        if t.batch_size:
+            fewer["train.batch_size"] = 0  # the batch follows the envs
+        fixes.append(fewer)
+    return (f"one epoch is {epoch:,} agent steps ({agents:,} agents x train.horizon {t.horizon}"
             f"{f' x {t.nproc} ranks' if t.nproc > 1 else ''}), more than the whole budget "
-            f"train.total_timesteps {t.total_timesteps:,}; raise --train.total-timesteps to at "
-            f"least {epoch} or lower --vec.num-envs to {fit} or less")
+            f"train.total_timesteps {t.total_timesteps:,}", fixes)
 
 
 def check_policy(config: Config, layout) -> None:
