@@ -98,14 +98,42 @@ def score_rose(history: list[dict], ctx: dict, margin: float = 0.5) -> bool | No
 # epoch: CartPole-v1 at 30x the rate 9% (the policy never came back), squared at 7x 30% (it
 # recovered by itself, KL back under 0.05 by epoch 3), a fresh policy about 100%.
 KL_COLLAPSED = 0.2
+# A converged policy's score keeps at least this share of what the run gained (its best
+# 3-epoch mean over the first 3 scored epochs): squared's healthy 100M-step run dips to
+# 0.66 in one epoch (a 3-epoch mean of 0.88 of its 0.2 -> 1.0), while an update that broke
+# the policy takes the score back towards where it started.
+KEPT_GAIN = 0.5
+
+
+def converged(history: list[dict], ctx: dict) -> bool:
+    """The policy became nearly deterministic by learning, not by one bad update: its entropy
+    was under KL_COLLAPSED of its maximum in the 3 epochs before the last, the score rose,
+    and the last 3 scored epochs keep KEPT_GAIN of the gain. Such a policy's approx_kl is
+    dominated by its rare actions (a probability of 1e-4 that becomes 1e-2 counts as much as
+    a whole shift of a young policy): squared at 100M steps spiked to 2.8 at epoch 347 with
+    the score at 0.87-0.99, and recovered by itself the next epoch."""
+    top = ctx.get("entropy_max")
+    before = [_num(r, "entropy") for r in history[-4:-1]]
+    if not top or len(before) < 3 or any(e is None or e >= KL_COLLAPSED * top for e in before):
+        return False
+    if not score_rose(history, ctx):
+        return False
+    recent = [score for _, score in _scores(history)[-3:]]
+    early, best = statistics.fmean(ctx["first_scores"][:3]), ctx["best_score"]
+    return len(recent) == 3 and statistics.fmean(recent) >= early + KEPT_GAIN * (best - early)
+
 
 def kl_blowup(history, ctx, active):
     """The policy moves far more per update than PPO's clip allows: approx_kl above 1 in one
     epoch, or above 0.2 (clipfrac above 0.5) for 3 epochs; usually a learning rate too high.
     Held until 3 epochs are back under 0.1 / 0.4 with the policy not collapsed (a collapsed
-    policy has a KL of 0 because nothing moves any more, not because the rate is right)."""
+    policy has a KL of 0 because nothing moves any more, not because the rate is right).
+    Not fired on a converged policy (`converged`: deterministic by learning, its score held)
+    whose KL spikes alone; if its score then falls, it fires."""
     kl, clip = _last(history, "approx_kl", 1), _last(history, "clipfrac", 1)
     if kl is None or clip is None:
+        return None
+    if not active and converged(history, ctx):
         return None
     kl3, clip3 = _last(history, "approx_kl", 3), _last(history, "clipfrac", 3)
     sustained = kl3 is not None and clip3 is not None and all(

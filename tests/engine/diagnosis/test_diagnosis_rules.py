@@ -24,7 +24,10 @@ from puffer_tui.engine.shared.protocol import DIAGNOSIS_RULES
 FIXTURES = TESTS_DIR / "fixtures" / "diagnosis"
 HEALTHY = ("healthy_squared", "healthy_cartpole", "healthy_password", "healthy_snake",
            "healthy_gym-CartPole-v1", "healthy_gym-Acrobot-v1", "healthy_gym-Pendulum-v1",
-           "healthy_gym-HalfCheetah-v5", "healthy_gym-Hopper-v5")
+           "healthy_gym-HalfCheetah-v5", "healthy_gym-Hopper-v5",
+           # squared with a 100M-step budget (the rate still high at 23M steps), epochs
+           # 1-360: converged by epoch 30, its approx_kl spikes to 2.8 at epoch 347
+           "healthy_squared_converged")
 # a rule -> the healthy run it once fired on (the fix's reason is in the rule's docstring)
 FALSE_ALARMS = {
     # Acrobot-v1, classic-control preset: the shared machine's load rose mid-run and the
@@ -239,3 +242,29 @@ def test_a_blind_critic_is_held_until_it_sees_again():
     # hold read a spread measured only under 0.1
     messages = replay("obs_scale", Diagnoser(rules={"critic_blind": RULES["critic_blind"]}))
     assert [(m["status"], m["epoch"]) for m in messages] == [("fired", 20)]
+
+
+def test_a_converged_policy_whose_kl_spikes_alone_is_not_called_collapsed():
+    recorded = epochs("healthy_squared_converged")
+    spike = next(e["signals"] for e in recorded if e["signals"]["approx_kl"] > 1)
+    top = recorded[0]["settings"]["entropy_max"]
+    # what once fired an error: "the policy already collapsed", at a score near its best
+    assert spike["entropy"] < 0.02 * top and spike["score"] > 0.85
+    assert fired(replay("healthy_squared_converged")) == {}
+
+
+def test_a_blow_up_that_breaks_a_converged_policy_still_fires():
+    # the converged run, then updates that overshoot (approx_kl 3) and take the score back
+    # towards its start: the epochs after the recording, made from its last one
+    diagnoser = Diagnoser()
+    recorded = epochs("healthy_squared_converged")
+    replay_with("healthy_squared_converged", diagnoser)
+    last, settings = recorded[-1]["signals"], recorded[-1]["settings"]
+    messages = []
+    for i, score in enumerate((0.9, 0.4, 0.25, 0.2)):
+        broken = {**last, "epoch": last["epoch"] + 1 + i, "approx_kl": 3.0, "clipfrac": 0.6,
+                  "score": score}
+        messages += diagnoser.feed(broken, settings)
+    kl = [m for m in messages if m["rule"] == "kl_blowup" and m["status"] == "fired"]
+    assert kl and kl[0]["severity"] == "error", messages
+    assert kl[0]["epoch"] > last["epoch"] + 1  # once the score fell, not at the first spike
