@@ -50,7 +50,7 @@ def test_cartpole_example_solves_and_its_export_runs_without_torch(tmp_path):
     pytest.importorskip("onnx", reason="the example exports ONNX: the export extra")
     pytest.importorskip("onnxruntime", reason="the ONNX example needs onnxruntime")
     code = readme_example("api-cartpole")
-    assert len(code.strip().splitlines()) <= 10
+    assert len(code.strip().splitlines()) <= 10  # "a script of 10 lines"
     out = run_script(code, tmp_path)
     assert number_after("evaluation return:", out) >= 475, out
     assert (tmp_path / "cartpole.onnx").is_file()
