@@ -303,6 +303,9 @@ class Run:
         if self._inline_engine is not None:
             raise RuntimeError("set() talks to an engine process; an inline run is in this "
                                "process: change its settings from on_epoch's thread instead")
+        if not self.running:
+            raise RuntimeError(f"{self.name} is not training ({self.state}): live settings "
+                               f"change a running engine; resume it to train with others")
         keys = {live_key(name, self.path): value for name, value in fields.items()}
         applied = {}
         try:
