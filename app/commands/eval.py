@@ -48,6 +48,9 @@ def add_parser(sub, name, help_text):
                    help="write env 0's frames of every episode played to a GIF or MP4 (needs "
                         'pip install "puffer-tui[record]"); a bare name goes into the run\'s '
                         "recordings/ folder; plays one env")
+    p.add_argument("--overlay", action="store_true",
+                   help="with --record: draw the policy's view into each frame (action "
+                        "probabilities, V(s), value against return, saliency heat)")
     p.add_argument("--scale", metavar="K", type=int, default=None,
                    help="with --record: pixels per tile, or per image pixel (default: about "
                         "400 pixels wide)")
@@ -87,6 +90,8 @@ def run(args) -> int:
         return _fail("--screenshot needs --render window")
     if args.view != "env" and not (args.render or args.record):
         return _fail(f"--view {args.view} needs --render ascii, --render window or --record")
+    if args.overlay and not args.record:
+        return _fail("--overlay needs --record (--render ascii shows the policy's view anyway)")
     if args.scale is not None and not args.record:
         return _fail("--scale needs --record")
     if args.record and args.render:
@@ -146,7 +151,7 @@ def run(args) -> int:
             from puffer_tui.engine.shared.recordings import RecordingError
 
             try:
-                made = record(evaluator, recording, args.fps, args.scale)
+                made = record(evaluator, recording, args.fps, args.scale, args.overlay)
             except RecordingError as e:
                 return _fail(str(e))
         elif args.render == "window":
@@ -220,15 +225,22 @@ def unrecordable(evaluator) -> str | None:
             "images (a Gymnasium env with render_mode rgb_array)")
 
 
-def record(evaluator, path: Path, fps: float, scale: int | None):
-    """Play the episodes, encoding env 0's every frame into `path` as it goes."""
+def record(evaluator, path: Path, fps: float, scale: int | None, overlay: bool = False):
+    """Play the episodes, encoding env 0's every frame into `path` as it goes (with the
+    policy's view drawn in: `overlay`)."""
     # lazy: pulls gymnasium, which this module does not load
     from puffer_tui.engine.evaluation.recording import record_episodes
 
     print(f"recording {_episodes(evaluator.target)} to {path} (Ctrl-C stops and keeps the "
           "frames so far)", file=sys.stderr, flush=True)
-    return record_episodes(evaluator.recording_frames(), path, fps, scale,
-                           palette_from_wire(evaluator.palette))
+    palette = palette_from_wire(evaluator.palette)
+    if overlay:
+        # lazy: pulls torch and Pillow, only for an overlay
+        from puffer_tui.engine.evaluation.recording_overlay import overlay_frames
+
+        return record_episodes(overlay_frames(evaluator, palette, scale=scale), path, fps, 1,
+                               palette)
+    return record_episodes(evaluator.recording_frames(), path, fps, scale, palette)
 
 
 def play(evaluator, render: str | None = None, fps: float = 10.0, console=None) -> None:
@@ -237,8 +249,15 @@ def play(evaluator, render: str | None = None, fps: float = 10.0, console=None) 
     shown = _Renderer(palette_from_wire(evaluator.palette), fps, evaluator.target, console) \
         if render == "ascii" else None
     next_report = time.monotonic() + PROGRESS_EVERY
+    frames = evaluator.frames(render=shown is not None)
+    if shown is not None:  # the policy's view of each frame, drawn under it
+        # lazy: pulls torch, only for a render
+        from puffer_tui.engine.evaluation.policy_view import EvaluatorWatch
+
+        frames = ({**m, "policy": v} if m is not None and v is not None else m
+                  for m, v in EvaluatorWatch(evaluator).frames())
     try:
-        for message in evaluator.frames(render=shown is not None):
+        for message in frames:
             if shown is not None:
                 shown.show(message, evaluator.episodes, evaluator.done_returns)
             elif time.monotonic() >= next_report:  # a long score shows that it moves
@@ -326,7 +345,12 @@ class _Renderer:
         from rich.console import Group
         from rich.text import Text
 
+        # lazy: pulls textual, which this module does not load
+        from puffer_tui.app.widgets.policy_strip import with_strip
+
         self.grid = self._grid(message)
+        if self.live is not None:  # animated: the policy's view under the frame
+            self.grid = with_strip(self.grid, message, self.console.size.width)
         if self.live is not None and self.grid is not None:
             self.live.update(Group(self.grid, Text(self._status(episodes, returns))))
         elif self.live is None:

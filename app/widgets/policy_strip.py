@@ -182,7 +182,9 @@ def value_chart(view: PolicyView, width: int, rows: int) -> list[Text]:
     legend = Text(no_wrap=True)
     legend.append("• V(s)", VALUE_STYLE)
     legend.append("  ─ return", RETURN_STYLE)
-    legend.append(f"  {low:+.2f}..{high:+.2f}", "dim")
+    scale = f"  {low:+.2f}..{high:+.2f}"
+    if len(legend) + len(scale) <= width:
+        legend.append(scale, "dim")
     lines.append(legend)
     return lines
 
@@ -252,3 +254,18 @@ class PolicyStrip(Widget):
     def render(self) -> Text:
         lines = strip_lines(self.view, self.size.width, max(self.size.height, 3))
         return Text("\n").join(lines)
+
+
+def with_strip(renderable, message: dict | None, width: int, height: int = 12):
+    """`eval --render ascii`: the frame, and under it the strip of the policy's view the
+    frame message carries (the frame alone when it carries none)."""
+    from rich.console import Group
+
+    # lazy: the protocol's decoder, only for a frame that carries a view
+    from puffer_tui.engine.shared.protocol import PolicyView
+
+    raw = (message or {}).get("policy")
+    view = PolicyView.from_wire(raw) if raw is not None else None
+    if renderable is None or view is None:
+        return renderable
+    return Group(renderable, *strip_lines(view, max(min(width, 60), 20), height))

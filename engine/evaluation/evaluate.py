@@ -209,10 +209,11 @@ class Evaluator:
             actions, self.state = self.policy.act(
                 self.obs, self.state, deterministic=self.deterministic, starts=self.starts)
         self.steps += 1
-        observations = []
+        observations, stepped = [], []
         for env, (a, b) in zip(self.envs, self.rows):
             obs, rewards, terminals, truncations, infos = env.step(actions[a:b])
             observations.append(obs)
+            stepped.append((rewards, terminals, truncations))
             self.returns[a:b] += rewards
             self.lengths[a:b] += 1
             ended = np.logical_or(terminals, truncations)
@@ -220,6 +221,8 @@ class Evaluator:
             logs = list(infos) + ([env.log()] if ended.any() else [])
             self._count(a + np.flatnonzero(ended), logs)
         self.obs = np.concatenate(observations)
+        # the step's actions and outcomes, for a watcher of the policy (policy_view.py)
+        self.last_step = (actions, *(np.concatenate(parts) for parts in zip(*stepped)))
 
     def _count(self, rows: np.ndarray, logs: list[dict]) -> None:
         """Tally the episodes that just ended in one env, each row up to its quota."""

@@ -296,3 +296,52 @@ def _scalar(x, pos: int) -> float:
 def _tensor(x, policy) -> torch.Tensor:
     device = next(policy.parameters()).device
     return torch.as_tensor(x, device=device) if not isinstance(x, torch.Tensor) else x.to(device)
+
+
+class EvaluatorWatch:
+    """The policy's view of env 0's first agent while an Evaluator (engine/evaluation/
+    evaluate.py) plays: `eval --render` and `eval --record --overlay`. `frames()` plays as
+    Evaluator.frames does, each frame paired with the view of the decision made on it."""
+
+    def __init__(self, evaluator, saliency: str | None = None):
+        self.evaluator = evaluator
+        policy = evaluator.policy
+        self.watch = PolicyWatch(policy, lambda: float(evaluator.config.train.gamma), 1,
+                                 getattr(getattr(evaluator.envs[0], "layout", None),
+                                         "frame_shape", None) or _frame_shape(evaluator))
+        self.watch.follow(0, 0, saliency)
+        self._arrived = (0.0, False, False)  # the reward and ends that came with the obs
+
+    def frames(self, frame=None):
+        """(frame, policy view dict or None) per step until the target episodes end; `frame()`
+        gives the frame (default: the evaluator's `frame_message`)."""
+        evaluator = self.evaluator
+        frame = frame or evaluator.frame_message
+        while not evaluator.finished:
+            shown = frame()
+            obs, state = evaluator.obs, evaluator.state
+            evaluator.step()
+            self._observe(obs, state)
+            yield shown, self.watch.view()
+        yield frame(), self.watch.view()  # the last frame, with the last decision's view
+
+    def _observe(self, obs, state) -> None:
+        evaluator, policy = self.evaluator, self.evaluator.policy
+        actions, rewards, terminals, truncations = evaluator.last_step
+        seen = torch.as_tensor(np.asarray(obs[:1]), device=next(policy.parameters()).device)
+        with torch.no_grad():
+            if policy.obs_norm is not None:  # what the policy saw: training's statistics
+                seen = policy.obs_norm(seen)
+            state0 = None if state is None else (state[0][:1], state[1][:1])
+            _, value, _ = policy.step(seen, state0)
+        reward, terminal, truncated = self._arrived
+        self.watch.observe(seen, np.array([0]), np.asarray(actions)[:1], value.float(),
+                           np.array([reward]), np.array([terminal]), np.array([truncated]),
+                           None, state0)
+        self._arrived = (float(rewards[0]), bool(terminals[0]), bool(truncations[0]))
+
+
+def _frame_shape(evaluator):
+    frame = evaluator.envs[0].frame(0)
+    shape = getattr(frame, "shape", None)
+    return tuple(shape) if shape is not None and len(shape) == 2 else None
