@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import base64
 import math
+import time
 from collections import deque
 from collections.abc import Callable
 
@@ -40,6 +41,7 @@ MAX_EPISODE = 10_000  # steps of one episode kept for its value-vs-return series
 SERIES_POINTS = 120  # points of the series sent (the chart is at most this wide)
 RANKED_DIMS = 16  # flat observations: the dimensions listed, most salient first
 MAX_HEADS, MAX_ACTIONS = 64, 256  # what a push holds at most (wider spaces are cut)
+SALIENCY_INTERVAL = 0.25  # seconds a saliency map is reused for (4 a second at most)
 
 
 class PolicyWatch:
@@ -54,6 +56,7 @@ class PolicyWatch:
         self.obs_names = list(obs_names) if obs_names else None
         self.env, self.agent, self.row = 0, 0, 0
         self.saliency: str | None = None
+        self._salient = None
         self.observed = 0  # steps recorded (each a copy of one row)
         self.computed = 0  # views computed (each a forward of one row)
         self._clear()
@@ -76,6 +79,7 @@ class PolicyWatch:
             self._clear()
         self.env, self.agent, self.row = env, agent, row
         self.saliency = saliency if saliency in SALIENCY_OF else None
+        self._salient = None  # (when, of what, the map) of the last saliency computed
 
     # -- each step (the trainer's thread) ------------------------------------------------------
 
@@ -162,10 +166,19 @@ class PolicyWatch:
         if self.episode is not None:
             out["episode"] = self.episode
         if self.saliency is not None:
-            salient = self.saliency_map(self.saliency)
+            salient = self._saliency_now()
             if salient is not None:
                 out["saliency"] = salient
         return out
+
+    def _saliency_now(self) -> dict | None:
+        """The saliency map, recomputed at most every SALIENCY_INTERVAL seconds (a backward
+        pass costs three forwards; the map changes with the observation, not each frame)."""
+        now = time.monotonic()
+        cached = self._salient
+        if cached is None or cached[1] != self.saliency or now - cached[0] >= SALIENCY_INTERVAL:
+            self._salient = cached = (now, self.saliency, self.saliency_map(self.saliency))
+        return cached[2]
 
     def saliency_map(self, of: str = "action") -> dict | None:
         """|d log pi(a|s) / d input| (of "value": |d V(s) / d input|) of the latest step, per
@@ -282,15 +295,19 @@ def _numpy(x):
 
 
 def _row(x, pos: int):
-    """A copy of row `pos` (the trainer reuses its buffers on the next step)."""
+    """A copy of row `pos` (the trainer reuses its buffers on the next step). A CPU tensor
+    is read through numpy: a torch index and clone cost ten times more, at every step."""
     if isinstance(x, torch.Tensor):
-        return x[pos].detach().clone()
+        if x.device.type != "cpu" or x.requires_grad:
+            return x[pos].detach().clone()
+        x = x.numpy()
     return np.array(x[pos], copy=True)
 
 
 def _scalar(x, pos: int) -> float:
-    value = x[pos]
-    return float(value.item() if isinstance(value, torch.Tensor) else value)
+    if isinstance(x, torch.Tensor):
+        return float(x[pos].item()) if x.device.type != "cpu" else float(x.numpy()[pos])
+    return float(x[pos])
 
 
 def _tensor(x, policy) -> torch.Tensor:

@@ -287,8 +287,10 @@ class ControlServer:
             client.frame_seq, client.frame_sent_at = seq, now
             policy = None
             if client.policy and view == "env":
+                # the latest view of the env: computed at the fastest viewer's rate, so a
+                # frame between two views carries the one before (never one of another env)
                 seen = self.frames.views.get(env)
-                policy = seen[1] if seen is not None and seen[0] == seq else None
+                policy = seen[1] if seen is not None else None
                 if policy is not None and client.saliency is None and "saliency" in policy:
                     policy = {k: v for k, v in policy.items() if k != "saliency"}
             self._write(client, encode(frame_message(env, frame, view, policy)), droppable=True)
@@ -423,5 +425,7 @@ class ControlServer:
         for c in watching:
             if c.policy and c.render_view == "env":
                 policy[c.render_env] = policy.get(c.render_env) or c.saliency
+        intervals = [c.frame_interval for c in watching if c.policy]
+        self.frames.policy_interval = max(min(intervals, default=0.0), TICK)
         if wanted != self.frames.wanted or policy != self.frames.policy_wanted:
             self.commands.want_frames(wanted, policy)

@@ -49,6 +49,10 @@ class FrameSource:
         self.views: dict[int, tuple[int, dict]] = {}  # env -> (its frame's seq, policy view)
         self._watches: dict = {}  # env -> PolicyWatch
         self._watched = None  # the trainer whose step_watch is ours
+        # the views are computed no more often than their fastest viewer draws them (the
+        # server sets it: the dashboard 4 a second, the full-screen render 15)
+        self.policy_interval = FRAME_INTERVAL
+        self._next_view = 0.0
         self._seq = 0
         self._next = 0.0
 
@@ -56,6 +60,7 @@ class FrameSource:
         """Server thread: capture these (frame_key) from now on, the first frame at once;
         `policy`: the envs whose policy view is wanted too (env -> saliency or None)."""
         self.policy_wanted = dict(policy or {})
+        self._next_view = 0.0  # a new wish: its first view at once
         if not self.policy_wanted:
             self._unwatch()  # at once: not one more step copied for nobody
         self.wanted = frozenset(keys)
@@ -66,8 +71,12 @@ class FrameSource:
 
     def capture(self) -> None:
         """Main thread: grab a frame of every wanted env and view (and its policy view)."""
-        self._next = time.monotonic() + FRAME_INTERVAL
+        now = time.monotonic()
+        self._next = now + FRAME_INTERVAL
         self._sync_watches()
+        views_due = now >= self._next_view
+        if views_due:
+            self._next_view = now + self.policy_interval
         for key in self.wanted:
             env, view = key if isinstance(key, tuple) else (key, ENV_VIEW)
             try:
@@ -78,7 +87,7 @@ class FrameSource:
             if frame is not None:
                 self._seq += 1
                 self.frames[key] = (self._seq, frame)
-                watch = self._watches.get(env) if view == ENV_VIEW else None
+                watch = self._watches.get(env) if view == ENV_VIEW and views_due else None
                 if watch is not None:
                     try:
                         policy_view = watch.view()
