@@ -196,6 +196,10 @@ class PolicyWatch:
         flat = magnitude.reshape(-1)
         order = np.argsort(-flat, kind="stable")[:RANKED_DIMS]
         names = self.obs_names if self.obs_names and len(self.obs_names) == flat.size else None
+        side = math.isqrt(flat.size)
+        if names is None and side >= 3 and side * side == flat.size:
+            # a square window of cells that is not the frame (snake's view around its head)
+            names = [f"cell {i // side},{i % side}" for i in range(flat.size)]
         return {"of": of, "dims": [[int(i), round(float(flat[i]) / top, 4),
                                     names[i] if names else f"obs[{i}]"] for i in order]}
 
