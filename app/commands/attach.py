@@ -107,24 +107,35 @@ def find_sweep(name: str | None, runs_dir: str | None):
         return None
 
 
-def run(args) -> int:
+def _refuse_without_terminal() -> int | None:
     why = no_terminal()
-    if why is not None:  # the dashboard's escape codes would land in a file or pipe
-        print(f"puffer-tui attach: error: {why}: the dashboard needs one; `puffer-tui runs` "
-              f"lists the runs, `tail -f RUN/{rd.EVENTS_FILE}` follows one, `puffer-tui stop "
-              f"RUN` stops it", file=sys.stderr)
-        return ec.USAGE
+    if why is None:
+        return None
+    # the dashboard's escape codes would land in a file or pipe
+    print(f"puffer-tui attach: error: {why}: the dashboard needs one; `puffer-tui runs` "
+          f"lists the runs, `tail -f RUN/{rd.EVENTS_FILE}` follows one, `puffer-tui stop "
+          f"RUN` stops it", file=sys.stderr)
+    return ec.USAGE
+
+
+def run(args) -> int:
     sweep = find_sweep(args.run_name, args.runs_dir)
     if sweep is not None:
+        refused = _refuse_without_terminal()
+        if refused is not None:
+            return refused
         # lazy: pulls textual, which this module does not load
         from puffer_tui.app.app import run_app
 
         return int(run_app(sweep_dir=sweep, runs_root=args.runs_dir) or 0)
-    try:
+    try:  # what is wrong with the run first: it says what to do instead
         path = choose_run(args.run_name, args.runs_dir)
     except RunDirError as e:
         print(f"puffer-tui attach: error: {e}", file=sys.stderr)
         return ec.USAGE
+    refused = _refuse_without_terminal()
+    if refused is not None:
+        return refused
     # lazy: pulls textual, which this module does not load
     from puffer_tui.app.app import run_app
 

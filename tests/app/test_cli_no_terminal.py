@@ -3,10 +3,12 @@ starts no dashboard writing escape codes into the file, but the headless run (pr
 signals checkpoint and stop), with a one-line note saying so; the launcher and `attach`,
 which have nothing to show without one, refuse in one line."""
 
+import psutil
 import pytest
 
 from puffer_tui.app import headless_run
 from puffer_tui.app.cli import main
+from puffer_tui.engine.shared import run_dir as rd
 
 
 @pytest.fixture
@@ -43,10 +45,22 @@ def test_log_every_must_be_positive(tmp_path, capsys, started):
     assert not started
 
 
+def training_run(root):
+    """A run whose status names this test's process as its live engine."""
+    me = psutil.Process()
+    run = rd.create_run_dir("squared", root)
+    (run / rd.CONFIG_FILE).write_text('env_name = "squared"\n')
+    rd.write_json_atomic(run / rd.STATUS_FILE, {"state": "running", "pid": me.pid,
+                                                "pid_create_time": me.create_time()})
+    return run
+
+
 @pytest.mark.parametrize("argv, who", [([], "the launcher"), (["attach"], "the dashboard")])
 def test_the_apps_without_a_terminal_are_refused_in_one_line(argv, who, capsys, monkeypatch,
-                                                             started):
+                                                             started, tmp_path):
     monkeypatch.delenv("TEXTUAL_DRIVER", raising=False)
+    if argv:  # a run that trains: attach would open its dashboard
+        argv = [*argv, training_run(tmp_path).name, "--runs-dir", str(tmp_path)]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and f"stdout is not a terminal: {who} needs one" in err[0], err
