@@ -17,6 +17,8 @@ from pathlib import Path
 
 from puffer_tui.app.run_history import read_events
 from puffer_tui.engine.shared.config import flat_sections
+from puffer_tui.engine.shared.metrics_file import grouped
+from puffer_tui.engine.shared.protocol import ENV
 from puffer_tui.engine.shared.run_dir import (
     CONFIG_FILE,
     METRICS_FILE,
@@ -33,6 +35,8 @@ COMPARE_METRICS = (("score", "score"), ("episode_return", "episode return"),
 X_AXES = (("global_step", "step"), ("uptime", "time trained (s)"))  # uptime: no pauses
 # the columns kept from each row (a long run has 100k rows: only these, as float arrays)
 KEPT_COLUMNS = ("epoch", "global_step", "uptime", *(key for key, _ in COMPARE_METRICS))
+# the env group's fields every env has (the others are the env's own, kept when found)
+STANDARD_ENV_FIELDS = ("score", "episode_return", "episode_length", "episodes")
 
 # events.log lines of a live change (engine/runtime/commands.py): "train.X changed from A to B (...)"
 _SET_EVENT = re.compile(r"^(?P<key>[\w.]+) changed from (?P<old>.*?) to (?P<new>.*?)"
@@ -65,6 +69,7 @@ class MetricColumns:
 
     def __init__(self) -> None:
         self.columns = {key: array("d") for key in KEPT_COLUMNS}
+        self.env_fields: list[str] = []  # the env's own columns (is_success...), as found
         self.offset = 0
 
     def __len__(self) -> int:
@@ -89,15 +94,29 @@ class MetricColumns:
             except ValueError:
                 continue  # a torn line (a killed engine)
             if isinstance(row, dict):
+                self._find_env_fields(row)
                 for key, column in self.columns.items():
                     value = row.get(key)
                     column.append(float(value) if _number(value) else math.nan)
         return len(self) > before
 
+    def _find_env_fields(self, row: dict) -> None:
+        """Columns of the env's own numbers (a C env's log fields, a Python env's info
+        numbers) get a column when first seen, NaN for the rows before."""
+        for key, value in row.items():
+            if key in self.columns or not _number(value):
+                continue
+            name = next(iter(grouped({key: value})[ENV]), None)
+            if name is None or name in STANDARD_ENV_FIELDS:
+                continue
+            self.columns[key] = array("d", [math.nan] * len(self))
+            self.env_fields.append(key)
+
     def copy(self) -> MetricColumns:
         """A snapshot for another thread, while this one reads on."""
         twin = MetricColumns()
         twin.columns = {key: array("d", column) for key, column in self.columns.items()}
+        twin.env_fields = list(self.env_fields)
         twin.offset = self.offset
         return twin
 
@@ -314,4 +333,7 @@ def final_figures(run: RunSeries) -> dict[str, object]:
             "epochs": None if epochs is None else int(epochs),
             "best score": max(scores) if scores else None, "last score": last("score"),
             "episode_return": last("episode_return"), "episode_length": last("episode_length"),
-            "mean SPS": sum(sps) / len(sps) if sps else None, "uptime": last("uptime")}
+            "mean SPS": sum(sps) / len(sps) if sps else None, "uptime": last("uptime"),
+            # the env's own fields, last value: env/is_success ...
+            **{f"{ENV}/{key.removeprefix(f'{ENV}/')}": last(key)
+               for key in run.metrics.env_fields}}

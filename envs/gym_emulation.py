@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import functools
 import inspect
+import math
+import numbers
 import os
 
 import gymnasium
@@ -27,7 +29,7 @@ from gymnasium import spaces
 
 from puffer_tui.engine.native import frames
 from puffer_tui.engine.native.progress import progress
-from puffer_tui.engine.native.pufferenv import EnvLayout, PufferEnv
+from puffer_tui.engine.native.pufferenv import IGNORED, LOG_FIELDS, EnvLayout, PufferEnv
 from puffer_tui.envs.gym_spaces import ActionLayout, ObservationLayout
 
 FRAME_MODES = ("rgb_array", "ansi")  # the render modes frame() draws
@@ -35,6 +37,50 @@ FRAME_MODES = ("rgb_array", "ansi")  # the render modes frame() draws
 # the logged episode runs on to the game's end (envs/atari_preprocessing.py).
 GAME_CONTINUES = "game_continues"
 AUTO = "auto"
+# Info keys that are not the env's own numbers: ours, the log's, and the ones Gymnasium's
+# RecordEpisodeStatistics puts in info["episode"] (its r and l are the return and length
+# logged anyway, t a clock).
+NOT_FIELDS = {GAME_CONTINUES, IGNORED, "n", *LOG_FIELDS}
+EPISODE_STATISTICS = ("r", "l", "t")
+
+
+def _number(value) -> float | None:
+    """A real number (a bool counts as 0 or 1: is_success), a numpy scalar or a one-element
+    array as a float; None for anything else, NaN and infinities included."""
+    if isinstance(value, numbers.Real):
+        number = float(value)
+    elif getattr(value, "size", None) == 1 and getattr(value, "dtype", None) is not None \
+            and value.dtype.kind in "biuf":
+        number = float(value.reshape(-1)[0])
+    else:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def episode_fields(info, said: set) -> tuple[dict, tuple]:
+    """The env's own numbers in an episode's last `info`, and the names of the values that
+    are not numbers, each only the first time (`said` keeps them): ({name: value}, names).
+    A dict value (e.g. info["episode"]) gives its numbers one level down as "key.name"."""
+    fields, ignored = {}, []
+    if not isinstance(info, dict):
+        return fields, ()
+    for key, value in info.items():
+        key = str(key)
+        if key in NOT_FIELDS:
+            continue
+        if isinstance(value, dict):
+            items = [(f"{key}.{name}", inner) for name, inner in value.items()
+                     if not (key == "episode" and name in EPISODE_STATISTICS)]
+        else:
+            items = [(key, value)]
+        for name, inner in items:
+            number = _number(inner)
+            if number is not None:
+                fields[name] = number
+            elif name not in said:
+                said.add(name)
+                ignored.append(f"{name} ({type(inner).__name__})")
+    return fields, tuple(ignored)
 
 
 class GymnasiumPufferEnv(PufferEnv):
@@ -49,7 +95,10 @@ class GymnasiumPufferEnv(PufferEnv):
     * Infos: every `log_interval` steps, if episodes finished since the last report, a list
       with one dict of their averages: `episode_return`, `episode_length`, `score` and the
       count `n` (floats, as in native logs). `score` is the final step's `info["score"]` when
-      the env reports one, else the episode return. Other per-step infos are dropped. A
+      the env reports one, else the episode return. The other numbers of that last info
+      (`is_success`, a distance; those of a dict in it such as info["episode"], as
+      "episode.name") are the env's own fields, averaged as a C env's log fields are;
+      values that are not numbers are named once (`ignored`) and dropped. A
       termination whose info has GAME_CONTINUES (an Atari life lost while training) ends the
       learner's episode, not the logged one: the logs count whole games.
     * Actions are checked by the base class (`write_actions`, `check_action_values`) before
@@ -106,6 +155,7 @@ class GymnasiumPufferEnv(PufferEnv):
         self._episode_return = [0.0] * num_envs
         self._episode_length = [0] * num_envs
         self._render_error: str | None = None
+        self._said: set = set()  # info values already named as not numbers
 
     # -- frames: what renderers draw (engine/runtime/frame_source.py asks only while someone watches) --
 
@@ -207,8 +257,10 @@ class GymnasiumPufferEnv(PufferEnv):
     def _end_episode(self, i: int, info: dict) -> None:
         if isinstance(info, dict) and info.get(GAME_CONTINUES):
             return
+        fields, ignored = episode_fields(info, self._said)
         self._log_episodes(self._episode_return[i], self._episode_length[i],
-                           info.get("score") if isinstance(info, dict) else None)
+                           info.get("score") if isinstance(info, dict) else None,
+                           fields=fields, ignored=ignored)
         self._episode_return[i] = 0
         self._episode_length[i] = 0
 

@@ -23,7 +23,12 @@ import numpy as np
 from puffer_tui.engine.native import frames
 from puffer_tui.engine.native.progress import progress
 from puffer_tui.engine.native.pufferenv import PufferEnv
-from puffer_tui.envs.gym_emulation import FRAME_MODES, _quiet_headless_sdl, _takes_render_mode
+from puffer_tui.envs.gym_emulation import (
+    FRAME_MODES,
+    _quiet_headless_sdl,
+    _takes_render_mode,
+    episode_fields,
+)
 from puffer_tui.envs.gym_spaces import ActionLayout, ObservationLayout
 
 INSTALL_HINT = "pip install 'puffer-tui[pettingzoo]' (or: pip install pettingzoo mpe2)"
@@ -42,7 +47,8 @@ class PettingZooPufferEnv(PufferEnv):
       ending then report their terminal/truncation next to the new episode's observation.
     Rewards are per agent (absent agents get 0). Every `log_interval` steps the averages over
     the agents' finished episodes since the last report: episode_return, episode_length,
-    score (the agent's final `infos[agent]["score"]` if a number, else its return) and n.
+    score (the agent's final `infos[agent]["score"]` if a number, else its return) and n,
+    with the other numbers of that info as the env's own fields (gym_emulation.py).
     Seeding: `reset(seed)` seeds env i with `seed + i`; autoresets continue each env's RNG.
     """
 
@@ -72,6 +78,7 @@ class PettingZooPufferEnv(PufferEnv):
         self._row = {agent: j for j, agent in enumerate(self.agents)}
         self._returns = np.zeros(self.num_agents, np.float64)
         self._lengths = np.zeros(self.num_agents, np.int64)
+        self._said: set = set()  # info values already named as not numbers
 
     def unflatten_observations(self, flat):
         return self.observation_layout.unflatten(flat)
@@ -140,9 +147,12 @@ class PettingZooPufferEnv(PufferEnv):
             self._logs_due()
 
     def _end_episode(self, row: int, info) -> None:
-        """One agent's episode ended (the log averages per agent)."""
+        """One agent's episode ended (the log averages per agent; the other numbers of its
+        last info are its own fields, as for Gymnasium envs)."""
+        fields, ignored = episode_fields(info, self._said)
         self._log_episodes(self._returns[row], self._lengths[row],
-                           info.get("score") if isinstance(info, dict) else None)
+                           info.get("score") if isinstance(info, dict) else None,
+                           fields=fields, ignored=ignored)
         self._returns[row] = 0.0
         self._lengths[row] = 0
 

@@ -45,7 +45,8 @@ class SlowEnv(gym.Env):
             self.episodes += 1
             # success every other episode: the logged mean is 0.5 over an even count
             info = {"is_success": self.episodes % 2 == 0, "distance": np.float32(3.5),
-                    "episode": {"r": float(self.t), "l": self.t}, "label": "not a number"}
+                    "episode": {"r": float(self.t), "l": self.t, "goal": 1.0},
+                    "label": "not a number"}
         return np.full(2, 0.5 if action else -0.5, np.float32), float(action), done, False, info
 
 

@@ -78,10 +78,11 @@ def compare(names: list[str], root: Path, as_json: bool = False) -> int:
         console.print("config differences: none (the runs share every setting)",
                       highlight=False, markup=False)
     final = table("final figures", "figure")
-    for key in figures[0]:
+    keys = list(dict.fromkeys(key for f in figures for key in f))  # env fields may differ
+    for key in keys:
         if key in ("episode_return", "episode_length") and all(f[key] is None for f in figures):
             continue  # an env that never reports it
-        final.add_row(key, *(figure_text(key, f[key]) for f in figures))
+        final.add_row(key, *(figure_text(key, f.get(key)) for f in figures))
     console.print(final)
     for run in runs:
         for e in run.events:

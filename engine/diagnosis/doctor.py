@@ -1,7 +1,9 @@
 """The engine's diagnosis after each epoch (rank 0): measure the signals the rules read from
 the trainer's epoch row and its last batch, run the rules (engine/diagnosis/state.py), and
 say what fired or cleared: a `diagnosis` push to every client, an event (events.log,
-engine.out, `--headless`), and a `diagnoses` field in the metrics row.
+engine.out, `--headless`), and a `diagnoses` field in the metrics row. It also warns, once
+each, of values in the env's episode-end infos that are not numbers and so are not logged
+(engine/algo/episode_log.py).
 
     doctor = Doctor(trainer, events, publish=server.publish_event)
     row = doctor.examine(row)          # after run_epoch (and the evaluation)
@@ -22,6 +24,7 @@ import math
 import os
 import time
 
+from puffer_tui.engine.algo.episode_log import take_ignored
 from puffer_tui.engine.diagnosis.state import Diagnoser, event_text, row_entry
 from puffer_tui.engine.shared.protocol import DIAGNOSES, ENV, LOSSES, TIMING, TIMING_PCT, json_safe
 
@@ -170,6 +173,11 @@ class Doctor:
     def examine(self, row: dict) -> dict:
         """The row, with a `diagnoses` field when a rule fired or cleared this epoch."""
         start = time.thread_time()  # this thread's CPU: what diagnosing costs, not waits
+        ignored = take_ignored()
+        if ignored:
+            self.events.warning(
+                f"the env's episode-end info has values that are not numbers, not logged: "
+                f"{', '.join(ignored)} (its numbers are logged as env/<key>; said once)")
         trainer = self.trainer
         steps = int(row.get("global_step", 0)) - self._last_step
         self._last_step = int(row.get("global_step", 0))

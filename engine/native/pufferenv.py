@@ -24,6 +24,8 @@ from puffer_tui.engine.native.settings import Setting, resolve_settings
 
 # the standard log of an episode (the C envs' PUFFER_STANDARD_LOG, the Python envs' below)
 LOG_FIELDS = ("episode_return", "episode_length", "score")
+# A log's names of the env's own fields that were not numbers (each said once; not logged).
+IGNORED = "ignored"
 
 
 @dataclass(frozen=True)
@@ -137,18 +139,29 @@ class PufferEnv:
             raise ValueError(f"log_interval must be >= 1, got {log_interval}")
         self.log_interval = int(log_interval)
         self._log = dict.fromkeys((*LOG_FIELDS, "n"), 0.0)
+        # the env's own fields, as a C env's log has them: {name: [sum, episodes]}
+        self._log_fields: dict[str, list[float]] = {}
+        self._log_ignored: list[str] = []  # names to say once, with the next log
         self._steps_since_log = 0
 
     def _log_episodes(self, episode_return: float, length: float, score=None,
-                      episodes: float = 1.0) -> None:
+                      episodes: float = 1.0, fields: dict | None = None,
+                      ignored: tuple = ()) -> None:
         """Add finished episodes (sums over them); `score` defaults to the return, and an
-        env's own score counts only when it is a real number."""
+        env's own score counts only when it is a real number. `fields`: the env's own
+        numbers (sums over these episodes), each averaged over the episodes that had it;
+        `ignored`: names of fields that were not numbers, said once in the next log."""
         if not isinstance(score, numbers.Real) or isinstance(score, bool):
             score = episode_return
         self._log["episode_return"] += float(episode_return)
         self._log["episode_length"] += float(length)
         self._log["score"] += float(score)
         self._log["n"] += float(episodes)
+        for name, value in (fields or {}).items():
+            total = self._log_fields.setdefault(name, [0.0, 0.0])
+            total[0] += value
+            total[1] += episodes
+        self._log_ignored.extend(ignored)
 
     def log(self) -> dict:
         """Averaged stats of the episodes finished since the last call ({} if none)."""
@@ -156,8 +169,13 @@ class PufferEnv:
         if n <= 0:
             return {}
         averaged = {key: self._log[key] / n for key in LOG_FIELDS}
+        averaged.update({name: total / count for name, (total, count) in
+                         self._log_fields.items() if count > 0})
         averaged["n"] = n
+        if self._log_ignored:
+            averaged[IGNORED] = tuple(self._log_ignored)
         self._log = dict.fromkeys(self._log, 0.0)
+        self._log_fields, self._log_ignored = {}, []
         return averaged
 
     def _logs_due(self) -> list[dict]:

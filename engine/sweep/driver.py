@@ -238,7 +238,7 @@ class Driver:
         trial, run, _slot = self.running[number]
         single = len(self.settings.directions()) == 1
         for row in run.poll():
-            score = row.get(self.settings.metric)
+            score = obj.metric_value(row, self.settings.metric)  # env/<key> or its column
             epoch = row.get("epoch")
             if not isinstance(score, (int, float)) or not isinstance(epoch, int) or not single:
                 continue

@@ -15,11 +15,21 @@ import math
 FINAL_WINDOW = 3  # epochs averaged for the final score: one noisy epoch should not decide
 
 
+def metric_value(row: dict, metric: str):
+    """`metric` of a metrics.jsonl row; an env field by its tracker name too: env/is_success
+    is the column is_success (metrics.jsonl keeps env fields bare unless a trainer column
+    has the name)."""
+    value = row.get(metric)
+    if value is None and metric.startswith("env/"):
+        value = row.get(metric[len("env/"):])
+    return value
+
+
 def metric_series(rows: list[dict], metric: str) -> list[float]:
     """The finite values of `metric` in the rows, in order."""
     out = []
     for row in rows:
-        value = row.get(metric)
+        value = metric_value(row, metric)
         if isinstance(value, (int, float)) and not isinstance(value, bool) \
                 and math.isfinite(value):
             out.append(float(value))
@@ -66,7 +76,7 @@ def reached_at(rows: list[dict], metric: str, reach: float, maximize: bool) -> f
     whose metric reached `reach`."""
     streak: list[float] = []
     for row in rows:
-        value, uptime = row.get(metric), row.get("uptime")
+        value, uptime = metric_value(row, metric), row.get("uptime")
         if not (_number(value) and _number(uptime)):
             continue
         if value >= reach if maximize else value <= reach:

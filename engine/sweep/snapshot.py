@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import time
 
+from puffer_tui.engine.sweep.objective import metric_value
+
 
 def snapshot(study, settings, running: dict) -> dict:
     trials = study.get_trials(deepcopy=False)
@@ -29,7 +31,8 @@ def snapshot(study, settings, running: dict) -> dict:
             _trial, run, _slot = running[t.number]
             last = run.rows[-1] if run.rows else {}
             row.update(epoch=last.get("epoch"), global_step=last.get("global_step"),
-                       score=last.get(settings.metric), seconds=round(time.time() - run.started, 1))
+                       score=metric_value(last, settings.metric),
+                       seconds=round(time.time() - run.started, 1))
         elif t.intermediate_values and row["score"] is None:
             row["score"] = t.intermediate_values[max(t.intermediate_values)]
         rows.append(row)
