@@ -250,7 +250,8 @@ def play(evaluator, render: str | None = None, fps: float = 10.0, console=None) 
         if render == "ascii" else None
     next_report = time.monotonic() + PROGRESS_EVERY
     frames = evaluator.frames(render=shown is not None)
-    if shown is not None:  # the policy's view of each frame, drawn under it
+    if shown is not None and getattr(evaluator, "policy", None) is not None:
+        # the policy's view of each frame, drawn under it
         # lazy: pulls torch, only for a render
         from puffer_tui.engine.evaluation.policy_view import EvaluatorWatch
 
