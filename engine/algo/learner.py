@@ -96,8 +96,8 @@ class Learner:
 
     @property
     def numpy_math(self) -> bool:
-        """Whether the policy's arithmetic runs in numpy (its BLAS should get the threads,
-        torch one: trainer_setup.set_compute_threads)."""
+        """Whether the policy's arithmetic runs in numpy (explicit_gradients.py) rather than
+        through torch's autograd (what a benchmark reports beside its figures)."""
         return self.explicit is not None
 
     def minibatch_loss(self, *args):

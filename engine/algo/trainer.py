@@ -169,8 +169,6 @@ class Trainer:
         self.precision = resolve_precision(train.precision, self.device)  # "auto" decided
         self.learner = Learner(self.policy, self.optimizer, sequence_fn, self.precision,
                                compile_loss=compile_loss)
-        # the threads go to the pool that does the policy's arithmetic (numpy's or torch's)
-        set_compute_threads(self._threads[0], self.learner.numpy_math)
         # a plain MLP on the CPU: its forward in numpy, without Modules (explicit_gradients.py)
         self._explicit = self.learner.explicit if not train.compile else None
         if self._explicit is not None:
@@ -295,14 +293,13 @@ class Trainer:
     @contextlib.contextmanager
     def _learning_threads(self):
         collect, learn = self._threads
-        numpy_math = self.learner.numpy_math
         if learn != collect:
-            set_compute_threads(learn, numpy_math)
+            set_compute_threads(learn)
         try:
             yield
         finally:
             if learn != collect:
-                set_compute_threads(collect, numpy_math)
+                set_compute_threads(collect)
 
     def _safe_point(self, between_steps: bool = False) -> None:
         if self.safe_point is None:

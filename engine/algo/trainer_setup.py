@@ -80,20 +80,19 @@ def _blas_threads():
     return ThreadpoolController()
 
 
-def set_compute_threads(threads: int, numpy_math: bool = False) -> None:
-    """`threads` for the pool that does the policy's arithmetic, one thread for the other:
-    torch's OpenMP pool, or numpy's OpenBLAS (the plain-MLP path of
-    engine/algo/explicit_gradients.py, `numpy_math`). Unlimited, OpenBLAS takes every core
-    (CartPole-v1, 100k steps on 2 cores: 16 s of CPU for 9 s of wall on one torch thread).
-    Both at N threads on N cores is far worse: each pool's idle workers busy-wait a while after
-    every parallel call, and the explicit path switches pools many times a minibatch (numpy's
-    products, torch's erf_, Adam's fused step), each switch waiting for the other pool's
-    spinning worker to be descheduled. On a 2-core AMD EPYC at 2 + 2 threads a 512 x 128 erf_
-    took 5.8 ms after a numpy product instead of 0.07 ms, and cartpole (float32, the
-    explicit path: a CPU without AVX512-BF16) trained at 17-24k agent-steps/s instead of
-    ~100k+."""
-    torch.set_num_threads(1 if numpy_math else threads)
-    _blas_threads().limit(limits=threads if numpy_math else 1, user_api="blas")
+def set_compute_threads(threads: int) -> None:
+    """`threads` for torch's ops, one for numpy's BLAS (the matrix products of the plain-MLP
+    path, engine/algo/explicit_gradients.py). OpenBLAS's idle workers busy-wait long after
+    each product, so a second BLAS thread holds the core that torch's pool, the env or
+    another process needs: with both pools at 2 threads on 2 cores each switch between a numpy
+    product and a torch op (erf_, Adam's fused step) waited for the other pool's spinning
+    worker to be descheduled. On a 2-core AMD EPYC, a 512 x 128 erf_ after a numpy product took
+    5.8 ms at 2 + 2 threads and 0.07 ms at 2 + 1; `bench train cartpole` in float32 (the
+    explicit path: a CPU without AVX512-BF16), at load ~2.5, ran 7-24k agent-steps/s at
+    2 + 2, 14k at 1 torch + 2 BLAS, 92k at 2 + 1 and 131k at 1 + 1. Unlimited, OpenBLAS also
+    takes every core (CartPole-v1, 100k steps on 2 cores: 16 s of CPU for 9 s of wall)."""
+    torch.set_num_threads(threads)
+    _blas_threads().limit(limits=1, user_api="blas")
 
 
 def compute_threads() -> tuple[int, int]:
