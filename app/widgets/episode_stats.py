@@ -8,8 +8,11 @@ from textual.reactive import reactive
 from puffer_tui.app.widgets.format import metric, spark
 from puffer_tui.app.widgets.panel import TextPanel
 
-# The fields every env reports come first, in this order; env-specific ones follow.
+# The fields every env reports come first, in this order; env-specific ones follow (a C
+# env's log fields, a Python env's episode-end info numbers), then the episodes' count:
+# on a small screen the env's own fields are the ones worth the rows.
 FIRST = ("score", "eval/score", "episode_return", "episode_length")
+LAST = ("episodes",)
 # Fields where going up is not "better", so the arrow stays neutral in colour.
 NEUTRAL = {"episode_length"}
 # Short names for the common fields: the panel is titled "episodes" already, and
@@ -35,7 +38,8 @@ class EpisodeStats(TextPanel):
         if not self.history:
             return Text("no finished episodes yet", style="dim")
         keys = [k for k in FIRST if k in self.history]
-        keys += sorted(k for k in self.history if k not in FIRST)
+        keys += sorted(k for k in self.history if k not in FIRST and k not in LAST)
+        keys += [k for k in LAST if k in self.history]
         key_w = max(min(16, self.size.width - 13), 6)  # names give way before numbers do
         key_w = min(key_w, max(len(label(k, 99)) for k in keys))
         spark_w = max(self.size.width - 30, 0)
