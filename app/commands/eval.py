@@ -133,19 +133,21 @@ def run(args) -> int:
     if refused is not None:
         evaluator.close()
         return _fail(refused)
-    if args.render and args.episodes is None:
-        print(f"playing {_episodes(episodes)} at {args.fps:g} fps (change with --episodes N and "
-              f"--fps F; Ctrl-C stops with the score so far)", file=sys.stderr, flush=True)
-    elif not args.render and recording is None:
-        print(f"playing {_episodes(episodes)} of {evaluator.env_name} with "
-              f"{evaluator.checkpoint.name} ({num_envs} at once; Ctrl-C stops with the score "
-              f"so far)", file=sys.stderr, flush=True)
     interrupted = False
     # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.app.engine_stop import TermAsCtrlC
 
-    signals = TermAsCtrlC().__enter__()  # SIGTERM, SIGHUP: stop with the score so far
+    signals = TermAsCtrlC()  # SIGTERM, SIGHUP: stop with the score so far, as Ctrl-C does
     try:
+        signals.__enter__()  # before the first line: a signal after it is answered
+        if args.render and args.episodes is None:
+            print(f"playing {_episodes(episodes)} at {args.fps:g} fps (change with --episodes "
+                  f"N and --fps F; Ctrl-C stops with the score so far)", file=sys.stderr,
+                  flush=True)
+        elif not args.render and recording is None:
+            print(f"playing {_episodes(episodes)} of {evaluator.env_name} with "
+                  f"{evaluator.checkpoint.name} ({num_envs} at once; Ctrl-C stops with the "
+                  f"score so far)", file=sys.stderr, flush=True)
         if recording is not None:
             # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
             from puffer_tui.engine.shared.recordings import RecordingError
