@@ -38,8 +38,8 @@ from puffer_tui.engine.shared.metrics_file import read_metrics
 from puffer_tui.engine.shared.protocol import LIVE_STATES, RunState
 from puffer_tui.engine.shared.run_dir import RunDirError
 
-__all__ = ["CheckpointError", "ConfigError", "Policy", "Run", "RunDirError", "TrainingError",
-           "evaluate", "load", "train"]
+__all__ = ["CheckpointError", "ConfigError", "Policy", "Run", "RunDirError",
+           "TrainingError", "evaluate", "export_format", "load", "train"]
 
 SECTIONS = (*TYPED_SECTIONS, "env")  # the keyword arguments that take a dict of settings
 STOP = "stop"  # what on_epoch returns to end the run (checkpointed, resumable)
@@ -51,6 +51,24 @@ OnEpoch = Callable[[dict], Any]
 
 class TrainingError(RuntimeError):
     """The run ended in error; the text is the engine's own account (events.log has all)."""
+
+
+def __getattr__(name: str):
+    if name == "ExportError":  # the exporter's own error, without loading torch for it
+        # lazy: pulls torch, which importing puffer_tui does not load
+        from puffer_tui.engine.evaluation.export import ExportError
+
+        return ExportError
+    raise AttributeError(f"module 'puffer_tui.api' has no attribute {name!r}")
+
+
+def export_format(path: str | os.PathLike, format: str | None = None) -> str:
+    """"onnx" or "torchscript": the format asked for, or the one the file's suffix names
+    (.onnx, .pt); ExportError says what to do otherwise."""
+    # lazy: pulls torch, which importing puffer_tui does not load
+    from puffer_tui.engine.evaluation.export import format_for
+
+    return format_for(path, format)
 
 
 # -- train ------------------------------------------------------------------------------------

@@ -45,11 +45,11 @@ def _fail(message: str) -> int:
 def run(args) -> int:
     # lazy: the API pulls torch and the exporter, kept off the CLI's fast path
     from puffer_tui import api
-    from puffer_tui.engine.evaluation.export import ExportError, format_for
 
+    ExportError = api.ExportError
     output = Path(args.output)
     try:
-        format = format_for(output, args.format)
+        format = api.export_format(output, args.format)
     except ExportError as e:
         return _fail(str(e))
     if not output.parent.is_dir():
