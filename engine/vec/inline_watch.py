@@ -57,6 +57,7 @@ class InlineWatch:
         self.hang_limit = hang_limit
         self._ident = threading.get_ident()
         self._wake = _can_wake()
+        self._signal = False
         self._lock = threading.Lock()
         self._busy = False
         self._activity = ""
@@ -70,6 +71,10 @@ class InlineWatch:
         self._thread.start()
 
     def begin(self, activity: str) -> None:
+        # the thread doing the work now is the one to interrupt (the signal reaches only
+        # the main thread's handler)
+        self._ident = threading.get_ident()
+        self._signal = self._wake and threading.current_thread() is threading.main_thread()
         self._activity, self._last = activity, time.monotonic()
         self._previous_hook = progress.set_hook(self._beat)
         self._busy = True
@@ -104,7 +109,7 @@ class InlineWatch:
                 frame = sys._current_frames().get(self._ident)
                 self._stack = "".join(traceback.format_stack(frame)) if frame else ""
                 _raise_in(self._ident, InlineHung)
-            if self._wake:
+            if self._signal:
                 signal.pthread_kill(self._ident, WAKE_SIGNAL)
 
     def close(self) -> None:
