@@ -40,6 +40,7 @@ REFUSED = [
     ("squared", {"vec.backend": "multiprocessing", "vec.num_envs": 10, "vec.num_workers": 4}),
     ("squared", {"train.policy": "lstm", "train.shuffle_steps": True,
                  "train.minibatch_size": 100}),
+    ("squared", {"train.exploration": "gsde"}),  # Discrete actions
 ]
 
 
