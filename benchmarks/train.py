@@ -115,5 +115,6 @@ def run(args) -> int:
              for key in TIMING_KEYS]
     title = (f"training {result['env']}: {result['num_envs']} envs, "
              f"{result['backend']} backend, {result['precision']} in "
-             f"{result['math']}, {result['torch_threads']} threads")
+             f"{result['math']}, {result['torch_threads']} "
+             f"thread{'' if result['torch_threads'] == 1 else 's'}")
     return print_result("train", result, args.json, title, ("measure", "value"), rows)
