@@ -16,6 +16,7 @@ stops it.
 
 from __future__ import annotations
 
+import gc
 import time
 import tomllib
 from collections.abc import Iterable
@@ -26,7 +27,7 @@ from textual.app import ComposeResult, SystemCommand
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.reactive import reactive
-from textual.screen import Screen
+from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widgets import Footer
 
@@ -120,6 +121,7 @@ class DashboardScreen(Screen):
         self._waiting: dict[str, Timer] = {}
         self.redraws = 0  # numbers-and-plots redraws so far (tests wait on it)
         self._dir_identity: dict | None = None  # env and run read from the run dir, once
+        self._stale: set[str] = set()  # parts that changed while a full screen hid this one
         # `v`: the newest recording in the env panel, instead of the live frames
         self.player = RecordingPlayer(self, lambda: self.query(EnvRender),
                                       lambda: self.store.frame, self.sync_footer)
@@ -141,6 +143,10 @@ class DashboardScreen(Screen):
         yield Footer(compact=True)  # every key's label fits 80 columns
 
     def on_mount(self) -> None:
+        # What exists now (the app, its modules, the screens) lives as long as the app: out of
+        # the collector's sight. A full collection scanned it all, a pause of 0.1-0.4 s that
+        # landed on a key (h, ?) as its screen's widgets were being made.
+        gc.freeze()
         self._set_render_env(self.render_env)
         for render in self.query(EnvRender):
             render.show_policy = True
@@ -152,8 +158,17 @@ class DashboardScreen(Screen):
 
     @on(lm.RunChanged)
     def _on_run_changed(self, message: lm.RunChanged) -> None:
+        if self._hidden():
+            # under a full screen (the editor, the full-screen render): nothing to see, and a
+            # redraw of the plots would slow the screen on top; drawn when it is back
+            self._stale.update(message.parts)
+            return
         for part in message.parts:
             self._schedule(part, message.urgent)
+
+    def _hidden(self) -> bool:
+        top = self.app.screen
+        return top is not self and not isinstance(top, ModalScreen)
 
     def _schedule(self, part: str, urgent: bool) -> None:
         """Draw `part` now if its slot is free (or it is urgent), else once, when it is."""
@@ -197,6 +212,9 @@ class DashboardScreen(Screen):
     def on_screen_resume(self) -> None:
         if self.linked:  # back from the full-screen render: this panel's view and rate again
             self._request_frames()
+        stale, self._stale = self._stale, set()
+        for part in stale:  # what changed while it was hidden
+            self._schedule(part, urgent=True)
 
     def _request_frames(self) -> None:
         # the policy's view comes with the frames (the strip beside the render)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from rich.markdown import Markdown as RichMarkdown
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Markdown
+from textual.widgets import Footer, Static
 
 HELP = """\
 # puffer-tui keys
@@ -72,8 +73,9 @@ observation as the policy sees it (an image observation, e.g. Atari's 84x84 fram
 
 **Enter, everywhere:** Enter confirms what has the focus. On a list it opens the highlighted
 entry (an env: start training it with the preset; a recent run: attach if it is training,
-else resume it). In a field it confirms that value: the editor sends it to the engine (which
-says when it applies), the launcher checks it and moves to the next field. `tab` moves
+else ask whether to resume it, naming its step and checkpoint). In a field it confirms that
+value: the editor sends it to the engine (which says when it applies), the launcher checks
+it and moves to the next field. `tab` moves
 between lists and fields; `ctrl+s` starts training from anywhere in the launcher.
 
 Detached runs keep training: `puffer-tui attach [RUN]` reconnects (the latest running run
@@ -92,5 +94,7 @@ class HelpScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll():
-            yield Markdown(HELP)
+            # one widget drawing Rich's Markdown: Textual's Markdown widget made ~200 widgets
+            # of this text (one per paragraph and list item), ~1 s to style before it showed
+            yield Static(RichMarkdown(HELP), id="help-text")
         yield Footer(compact=True)  # `esc Close` in sight: the text's own hint is at its end

@@ -59,10 +59,18 @@ class FieldRow(Vertical):
         self.key_width = key_width
 
     def compose(self) -> ComposeResult:
-        yield self.input_row
+        yield self.input_row  # the verdict line is added by the first verdict (one widget
+        # fewer a row while the editor opens)
+
+    def verdict(self) -> Static:
+        """The verdict line under the field, made on first use."""
+        found = self.query(".verdict")
+        if found:
+            return found.first(Static)
         verdict = Static("", classes="verdict")
         verdict.styles.padding = (0, 0, 0, self.key_width)
-        yield verdict
+        self.mount(verdict)
+        return verdict
 
 
 class HyperparameterScreen(Screen):
@@ -95,10 +103,12 @@ class HyperparameterScreen(Screen):
             yield Label("Fixed for this run: change them in a branch from its checkpoint "
                         "(puffer-tui train --from RUN --section.name V, or b on the run in "
                         "the launcher)", classes="section")
-            for spec in self.specs:
-                if not spec.live:
-                    yield Static(self._readonly_line(spec, values.get(spec.key, spec.default)),
-                                 classes="readonly")
+            # the fixed fields in one widget, a line each: one Static per field (~60) was
+            # most of the time `h` took to show the editor
+            fixed = [self._readonly_line(spec, values.get(spec.key, spec.default))
+                     for spec in self.specs if not spec.live]
+            if fixed:
+                yield Static(Text("\n").join(fixed), classes="readonly")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -193,6 +203,8 @@ class HyperparameterScreen(Screen):
 
     @staticmethod
     def _verdict(row: FieldRow, text: str, style: str) -> None:
-        verdict = row.query_one(".verdict", Static)
+        if not text and not row.query(".verdict"):
+            return  # nothing to say, and nothing said before
+        verdict = row.verdict()
         verdict.update(Text(text, style=style))
         verdict.set_class(bool(text), "-shown")

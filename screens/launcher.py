@@ -107,6 +107,8 @@ class LauncherScreen(Screen):
         self._branch_reading: Path | None = None  # `b` on this run: its checkpoint is read
         self._branching = False  # a branch's run dir is being written
         self._entry_width = ENTRY_WIDTH  # the runs list's entries are drawn this wide
+        self._form_built = asyncio.Event()  # clear while a preset form is being mounted
+        self._form_built.set()
 
     def compose(self) -> ComposeResult:
         yield Static("puffer-tui   Enter on an env: train it   tab: lists and fields   ?: help",
@@ -139,8 +141,17 @@ class LauncherScreen(Screen):
         self.query_one("#right").border_title = "preset and overrides"
         self._load_envs()
         self._load_runs()
-        await self._show_env(self.env_name)
         envs.focus()
+        # the preset form (~70 rows, hundreds of widgets to style) is built after the first
+        # paint: the lists and the title show at once instead of after it
+        self._show_summary()
+        self.query_one("#field", Static).update(
+            Text(f"{self.env_name}'s preset...", style="dim"))
+        self.call_after_refresh(self.call_after_refresh, self._first_form)  # shown, then built
+
+    async def _first_form(self) -> None:
+        if not self.query(OverrideForm) and self.branch_source is None:
+            await self._show_env(self.env_name)
 
     def _recent_specs(self) -> list[str]:
         return recent(runs_root(self.runs_root))
@@ -232,6 +243,7 @@ class LauncherScreen(Screen):
             self._form_timer = self.set_timer(FORM_DELAY_S, self._sync_form)
 
     async def _sync_form(self) -> None:
+        await self._form_built.wait()  # one being built (the first, after the first paint)
         forms = self.query(OverrideForm)
         if not forms or forms.first().env_name != self.env_name:
             await self._show_env(self.env_name)
@@ -294,9 +306,13 @@ class LauncherScreen(Screen):
         # Await the old form's removal before mounting the new one: both have the id "form",
         # and this handler runs to completion before the next highlight is handled.
         holder = self.query_one("#form-holder")
-        await holder.remove_children()
-        await holder.mount(OverrideForm(schema(name), preset, env_name=form_name or name,
-                                        id="form"))
+        self._form_built.clear()  # a start waits for the rows, not a form half composed
+        try:
+            await holder.remove_children()
+            await holder.mount(OverrideForm(schema(name), preset, env_name=form_name or name,
+                                            id="form"))
+        finally:
+            self._form_built.set()
         self._form_shown()
 
     def _form_shown(self) -> None:

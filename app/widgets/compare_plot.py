@@ -6,7 +6,6 @@ from __future__ import annotations
 from textual.app import ComposeResult
 from textual.reactive import reactive
 from textual.widget import Widget
-from textual_plotext import PlotextPlot
 
 from puffer_tui.app.compare_data import COMPARE_METRICS, X_AXES, RunSeries
 from puffer_tui.app.widgets.panel import Drawn
@@ -47,6 +46,9 @@ class ComparePlot(Drawn, Widget):
     x_axis: reactive[int] = reactive(0)
 
     def compose(self) -> ComposeResult:
+        # lazy: plotext is ~0.15 s of the app's start, and the launcher plots nothing
+        from textual_plotext import PlotextPlot
+
         yield PlotextPlot()
 
     def drawn_series(self) -> list[tuple[str, list[float], list[float]]]:
@@ -68,7 +70,7 @@ class ComparePlot(Drawn, Widget):
     def _draw(self) -> None:
         if not self.is_mounted:
             return
-        plt = self.query_one(PlotextPlot).plt
+        plt = self.query_one("PlotextPlot").plt
         plt.clear_data()
         plt.clear_figure()
         label = COMPARE_METRICS[self.metric][1]
@@ -86,4 +88,4 @@ class ComparePlot(Drawn, Widget):
         if not drawn:
             plt.title(f"no {label} in these runs' metrics")
         plt.xlabel(X_AXES[self.x_axis][1])
-        self.query_one(PlotextPlot).refresh()
+        self.query_one("PlotextPlot").refresh()

@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.validation import ValidationResult, Validator
 from textual.widgets import Input, Label, Static
+from textual.widgets.input import Selection
 
 from puffer_tui.app.widgets.ordered_input import OrderedInput
 from puffer_tui.engine.shared.config import ConfigError, FieldSpec
@@ -71,9 +72,19 @@ class FieldInput(Horizontal):
         name.styles.width = self.label_width
         yield name
         # Ordered: backspaces and digits that arrive in one burst apply in the order typed.
-        yield OrderedInput(self.initial_text, id=self.input_id, compact=True,
-                           validators=[self.validator], validate_on=("changed", "submitted"))
+        field = OrderedInput(id=self.input_id, compact=True, validators=[self.validator],
+                             validate_on=("changed", "submitted"))
+        # The text it starts with, without its watchers: given as `value`, an Input not yet
+        # mounted styled itself to place its cursor (~5-25 ms each; the editor's and the
+        # launcher's forms have dozens). Cursor at the end, as `value` would put it.
+        field.set_reactive(Input.value, self.initial_text)
+        field.set_reactive(Input.selection, Selection.cursor(len(self.initial_text)))
+        yield field
         yield Static(self.about, classes="about", markup=False)
+
+    def on_mount(self) -> None:
+        field = self.query_one(Input)
+        field.validate(field.value)  # marked -invalid as a changed value would be
 
     @property
     def text(self) -> str:

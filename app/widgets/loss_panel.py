@@ -11,7 +11,6 @@ from textual.app import ComposeResult
 from textual.reactive import reactive
 from textual.widget import Widget
 from textual.widgets import Static
-from textual_plotext import PlotextPlot
 
 from puffer_tui.app.telemetry_store import downsample_xy
 from puffer_tui.app.widgets.format import metric, spark
@@ -26,13 +25,14 @@ LABELS = {
     "clipfrac": "clipfrac",
     "explained_variance": "expl_var",
 }
-# an 80-column terminal's panel: two cells of 11 columns (the plot's title names the curve)
+# a narrow panel (80 columns): a label of 3 and a space, the value in what is left of its cell
+# (the plot's title names the selected curve in full)
 SHORT_LABELS = {
     "policy_loss": "pol",
     "value_loss": "val",
     "entropy": "ent",
     "approx_kl": "kl",
-    "clipfrac": "clip",
+    "clipfrac": "clp",
     "explained_variance": "ev",
 }
 FULL_CELL = 17  # a label of 8, a value of 9
@@ -70,6 +70,9 @@ class LossPanel(Drawn, Widget):
     selected: reactive[str] = reactive("policy_loss")
 
     def compose(self) -> ComposeResult:
+        # lazy: plotext is ~0.15 s of the app's start, and the launcher plots nothing
+        from textual_plotext import PlotextPlot
+
         yield PlotextPlot()
         yield Static(id="loss-table")
 
@@ -81,7 +84,7 @@ class LossPanel(Drawn, Widget):
         if not self.is_mounted:
             return
         self.query_one("#loss-table", Static).update(self._table())
-        plot = self.query_one(PlotextPlot)
+        plot = self.query_one("PlotextPlot")
         plt = plot.plt
         plt.clear_data()
         plt.clear_figure()
@@ -101,6 +104,8 @@ class LossPanel(Drawn, Widget):
         compact = width // columns < FULL_CELL  # short labels and values, nothing cut
         cell = max(width // columns, FULL_CELL)
         spark_w = 0 if compact else max(cell - 20, 0)
+        # the table's own width (its padding is 1 a side): two cells and the space between
+        value_w = max((self.size.width - 2 - (columns - 1)) // columns - 4, 5)
         rows = -(-len(LOSS_KEYS) // columns)
         text = Text(no_wrap=True, overflow="ellipsis")
         for row in range(rows):
@@ -113,7 +118,8 @@ class LossPanel(Drawn, Widget):
                 style = "bold reverse" if key == self.selected else "dim"
                 if compact:
                     text.append(f"{SHORT_LABELS[key]:<4}", style)
-                    text.append(f"{short_metric(values[-1]) if values else '-':>7}")
+                    value = short_metric(values[-1], value_w) if values else "-"
+                    text.append(f"{value:>{value_w}}")
                 else:
                     text.append(f"{LABELS[key]:<8}", style)
                     text.append(f"{metric(values[-1]) if values else '-':>9}")

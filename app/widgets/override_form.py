@@ -43,7 +43,12 @@ class OverrideForm(VerticalScroll):
         super().__init__(**kwargs)
         self.env_name = env_name
         self.specs = specs
+        self.ready = False  # every row composed, its input in place (on_mount)
         self.preset = preset  # "section.name" -> value
+
+    def on_mount(self) -> None:
+        # Textual mounts the composed rows (and theirs) before this: the form is whole
+        self.ready = True
 
     def compose(self) -> ComposeResult:
         error = Static("", id="form-error")

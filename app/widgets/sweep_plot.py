@@ -8,7 +8,6 @@ import math
 from textual.app import ComposeResult
 from textual.reactive import reactive
 from textual.widget import Widget
-from textual_plotext import PlotextPlot
 
 from puffer_tui.app.widgets.panel import Drawn
 
@@ -44,13 +43,16 @@ class SweepPlot(Drawn, Widget):
     snapshot: reactive[dict] = reactive(dict)
 
     def compose(self) -> ComposeResult:
+        # lazy: plotext is ~0.15 s of the app's start, and the launcher plots nothing
+        from textual_plotext import PlotextPlot
+
         yield PlotextPlot()
 
     def _draw(self) -> None:
         if not self.is_mounted:
             return
         snap = self.snapshot or {}
-        plt = self.query_one(PlotextPlot).plt
+        plt = self.query_one("PlotextPlot").plt
         plt.clear_data()
         plt.clear_figure()
         trials = snap.get("trials") or []
@@ -79,4 +81,4 @@ class SweepPlot(Drawn, Widget):
             empty = not xs
         if empty:
             plt.title("no completed trial yet")
-        self.query_one(PlotextPlot).refresh()
+        self.query_one("PlotextPlot").refresh()

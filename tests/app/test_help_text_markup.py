@@ -4,15 +4,14 @@ text, not Rich markup that eats them."""
 from __future__ import annotations
 
 from puffer_tui.app.widgets.field_input import FieldInput
-from puffer_tui.app.widgets.override_form import OverrideForm
 from tests.app.test_app_engine import until
-from tests.screens.test_app_launcher import LauncherApp, screen_text
+from tests.screens.test_app_launcher import LauncherApp, form_ready, screen_text
 
 
 async def test_the_ray_extra_shows_in_the_backend_fields_help(tmp_path):
     app = LauncherApp(tmp_path)
     async with app.run_test(size=(200, 50)) as pilot:
-        await until(pilot, lambda: app.screen.query(OverrideForm), "the preset form")
+        await until(pilot, lambda: form_ready(app), "the preset form")
         (row,) = [r for r in app.screen.query(FieldInput) if r.spec.key == "vec.backend"]
         assert "[ray]" in row.spec.help  # the schema's help has it
         about = row.query_one(".about")
@@ -33,7 +32,7 @@ async def test_an_error_with_brackets_shows_them_in_its_notification(tmp_path, m
 
     app = LauncherApp(tmp_path)
     async with app.run_test(size=(200, 50)) as pilot:
-        await until(pilot, lambda: app.screen.query(OverrideForm), "the preset form")
+        await until(pilot, lambda: form_ready(app), "the preset form")
         monkeypatch.setattr(launcher, "load_config", refuse)
         await pilot.press("ctrl+s")
         await until(pilot, lambda: list(app._notifications), "the notification")

@@ -11,13 +11,13 @@ import pytest
 from tree_paths import REPO_ROOT
 
 from puffer_tui.app.widgets.field_input import FieldInput, FieldValidator
-from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
+from puffer_tui.app.widgets.override_form import OverrideRow
 from puffer_tui.engine.shared import config as cfg
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.screens.hyperparameters import HyperparameterScreen
 from puffer_tui.screens.launcher import LauncherScreen
 from tests.screens.test_app_keys import OfflineApp
-from tests.screens.test_app_launcher import LauncherApp, set_field
+from tests.screens.test_app_launcher import LauncherApp, form_ready, set_field
 from tests.screens.test_app_snapshots import screen_text
 
 README = REPO_ROOT / "README.md"
@@ -87,7 +87,7 @@ async def test_enter_on_the_recent_runs_list_resumes_the_highlighted_run_once_co
 async def test_enter_in_a_preset_field_confirms_it_and_moves_on_without_starting(tmp_path):
     app = RecordingLauncher(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        while not app.screen.query(OverrideForm):
+        while not form_ready(app):
             await pilot.pause(0.05)
         set_field(app, "vec.num_envs", "64")
         field = next(i for i in app.screen.query("OverrideRow Input")

@@ -23,6 +23,13 @@ def screen_text(app) -> str:
     return "\n".join(s.text for s in app.screen._compositor.render_strips())
 
 
+def form_ready(app) -> bool:
+    """The preset form is on the launcher with every row composed (a form mid-mount is
+    queryable before its rows have their inputs)."""
+    forms = app.screen.query(OverrideForm)
+    return bool(forms) and forms.first().ready
+
+
 def set_field(app, key: str, text: str) -> None:
     row = next(r for r in app.screen.query(OverrideRow) if r.spec.key == key)
     row.query_one("Input").value = text
@@ -49,7 +56,7 @@ async def test_launcher_lists_envs_and_runs_and_refuses_bad_overrides(tmp_path):
         text = screen_text(app)
         assert "squared" in text and "cartpole" in text and "Box(121,) uint8" in text
         assert old.name in text and "stopped" in text
-        await until(pilot, lambda: app.screen.query(OverrideForm), "the preset form")
+        await until(pilot, lambda: form_ready(app), "the preset form")
         set_field(app, "vec.num_envs", "0")  # below the bound of 1
         await pilot.press("ctrl+s")
         await pilot.pause(0.2)
@@ -67,7 +74,7 @@ async def test_enter_starts_a_run_from_the_launcher(tmp_path):
     run_dir = None
     try:
         async with app.run_test(size=(120, 40)) as pilot:
-            await until(pilot, lambda: app.screen.query(OverrideForm), "the preset form")
+            await until(pilot, lambda: form_ready(app), "the preset form")
             for key, value in TINY.items():
                 set_field(app, key, value)
             await pilot.press("ctrl+s")
@@ -153,7 +160,7 @@ async def test_launcher_refuses_an_impossible_start_or_resume_before_writing_any
     opened = []
     app.open_run = lambda *a, **kw: opened.append(a)  # an engine start would land here
     async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: app.screen.query(OverrideForm), "the preset form")
+        await until(pilot, lambda: form_ready(app), "the preset form")
         set_field(app, "train.device", "cuda")
         await pilot.press("ctrl+s")
         await until(pilot, lambda: "sees no CUDA device" in " ".join(
@@ -175,7 +182,7 @@ async def test_a_typed_spec_completes_is_remembered_and_starts(tmp_path):
     opened = []
     app.open_run = lambda run_dir, attach: opened.append(run_dir)  # no engine needed here
     async with app.run_test(size=(80, 24)) as pilot:
-        await until(pilot, lambda: app.screen.query(OverrideForm), "the preset form")
+        await until(pilot, lambda: form_ready(app), "the preset form")
         spec = app.screen.query_one("#spec")
         await until(pilot, lambda: app.screen._suggester.candidates, "the completions")
         spec.focus()

@@ -11,10 +11,10 @@ from __future__ import annotations
 from textual import events
 from textual.widgets import Input
 
-from puffer_tui.app.widgets.override_form import OverrideForm
 from puffer_tui.screens.hyperparameters import HyperparameterScreen
 from tests.screens.test_app_editor import RecordingLauncher
 from tests.screens.test_app_keys import OfflineApp
+from tests.screens.test_app_launcher import form_ready
 
 KEY_NAMES = {".": "full_stop", "-": "minus", "e": "e"}
 
@@ -59,7 +59,7 @@ async def test_enter_in_a_burst_sends_the_text_typed_before_it():
 async def test_a_burst_in_a_launcher_field_keeps_its_order(tmp_path):
     app = RecordingLauncher(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:
-        while not app.screen.query(OverrideForm):
+        while not form_ready(app):
             await pilot.pause(0.05)
         field = next(i for i in app.screen.query("OverrideRow Input")
                      if i.parent.spec.key == "vec.num_envs")

@@ -13,6 +13,7 @@ from puffer_tui.screens.launcher_autotune import (
     summary,
     vec_texts,
 )
+from tests.screens.test_app_launcher import form_ready
 
 
 def test_the_command_carries_env_train_and_the_total_but_not_the_tuned_vec_values():
@@ -76,7 +77,7 @@ async def test_ctrl_t_in_the_launcher_autotunes_the_selected_env(tmp_path, monke
     monkeypatch.setattr(launcher_autotune, "AUTOTUNE_SECONDS", 3)
     app = PufferApp(runs_root=tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
-        await until(pilot, lambda: app.screen.query(OverrideForm), "the preset form")
+        await until(pilot, lambda: form_ready(app), "the preset form")
         for key, text in (("vec.num_envs", "64"), ("train.torch_threads", "1")):
             row = next(r for r in app.screen.query(OverrideRow) if r.spec.key == key)
             row.query_one("Input").value = text
