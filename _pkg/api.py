@@ -22,7 +22,10 @@ No Textual here: the API sits beside the CLI verbs, not under them.
 
 from __future__ import annotations
 
+import difflib
 import os
+import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -47,6 +50,19 @@ POLL = 0.1  # seconds between looks at a run's files while waiting on its engine
 STOP_PATIENCE = 300.0  # seconds a stop may take (an epoch's end, the final checkpoint)
 
 OnEpoch = Callable[[dict], Any]
+
+# Stable-Baselines3's PPO arguments that have another name (or meaning) here
+SB3_NAMES = {
+    "n_steps": "train.horizon (steps each env takes per epoch)",
+    "n_epochs": "train.update_epochs",
+    "batch_size": "train.minibatch_size (SB3's batch_size is the minibatch; train.batch_size "
+                  "here is the whole epoch's rollout, num_envs x horizon)",
+    "clip_range": "train.clip_coef",
+    "clip_range_vf": "train.vf_clip_coef",
+    "n_envs": "vec.num_envs",
+    "target_kl": "no such setting yet",
+    "normalize_advantage": "always on",
+}
 
 
 class TrainingError(RuntimeError):
@@ -92,8 +108,11 @@ def train(env: str | None = None, /, *, preset: str | os.PathLike | None = None,
     Blocks until the run ends, unless `detach=True`: then the engine trains on in its own
     process (it outlives the script) and `Run.wait()` waits for it. `on_epoch(row)` is called
     with each epoch's row of metrics.jsonl; returning "stop" stops the run with a final
-    checkpoint (it stays resumable). An exception raised in `on_epoch` stops the run the same
-    way and is then raised again here. Ctrl-C stops the run with a checkpoint and raises
+    checkpoint (it stays resumable) and `on_epoch` is not called again. An exception raised
+    in `on_epoch` stops the run the same way and is then raised again here. The engine is its
+    own process and does not wait for `on_epoch`: on short epochs the stop lands a few
+    epochs after the row that asked for it (metrics.jsonl keeps every epoch trained);
+    with `inline=True` it lands at that epoch's end. Ctrl-C stops the run with a checkpoint and raises
     KeyboardInterrupt. `inline=True` runs the trainer in this process (serial backend): the
     env's exceptions come back as they were raised.
     """
@@ -107,6 +126,7 @@ def train(env: str | None = None, /, *, preset: str | os.PathLike | None = None,
         settings["train.total_timesteps"] = total_timesteps
     if seed is not None:
         settings["train.seed"] = seed
+    _refuse_sb3_names(settings)
     if inline:
         backend = settings.get("vec.backend", "serial")
         if backend != "serial":
@@ -122,7 +142,8 @@ def train(env: str | None = None, /, *, preset: str | os.PathLike | None = None,
             raise ConfigError("preset is for a new run; a resumed run starts from its "
                               "checkpoint's config (give the changes as settings)")
         source = resume.path if isinstance(resume, Run) else resume
-        run_dir, changed = plan_resume(source, settings, root, env)
+        with _api_wording():
+            run_dir, changed = plan_resume(source, settings, root, env)
         if changed is not None:
             # lazy: kept off the import of puffer_tui
             from puffer_tui.engine.shared.config import save
@@ -137,7 +158,8 @@ def train(env: str | None = None, /, *, preset: str | os.PathLike | None = None,
             from puffer_tui.engine.shared.presets import read_preset
 
             preset_sections = read_preset(preset)
-        run_dir = new_run(env, settings, root, preset_sections, preset)
+        with _api_wording():
+            run_dir = new_run(env, settings, root, preset_sections, preset)
     run = Run(run_dir)
     if resume is not None:  # the rows after the checkpoint are trained (and told) again
         latest = ckpt.latest_checkpoint(run_dir)
@@ -153,6 +175,46 @@ def train(env: str | None = None, /, *, preset: str | os.PathLike | None = None,
     return run
 
 
+class _api_wording:
+    """Refusals worded for a script: `train.learning_rate` where the CLI says
+    `--train.learning-rate`, and `run.wait()` beside `puffer-tui attach`."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, error, tb):
+        if isinstance(error, ConfigError | RunDirError | CheckpointError):
+            text = re.sub(r"--(vec|train|eval|env)\.([a-z0-9-]+)(?:[ =](?!-)(\S+?))?(?=[,;:)?\s]|$)",
+                          _dotted, str(error))
+            raise type(error)(text) from None
+        return False
+
+
+def _dotted(match: re.Match) -> str:
+    section, name, value = match.group(1), match.group(2).replace("-", "_"), match.group(3)
+    return f"{section}.{name}" + (f"={value}" if value is not None else "")
+
+
+def _refuse_sb3_names(settings: Mapping[str, Any]) -> None:
+    """An SB3 argument name is refused with the name it has here."""
+    for key in settings:
+        section, _, name = key.partition(".")
+        if name in SB3_NAMES and not _known(key):
+            raise ConfigError(f"{key} is Stable-Baselines3's name; here it is "
+                              f"{SB3_NAMES[name]}")
+
+
+def _known(key: str) -> bool:
+    # lazy: kept off the import of puffer_tui
+    from puffer_tui.engine.shared import config as cfg
+
+    try:
+        cfg.spec_for(key)
+        return True
+    except ConfigError:
+        return False
+
+
 def settings_from(overrides: Mapping[str, Any]) -> dict[str, Any]:
     """`{"section.name": value}` from `train={...}`-style sections and dotted keys; anything
     else is refused with the keyword that was probably meant."""
@@ -165,6 +227,10 @@ def settings_from(overrides: Mapping[str, Any]) -> dict[str, Any]:
             settings.update({f"{key}.{name}": v for name, v in value.items()})
         elif "." in key and key.split(".", 1)[0] in SECTIONS:
             settings[key] = value
+        elif isinstance(value, Mapping):
+            close = difflib.get_close_matches(key, SECTIONS, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]}=?" if close else ""
+            raise ConfigError(f"unknown section {key}= (sections: {', '.join(SECTIONS)}){hint}")
         else:
             raise ConfigError(f"unknown keyword {key}={value!r}: settings go in a section, e.g. "
                               f"train={{\"{key}\": {value!r}}} (sections: "
@@ -188,6 +254,7 @@ class Run:
         self._on_epoch: OnEpoch | None = None
         self._last_epoch = last_epoch(read_metrics(self.path))  # on_epoch sees later ones
         self._inline_engine = None
+        self._stopping = False  # on_epoch asked for the stop
 
     def __repr__(self) -> str:
         return f"Run({str(self.path)!r}, state={self.state!r})"
@@ -273,15 +340,16 @@ class Run:
                     return self.state
                 time.sleep(POLL)
         except KeyboardInterrupt:
-            self.stop()
+            self.stop(reason="Ctrl-C in the script")
+            self._say_stopped("Ctrl-C")
             raise
         except BaseException:  # on_epoch raised: stop with a checkpoint, then say why
-            self.stop()
+            self.stop(reason="an exception in on_epoch")
             raise
         self._reap()
         return self._final_state()
 
-    def stop(self, timeout: float = STOP_PATIENCE) -> str:
+    def stop(self, timeout: float = STOP_PATIENCE, reason: str = "Run.stop()") -> str:
         """Ask the engine to finish its epoch, checkpoint and exit; wait for it. Returns the
         run's state ("stopped", or "finished" if it ended first)."""
         if self._inline_engine is not None:
@@ -294,7 +362,7 @@ class Run:
         from puffer_tui.app.engine_stop import send_stop
 
         try:
-            client = send_stop(self.path, f"puffer_tui.Run.stop() (pid {os.getpid()})")
+            client = send_stop(self.path, f"puffer_tui: {reason} (pid {os.getpid()})")
         except EngineClientError:
             client = None  # it went away meanwhile
         deadline = time.monotonic() + timeout
@@ -351,17 +419,22 @@ class Run:
             except Exception:
                 pass
 
+    def _say_stopped(self, cause: str) -> None:
+        print(f"{cause}: {self.name} {self.state} at {self.global_step:,} steps; resume it with "
+              f"puffer_tui.train(resume={str(self.path)!r})", file=sys.stderr, flush=True)
+
     def _deliver_rows(self, on_epoch: OnEpoch | None) -> None:
         # by epoch, not by line: a resume first drops the rows written after its checkpoint
         new = [row for row in read_metrics(self.path)
                if isinstance(row.get("epoch"), int) and row["epoch"] > self._last_epoch]
         if new:
             self._last_epoch = new[-1]["epoch"]
-        if on_epoch is None:
+        if on_epoch is None or self._stopping:
             return
         for row in new:
             if on_epoch(row) == STOP:
-                self.stop()
+                self._stopping = True  # not called again: the rows after it are the stop's
+                self.stop(reason=f"on_epoch returned 'stop' at epoch {row['epoch']}")
                 return
 
     def _final_state(self) -> str:
@@ -377,7 +450,7 @@ class Run:
         # lazy: pulls torch and the trainer, which importing puffer_tui does not load
         from puffer_tui.engine.runtime.process import Engine
 
-        engine = Engine(self.path, resume=resume)
+        engine = Engine(self.path, resume=resume, echo=_echo_warnings)
         raised: list[BaseException] = []
 
         def deliver(row: dict) -> None:
@@ -402,8 +475,16 @@ class Run:
         if engine.exception is not None and not isinstance(engine.exception, KeyboardInterrupt):
             raise engine.exception
         if self.state == RunState.STOPPED and engine._signals:
+            self._say_stopped("Ctrl-C")
             raise KeyboardInterrupt
         self._final_state()
+
+
+def _echo_warnings(event: dict) -> None:
+    """An inline run's events for the script's terminal: warnings only, on stderr (errors
+    come back as the exception itself; events.log has every event)."""
+    if event.get("level") == "warning":
+        print(f"puffer-tui: warning: {event.get('text', '')}", file=sys.stderr, flush=True)
 
 
 def last_epoch(rows: list[dict]) -> int:
@@ -554,6 +635,9 @@ class Policy:
         if leaves is not None and isinstance(obs, list) and obs and \
                 isinstance(obs[0], (Mapping, tuple)):
             return np.stack([flatten_structured(o, space) for o in obs]), False
+        if isinstance(obs, tuple) and len(obs) == 2 and isinstance(obs[1], Mapping):
+            raise ValueError("got (observation, info), as env.reset() returns it: pass the "
+                             "observation alone (obs, info = env.reset())")
         array = np.asarray(obs)
         shape = tuple(space.shape)
         if array.shape == shape:
@@ -599,17 +683,24 @@ def evaluate(policy: Policy | str | os.PathLike | Run, env: str | None = None, *
              num_envs: int | None = None, env_settings: Mapping[str, Any] | None = None) -> dict:
     """Play `episodes` episodes on fresh envs and return what `puffer-tui eval --json`
     prints: `episodes`, `episode_return`, `episode_length`, `score` (means), `env`,
-    `checkpoint`. The same arguments give the same numbers as `puffer-tui eval RUN --seed S
+    `checkpoint`; and each episode's `episode_returns`, `episode_lengths` and the returns'
+    `episode_return_std`. Actions are sampled unless `deterministic=True`, as eval's are. The same arguments give the same numbers as `puffer-tui eval RUN --seed S
     --episodes N --num-envs E [--deterministic]` (its sampling default included). `env` and
     `env_settings` play a variant of the run's env (its spaces must match the policy's);
     `num_envs` defaults to eval's 64, or fewer when fewer episodes are asked for."""
     import dataclasses
+
+    import numpy as np
 
     # lazy: pulls torch and the envs, which importing puffer_tui does not load
     from puffer_tui.engine.evaluation.evaluate import Evaluator
 
     if not isinstance(policy, Policy):
         policy = load(policy)
+    if env is not None and not isinstance(env, str):
+        raise TypeError(f"env is an env's name, such as 'gym:CartPole-v1' (got a "
+                        f"{type(env).__name__}); to play an env object of your own, step it "
+                        f"with policy.act(obs)")
     if episodes < 1:
         raise ValueError(f"episodes must be >= 1, got {episodes}")
     config = policy.config
@@ -623,7 +714,10 @@ def evaluate(policy: Policy | str | os.PathLike | Run, env: str | None = None, *
         _check_spaces(evaluator, policy)
         while not evaluator.finished:
             evaluator.step()
-        return evaluator.result()
+        returns = [float(r) for r in evaluator.done_returns]
+        return {**evaluator.result(), "episode_returns": returns,
+                "episode_lengths": [int(n) for n in evaluator.done_lengths],
+                "episode_return_std": float(np.std(returns)) if returns else None}
     finally:
         evaluator.close()
 
@@ -636,3 +730,12 @@ def _check_spaces(evaluator, policy: Policy) -> None:
     if tuple(env.single_observation_space.shape) != tuple(policy.observation_space.shape):
         raise ValueError(f"{evaluator.env_name} observes {env.single_observation_space.shape}; "
                          f"the policy takes {policy.observation_space.shape}")
+    if _space_words(env.single_action_space) != _space_words(policy.action_space):
+        raise ValueError(f"{evaluator.env_name} acts in {env.single_action_space}; the policy "
+                         f"acts in {policy.action_space}")
+
+
+def _space_words(space) -> tuple:
+    """What must agree between two action spaces: the kind, its sizes and shape."""
+    return (type(space).__name__, str(getattr(space, "n", "")),
+            str(getattr(space, "nvec", "")), tuple(getattr(space, "shape", ()) or ()))

@@ -44,10 +44,25 @@ def test_a_bare_setting_is_refused_with_the_section_it_belongs_in():
         api.settings_from({"learning_rate": 1e-3})
     with pytest.raises(puffer_tui.ConfigError, match="takes a dict of settings"):
         api.settings_from({"train": 3})
+    with pytest.raises(puffer_tui.ConfigError, match="unknown section trian=.*did you mean train="):
+        api.settings_from({"trian": {"learning_rate": 1e-3}})
+
+
+def test_refusals_name_settings_as_a_script_writes_them(tmp_path):
+    with pytest.raises(puffer_tui.ConfigError, match=r"did you mean train\.learning_rate\?"):
+        puffer_tui.train("squared", train={"learning_rat": 1e-3}, runs_dir=tmp_path)
+    with pytest.raises(puffer_tui.ConfigError) as refused:
+        puffer_tui.train("squared", total_timesteps=1000, runs_dir=tmp_path)
+    assert "train.total_timesteps=65536" in str(refused.value)
+    assert "--" not in str(refused.value)
+    with pytest.raises(puffer_tui.ConfigError, match="Stable-Baselines3's name; here it is "
+                                                     "train.horizon"):
+        puffer_tui.train("squared", train={"n_steps": 128}, runs_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_misspelled_setting_is_refused_before_any_run_dir_exists(tmp_path):
-    with pytest.raises(puffer_tui.ConfigError, match="did you mean --train.learning-rate"):
+    with pytest.raises(puffer_tui.ConfigError, match="did you mean train.learning_rate"):
         puffer_tui.train("squared", train={"learning_rat": 1e-3}, runs_dir=tmp_path)
     with pytest.raises(puffer_tui.ConfigError):
         puffer_tui.train("squard", runs_dir=tmp_path)
@@ -72,6 +87,8 @@ def test_train_blocks_until_the_run_finished_and_reads_back(tmp_path):
     assert isinstance(policy.value(single), float) and policy.value(batch).shape == (5,)
     with pytest.raises(ValueError, match="takes"):
         policy.act(np.zeros(3))
+    with pytest.raises(ValueError, match="pass the observation alone"):
+        policy.act((single, {}))
 
 
 def test_on_epoch_returning_stop_leaves_a_stopped_resumable_run(tmp_path):
@@ -83,7 +100,9 @@ def test_on_epoch_returning_stop_leaves_a_stopped_resumable_run(tmp_path):
 
     run = small_run(tmp_path, total_timesteps=400_000, on_epoch=on_epoch)
     assert run.state == RunState.STOPPED
-    assert seen[:2] == [1, 2] and run.global_step < 400_000
+    assert seen == [1, 2], seen  # never called again once it asked for the stop
+    assert run.global_step < 400_000
+    assert "on_epoch returned 'stop' at epoch 2" in (run.path / rd.EVENTS_FILE).read_text()
     assert run.checkpoints()
     resumed = puffer_tui.train(resume=run, total_timesteps=run.global_step + 8192,
                                runs_dir=tmp_path)
@@ -165,6 +184,10 @@ def test_evaluate_gives_the_numbers_eval_prints(tmp_path):
     theirs = json.loads(cli.stdout)
     for key in ("episodes", "score", "episode_return", "episode_length", "checkpoint"):
         assert ours[key] == theirs[key], key
+    assert len(ours["episode_returns"]) == 6
+    assert np.mean(ours["episode_returns"]) == pytest.approx(ours["episode_return"])
+    with pytest.raises(TypeError, match="env is an env's name"):
+        puffer_tui.evaluate(run.policy(), object())
 
 
 def test_load_names_what_is_missing(tmp_path):

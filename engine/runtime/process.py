@@ -79,13 +79,16 @@ class Engine:
         """How long a stop waits for the epoch's end before cutting it."""
         return min(max(STOP_GRACE, 2 * self.epoch_seconds), STOP_WAIT_MAX)
 
-    def __init__(self, run_dir: Path, resume: bool = False, fallback: bool = False):
+    def __init__(self, run_dir: Path, resume: bool = False, fallback: bool = False,
+                 echo=None):
         self.run_dir = run_dir
         self.resume = resume
         self.fallback = fallback
         self.world = World.from_environment()  # rank 0 of 1 unless torchrun started us
         self.events = rank_event_log(run_dir, self.world)
-        self.events.subscribe(_print_event)
+        # every event on stdout (engine.out), unless the caller echoes them its own way (an
+        # inline run: the script's stdout is the researcher's)
+        self.events.subscribe(echo or _print_event)
         self.config: Config | None = None
         self.trainer = None  # built in _train, after the control server answers
         # the parts get what they use through their constructors; the trainer, built later,
