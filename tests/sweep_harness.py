@@ -27,10 +27,18 @@ def cli(*args: str, timeout: float = 240.0) -> subprocess.CompletedProcess:
                           stdin=subprocess.DEVNULL)
 
 
+def _sigint_as_a_terminal_has_it() -> None:
+    # A suite started in the background of a script (`pytest ... &`, nohup, some CI runners)
+    # inherits SIGINT ignored, and Python then leaves it ignored: the watcher's Ctrl-C tests
+    # failed every time so (the sweep ran to its end). A person's Ctrl-C reaches a foreground
+    # command with SIGINT at its default.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def cli_background(*args: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "puffer_tui.app.cli", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            stdin=subprocess.DEVNULL)
+                            stdin=subprocess.DEVNULL, preexec_fn=_sigint_as_a_terminal_has_it)
 
 
 def load_study(sweep_dir: Path):

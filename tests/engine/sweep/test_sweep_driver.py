@@ -78,19 +78,11 @@ def test_headless_sweep_completes_with_every_trial_an_ordinary_run(root):
     assert again.train.total_timesteps == 12288  # the sweep's fixed flags come along
 
 
-# Trials that outlast the Ctrl-C below: TINY's train a second or two once their engine is
-# up, and on a loaded box the stop reached the driver after both had finished (exit 0,
-# "finished: 2 complete"). bandit at 400k steps trains about 10-20 s on 2 busy cores.
-OUTLASTS_A_STOP = ["--train.total-timesteps", "400000", "--vec.num-envs", "64",
-                   "--train.minibatch-size", "1024", "--train.checkpoint-interval", "0",
-                   "--sweep.train.hidden-size", "16,64,log", *ONE_THREAD]
-
-
 @pytest.mark.slow
 def test_the_driver_socket_serves_hello_and_status_ctrl_c_stops_and_resume_finishes(root):
     watcher = cli_background("sweep", "bandit", "--trials", "2", "--parallel", "2",
                              "--headless", "--study", "sock",
-                             "--runs-dir", str(root), *OUTLASTS_A_STOP)
+                             "--runs-dir", str(root), *TINY)
     sweep_dir = root / "sweeps" / "sock"
     sock = sweep_dir / st.SOCKET_FILE
     wait_until(lambda: sock.exists(), what="the driver's socket")
