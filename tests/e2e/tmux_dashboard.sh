@@ -172,7 +172,7 @@ wait_for "Live: change while training"
 key Tab
 type_text "99"
 key Enter
-wait_for "refused: train.update_epochs = 99 is out of"
+wait_for "not sent: '99'"
 key BSpace BSpace
 type_text "2"
 key Enter

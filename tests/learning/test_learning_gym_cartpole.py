@@ -1,7 +1,10 @@
 """Learning proof for a Gymnasium id: `puffer-tui train gym:CartPole-v1 --headless` (Python
 CartPole, the multiprocessing backend, the preset envs/gym_presets/CartPole-v1.toml) reaches a
-mean episode length >= 475 within 80k steps (the preset's budget is 150k; its learning rate then anneals
-to 0 by 80k, and the default seed solves at 25,088, 2026-11-27). Marked `learning`: about 30 s on 2 CPU cores."""
+mean episode length >= 475 within 80k steps (the preset's budget is 150k; its learning rate then
+anneals to 0 by 80k) for at least 2 of seeds 1-3. One seed is not a proof on every CPU: seed 1
+solves at 25,088 on the Xeon dev box but not within 80k on a 2-core AMD EPYC, where OpenBLAS
+takes another kernel (with OPENBLAS_CORETYPE=Haswell it solves at 45,824); seeds 2 and 3
+solve there at 35,072 and 50,432. Marked `learning`: 30-90 s on 2 CPU cores."""
 
 import subprocess
 import sys
@@ -32,17 +35,28 @@ def solved_at(rows, metric="episode_length", threshold=475.0, min_episodes=20):
     return None
 
 
-def test_gym_cartpole_is_solved_from_the_command_line(tmp_path):
-    runs = tmp_path / "runs"
+def solve(runs, seed: int):
+    """(step it solved at or None, the episode lengths by epoch) of one seed's run."""
     result = subprocess.run(
         [sys.executable, "-m", "puffer_tui.app.cli", "train", "gym:CartPole-v1", "--headless",
          "--runs-dir", str(runs), "--train.torch-threads", "1",
-         "--train.total-timesteps", "80000"],
+         "--train.total-timesteps", "80000", "--train.seed", str(seed)],
         capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr
     (run,) = rd.list_runs(runs)
     rows = read_metrics(run)
-    step = solved_at(rows)
-    lengths = [round(r["episode_length"]) for r in rows if r.get("episode_length")]
-    print(f"\ngym:CartPole-v1 solved at step {step}; last lengths {lengths[-8:]}")
-    assert step is not None, f"not solved; episode lengths by epoch: {lengths}"
+    return solved_at(rows), [round(r["episode_length"]) for r in rows if r.get("episode_length")]
+
+
+def test_gym_cartpole_is_solved_from_the_command_line(tmp_path):
+    solved, failed = [], {}
+    for seed in (1, 2, 3):
+        step, lengths = solve(tmp_path / f"seed{seed}", seed)
+        print(f"\ngym:CartPole-v1 seed {seed} solved at step {step}; last lengths {lengths[-8:]}")
+        if step is None:
+            failed[seed] = lengths
+        else:
+            solved.append(seed)
+        if len(solved) == 2:
+            break
+    assert len(solved) >= 2, f"solved: seeds {solved}; episode lengths by epoch of the others: {failed}"

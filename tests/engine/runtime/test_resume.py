@@ -16,6 +16,7 @@ from puffer_tui.engine.algo.schedule import Anchor
 from puffer_tui.engine.algo.trainer import Trainer
 from puffer_tui.engine.runtime.metrics import flatten, read_metrics
 from puffer_tui.engine.shared import checkpoint as ckpt
+from puffer_tui.engine.shared import exit_codes
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.config import load_config
 
@@ -136,7 +137,7 @@ def test_ctrl_c_then_resume_continues_the_run(tmp_path):
             train.wait()
         if run is not None:
             kill_engine(run)  # only does something if the test failed midway
-    assert train.returncode == 0, output
+    assert train.returncode == exit_codes.STOPPED, output  # stopped, resumable: not finished
     assert "checkpoint and stop" in output and "stopped" in output
     assert rd.run_state(run) == "stopped"
     stopped = ckpt.load_checkpoint(ckpt.latest_checkpoint(run))
