@@ -172,8 +172,8 @@ class EnvRender(Widget):
             return
         total = f"/{self.num_envs}" if self.num_envs else ""
         observation = " observation" if self.view == "obs" else ""
-        salient = f" saliency of {'pi' if self.saliency == 'action' else 'V'}" \
-            if self.saliency else ""
+        # the saliency shown: the gradient of log pi(a|s) (∇π) or of V(s) (∇V)
+        salient = f" ∇{'π' if self.saliency == 'action' else 'V'}" if self.saliency else ""
         self.border_title = f"env {self.env_index}{total}{observation}{salient}"
         self.border_subtitle = "[ ] env  r full  g saliency"
 
@@ -234,7 +234,9 @@ class EnvRender(Widget):
                 lines.append(Strip([*left, *right]).adjust_cell_length(width, base))
             return lines
         need = _natural_height(frame)
-        strip_height = min(max(height - need, min(3, height)), max(height - 3, 1))
+        # a third of a tall panel at least (an image shrinks well); three lines at 80x24
+        floor = height // 3 if height >= 12 else min(3, height)
+        strip_height = min(max(height - need, floor), max(height - 3, 1))
         frame_height = max(height - strip_height, 0)
         rows = self._frame_rows(width, frame_height) if frame_height else []
         top = max((frame_height - len(rows)) // 2, 0)

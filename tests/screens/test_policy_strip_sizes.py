@@ -80,7 +80,7 @@ async def test_g_cycles_the_saliency_and_asks_the_engine_for_it(monkeypatch):
         await pilot.press("g")
         await pilot.pause(0.2)
         render = screen.query_one(EnvRender)
-        assert render.saliency == "action" and "saliency of pi" in screen_text(app)
+        assert render.saliency == "action" and "env 0/64 ∇π" in screen_text(app)
         assert sent[-1].cmd == "render" and sent[-1].args["saliency"] == "action"
         assert screen_text(app) != before  # the heat drawn over the frame
         await pilot.press("g")
