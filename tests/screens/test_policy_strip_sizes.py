@@ -74,8 +74,15 @@ async def test_g_cycles_the_saliency_and_asks_the_engine_for_it(monkeypatch):
         screen = app.screen
         assert isinstance(screen, DashboardScreen)
         screen.linked = True
-        monkeypatch.setattr(screen, "post_message",
-                            lambda m: sent.append(m) if isinstance(m, lm.EngineRequest) else None)
+        post = screen.post_message
+
+        def capture(message):  # the engine requests kept; every other message goes on
+            if isinstance(message, lm.EngineRequest):
+                sent.append(message)
+                return True
+            return post(message)
+
+        monkeypatch.setattr(screen, "post_message", capture)
         before = screen_text(app)
         await pilot.press("g")
         await pilot.pause(0.2)
