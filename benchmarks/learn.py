@@ -31,6 +31,7 @@ from pathlib import Path
 
 from puffer_tui.benchmarks import learn_report as report
 from puffer_tui.benchmarks.learn_zoo_settings import ENVS, ZOO_PPO, ZOO_SOURCE, default_steps
+from puffer_tui.benchmarks.machine import cpu_model, torch_cpu_capability
 
 SIDES = ("both", "ours", "sb3")
 
@@ -368,8 +369,6 @@ def _command_line() -> str:
 
 def _machine() -> dict:
     from importlib.metadata import PackageNotFoundError, version
-
-    from puffer_tui.benchmarks.machine import cpu_model, torch_cpu_capability
 
     versions = {}
     for package in ("torch", "stable-baselines3", "gymnasium", "mujoco", "ale-py"):

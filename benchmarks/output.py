@@ -7,12 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 
+from puffer_tui.benchmarks.machine import machine, machine_line
+
 
 def print_result(name: str, result, as_json: bool, title: str, columns: Sequence[str],
                  rows: Iterable[Sequence[str]]) -> int:
     """Print the result one way or the other; returns the command's exit status (0)."""
-    from puffer_tui.benchmarks.machine import machine, machine_line
-
     info = machine()
     if as_json:
         print(json.dumps({name: result, "machine": info}, indent=2))

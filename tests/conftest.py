@@ -3,7 +3,16 @@ CUDA device (they run on a GPU machine: `pytest -m cuda`, or benchmarks/gpu_chec
 
 from __future__ import annotations
 
+import signal
+
 import pytest
+
+# A test that presses Ctrl-C (SIGINT to a child it started) models a terminal's foreground
+# command, where SIGINT is not ignored. Run as a background job of a script, pytest inherits
+# SIGINT ignored, and so would every child: the Ctrl-C would never arrive. A handler here (not
+# SIG_IGN) is reset to the default in each child at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_collection_modifyitems(config, items):

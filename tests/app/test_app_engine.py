@@ -101,7 +101,7 @@ async def test_dashboard_fills_with_live_numbers(engine_run):
         assert engine_run.name in text and "running" in text
         assert "waiting for" not in text  # every panel has data
         assert "engine" in text  # the engine's own CPU line, from telemetry's process list
-        assert ("render", {"env": 0, "fps": 4}) in app.sent
+        assert ("render", {"env": 0, "fps": 4, "policy": True}) in app.sent
 
 
 async def test_pause_stops_the_step_counter_and_resume_restarts_it(engine_run):
@@ -136,7 +136,7 @@ async def test_invalid_hyperparameter_is_refused_and_a_valid_one_reaches_the_eng
         await pilot.press("enter")
         await pilot.pause(0.2)
         verdict = app.screen.query_one("#row-train-learning_rate .verdict").render()
-        assert "refused" in str(verdict) and "out of bounds" in str(verdict)
+        assert "not sent" in str(verdict) and "out of bounds" in str(verdict)
         assert not [s for s in app.sent if s[0] == "set"]  # nothing was sent
         field.value = "0.0123"
         await pilot.press("enter")

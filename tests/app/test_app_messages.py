@@ -165,7 +165,7 @@ async def test_keys_reach_the_app_as_engine_requests_and_render_steps():
         assert app.sent[-1] == ("checkpoint", None)
         await pilot.press("right_square_bracket")
         await pilot.pause(0.1)
-        assert app.sent[-1] == ("render", {"env": 1, "fps": 4})
+        assert app.sent[-1] == ("render", {"env": 1, "fps": 4, "policy": True})
         assert app.screen.render_env == 1
 
 

@@ -1,7 +1,10 @@
 """`eval --record --overlay` and `eval --render`: a policy's play with its view drawn in,
 every image the same size, the saliency as heat, the view paired with the frame decided on."""
 
+import importlib.util
+
 import numpy as np
+import pytest
 import torch
 
 from puffer_tui.engine.algo.policy import make_policy
@@ -10,6 +13,10 @@ from puffer_tui.engine.evaluation.policy_view import EvaluatorWatch
 from puffer_tui.engine.evaluation.recording_overlay import MIN_HEIGHT, PANEL_WIDTH, overlay_frames
 from puffer_tui.engine.shared.config import load_config
 from puffer_tui.envs import env_class
+
+# the overlay draws with Pillow, which the record extra brings (imageio)
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("PIL") is None,
+                                reason="needs Pillow: pip install \"puffer-tui[record]\"")
 
 
 def evaluator(episodes=2):
