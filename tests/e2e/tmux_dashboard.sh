@@ -220,7 +220,8 @@ key q
 wait_for "Detach (keep training)"
 key d
 wait_for "Reattach with: puffer-tui attach"
-wait_for "E2E-EXIT-0"
+# exit status 4: this command ended, the engine trains on (engine/shared/exit_codes.py)
+wait_for "E2E-EXIT-4"
 
 run_cmd "$CMD attach --runs-dir $RUNS"
 wait_for " running " 60
@@ -248,5 +249,5 @@ wait_for " stopped " 120
 wait_for "b Launcher"
 absent "p Pause"
 key q
-wait_for "E2E-EXIT-0"
+wait_for "E2E-EXIT-3"
 echo "PASS: tmux end-to-end"
