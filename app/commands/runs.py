@@ -6,7 +6,7 @@ import time
 
 from puffer_tui.app.widgets.format import duration, human
 from puffer_tui.engine.shared.protocol import RunState
-from puffer_tui.engine.shared.run_dir import list_runs, run_info, runs_root
+from puffer_tui.engine.shared.run_dir import EVENTS_FILE, list_runs, run_info, runs_root
 
 
 def add_parser(sub, name, help_text):
@@ -154,5 +154,8 @@ def run(args) -> int:
                       markup=False)
     for i in infos:
         if i.detail:  # engine error text: printed as is, never read as markup
-            console.print(Text.assemble((i.name, "red"), ": ", i.detail))
+            # its first line: a worker's traceback after it would bury the table
+            first, _, rest = i.detail.strip().partition("\n")
+            more = f" (the rest in {i.path / EVENTS_FILE})" if rest.strip() else ""
+            console.print(Text.assemble((i.name, "red"), ": ", first, (more, "dim")))
     return 0

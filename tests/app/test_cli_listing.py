@@ -53,6 +53,16 @@ def test_runs_table_keeps_its_columns_whole_at_80_columns(tmp_path):
     assert f"{run.name}: OSError: cannot write [/data] to [bold]disk" in out
 
 
+def test_runs_says_the_first_line_of_an_error_and_where_the_rest_is(tmp_path):
+    runs = tmp_path / "runs"
+    make_run(runs, detail="WorkerHung: worker 0: no answer within 15 s\n"
+                                "--- worker 0 traceback ---\n  File \"<frozen runpy>\"")
+    out = cli_at_80_columns("runs", "--runs-dir", str(runs))
+    assert "WorkerHung: worker 0: no answer within 15 s" in out
+    assert "traceback" not in out and "frozen runpy" not in out
+    assert "events.log" in out
+
+
 def cli(*args):
     env = {**os.environ, "COLUMNS": "80", "LINES": "24"}
     return subprocess.run([sys.executable, "-m", "puffer_tui.app.cli", *args],
