@@ -30,6 +30,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.e2e
 @pytest.mark.slow
 def test_an_envs_info_numbers_are_logged_everywhere_a_metric_goes(tmp_path):
+    pytest.importorskip("tensorboard", reason="the TensorBoard tags: the tensorboard extra")
     result = _cli("train", "slow_env:make_env", "--headless", "--runs-dir", str(tmp_path),
                   "--train.total-timesteps", "4096", "--env.reset-seconds", "0",
                   "--env.episode-steps", "16", "--env.info-fields", "true")
