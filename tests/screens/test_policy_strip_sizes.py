@@ -13,6 +13,7 @@ from puffer_tui.app import link_messages as lm
 from puffer_tui.app.widgets.env_render import EnvRender
 from puffer_tui.screens.dashboard import DashboardScreen
 from puffer_tui.screens.render import RenderScreen
+from tests.app.test_app_engine import until
 from tests.screens.test_app_snapshots import FixedDataApp, screen_text
 
 SALIENCY = bytearray(121)
@@ -39,7 +40,9 @@ async def test_the_dashboard_shows_the_policy_strip_with_the_render(size):
     async with app.run_test(size=size) as pilot:
         await pilot.pause(0.3)
         app.screen.refresh_frame()
-        await pilot.pause(0.2)
+        # drawn when the screen is: on a loaded box the footer can come after a fixed pause
+        await until(pilot, lambda: "V +0.61" in screen_text(app)
+                    and "g Saliency" in screen_text(app), "the strip and the footer")
         text = screen_text(app)
         assert "V +0.61" in text and "r +1.00" in text
         render = app.screen.query_one(EnvRender)
@@ -58,7 +61,8 @@ async def test_the_strip_sits_beside_the_frame_in_the_full_screen_render():
         await pilot.pause(0.3)
         assert isinstance(app.screen, RenderScreen)
         app.screen.refresh_frame()
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "critic err 0.123" in screen_text(app)
+                    and "• V(s)" in screen_text(app), "the strip beside the frame")
         lines = screen_text(app).splitlines()
         row = next(line for line in lines if "V +0.61" in line)
         assert "·" in row.split("V +0.61")[0]  # the frame's cells on the same line, to its left
