@@ -89,7 +89,7 @@ async def test_g_cycles_the_saliency_and_asks_the_engine_for_it(monkeypatch):
         monkeypatch.setattr(screen, "post_message", capture)
         before = screen_text(app)
         await pilot.press("g")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: "env 0/64 ∇π" in screen_text(app), "the saliency's title")
         render = screen.query_one(EnvRender)
         assert render.saliency == "action" and "env 0/64 ∇π" in screen_text(app)
         assert sent[-1].cmd == "render" and sent[-1].args["saliency"] == "action"
