@@ -281,21 +281,15 @@ class Run:
         rows = read_metrics(self.path)
         if frame is None:
             return rows
-        flat = rows
-        if frame == "pandas":
+        if frame in ("pandas", "polars"):
+            import importlib
+
             try:
-                import pandas
+                library = importlib.import_module(frame)
             except ImportError:
-                raise ImportError("metrics(frame='pandas') needs pandas: pip install pandas") \
-                    from None
-            return pandas.DataFrame(flat)
-        if frame == "polars":
-            try:
-                import polars
-            except ImportError:
-                raise ImportError("metrics(frame='polars') needs polars: pip install polars") \
-                    from None
-            return polars.DataFrame(flat)
+                raise ImportError(f"metrics(frame={frame!r}) needs {frame}: pip install "
+                                  f"{frame}") from None
+            return library.DataFrame(rows)
         raise ValueError(f"frame={frame!r}: choose None (dicts), 'pandas' or 'polars'")
 
     def checkpoints(self) -> list[Path]:
