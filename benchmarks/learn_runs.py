@@ -216,12 +216,14 @@ def read_metrics(run_dir: Path) -> tuple[list, dict | None]:
     return chunks, last
 
 
-def run_ours(env: BenchEnv, seed: int, steps: int, work: Path, timeout: float) -> dict:
+def run_ours(env: BenchEnv, seed: int, steps: int, work: Path, timeout: float,
+             flags: tuple[str, ...] = ()) -> dict:
+    """`flags`: more train flags after the env's (a variant of the defaults to compare)."""
     runs_dir = work / "runs"
     runs_dir.mkdir(parents=True, exist_ok=True)
     log = work / "train.log"
     command = _cli("train", env.ours, "--headless", "--runs-dir", runs_dir,
-                   "--train.total-timesteps", steps, "--train.seed", seed)
+                   "--train.total-timesteps", steps, "--train.seed", seed, *flags)
     result = {"side": "ours", "seed": seed, "commit": repo_commit(),
               "command": " ".join(command[3:])}
     timing = run_guarded(command, timeout, log, _kill_engines(runs_dir))

@@ -91,6 +91,15 @@ class TrainConfig:
     learning_rate: float = _f(0.015, "Adam learning rate", 0.0, 1.0, live=True,
         search=(1e-4, 1e-1, "log"))
     anneal_lr: bool = _f(True, "cosine-anneal the learning rate to 0 over the run", live=True)
+    adaptive_lr_kl: float = _f(0.0, "the approx_kl an update is held to: after an update above "
+                               "2x it the learning rate is scaled by 1/1.5, below 1/2 of it by "
+                               "1.5, within the scale bounds below (0: off)", 0.0, 1.0,
+                               live=True)
+    adaptive_lr_min_scale: float = _f(0.02, "adaptive_lr_kl: the least scale on the scheduled "
+                                      "learning rate", 1e-6, 1.0, live=True)
+    adaptive_lr_max_scale: float = _f(1.0, "adaptive_lr_kl: the largest scale on the scheduled "
+                                      "learning rate (1: the set rate is a ceiling)", 1.0,
+                                      100.0, live=True)
     gamma: float = _f(0.995, "discount factor", 0.0, 1.0, live=True,
         search=(0.9, 0.999, "linear"))
     gae_lambda: float = _f(0.90, "GAE lambda", 0.0, 1.0, live=True,
