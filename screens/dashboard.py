@@ -303,6 +303,7 @@ class DashboardScreen(Screen):
         losses = self.query_one(LossPanel)
         losses.steps = list(store.steps)
         losses.curves = {k: list(v) for k, v in store.losses.items()}
+        losses.learning_rate = getattr(store.latest, "learning_rate", None)
 
     def show_system(self, sample) -> None:
         """A psutil sample from the app's monitor worker (may land before compose is done)."""

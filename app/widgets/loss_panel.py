@@ -49,7 +49,9 @@ def short_metric(x: float | None, room: int = 7) -> str:
 
 
 class LossPanel(Drawn, Widget):
-    """`curves` is {loss name: list of values per epoch}; `steps` the matching global steps."""
+    """`curves` is {loss name: list of values per epoch}; `steps` the matching global steps;
+    `learning_rate` the rate the last update used (schedule and adaptive scale applied), shown
+    in the frame's subtitle."""
 
     DEFAULT_CLASSES = "panel"  # the frame comes from app/panels.tcss
     BORDER_TITLE = "losses"
@@ -68,6 +70,11 @@ class LossPanel(Drawn, Widget):
     curves: reactive[dict] = reactive(dict)
     steps: reactive[list] = reactive(list)
     selected: reactive[str] = reactive("policy_loss")
+    learning_rate: reactive[float | None] = reactive(None)
+
+    def watch_learning_rate(self, rate: float | None) -> None:
+        self.border_subtitle = self.BORDER_SUBTITLE if rate is None else \
+            f"lr {rate:.3g} · {self.BORDER_SUBTITLE}"
 
     def compose(self) -> ComposeResult:
         # lazy: plotext is ~0.15 s of the app's start, and the launcher plots nothing

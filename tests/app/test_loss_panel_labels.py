@@ -35,3 +35,18 @@ def test_short_values_fit_their_room():
     for x in (-0.002707, 0.0122, 0.9333, 1e-7, -123456.0, 0.0):
         assert len(short_metric(x)) <= 7 and len(short_metric(x, 6)) <= 6, x
     assert short_metric(-0.002707) == "-0.0027" and short_metric(float("nan")) == "-"
+
+
+async def test_the_frame_shows_the_learning_rate_the_last_update_used():
+    """The rate after the schedule and the adaptive KL scale: what train.adaptive_lr_kl chose
+    is visible without opening the editor."""
+    app = FixedDataApp("dashboard")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause(0.3)
+        panel = app.screen.query_one(LossPanel)
+        app.screen.store.amend(learning_rate=0.000123)
+        app.screen._plotted_epochs = -1  # the next refresh redraws as a new epoch would
+        app.screen.refresh_plots()
+        await pilot.pause(0.1)
+        assert str(panel.border_subtitle).startswith("lr 0.000123"), panel.border_subtitle
+        assert "l: next curve" in str(panel.border_subtitle)
