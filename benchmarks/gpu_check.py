@@ -158,10 +158,25 @@ def run_peer(envs, ours: list[dict], args, work: Path, build) -> list[dict]:
             yield rows
 
 
+def print_reports(paths: list[Path]) -> int:
+    """Each saved report's Markdown, as the run that measured it wrote it."""
+    for i, path in enumerate(paths):
+        try:
+            report = json.loads(path.read_text())
+        except (OSError, ValueError) as e:
+            print(f"gpu_check: error: --report {path}: {e}", file=sys.stderr)
+            return 2
+        print(("\n" if i else "") + markdown(report), end="")
+    return 0
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m puffer_tui.benchmarks.gpu_check",
                                 description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", required=True, help="folder for gpu_check.json, gpu_check.md")
+    p.add_argument("--out", help="folder for gpu_check.json, gpu_check.md (required to measure)")
+    p.add_argument("--report", metavar="JSON", action="append", type=Path,
+                   help="print the tables of saved gpu_check.json reports and measure nothing "
+                        "(the docs' GPU tables are printed this way)")
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda",
                    help="cuda (default), or cpu for a dry run where there is no GPU")
     p.add_argument("--envs", default=",".join(ENVS), help="comma-separated env specs")
@@ -183,6 +198,10 @@ def main(argv=None) -> int:
     p.add_argument("--peer-deps", default=None, help="extra PYTHONPATH for PufferLib's deps")
     p.add_argument("--work", default=None, help="scratch folder (default: a temporary one)")
     args = p.parse_args(argv)
+    if args.report:
+        return print_reports(args.report)
+    if not args.out:
+        p.error("--out is required to measure (or --report JSON to print saved reports)")
     try:
         args.env_overrides = env_sets(args.set_env)  # parsed once, checked before anything runs
     except ValueError as e:

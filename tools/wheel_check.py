@@ -65,10 +65,10 @@ print("api run:", run.state, run.global_step, puffer_tui.load(run))
 
 
 def readme_example(name: str) -> str:
-    """A ```python block of the README, after its <!-- example:NAME --> marker."""
+    """A ```python block of the README or the docs, after its <!-- example:NAME --> marker."""
     import re
 
-    text = (ROOT / "README.md").read_text()
+    text = "\n".join(p.read_text() for p in [ROOT / "README.md", *sorted(ROOT.glob("docs/*.md"))])
     marker = f"<!-- example:{name} -->"
     match = re.search(r"```python\n(.*?)```", text[text.index(marker):], flags=re.S)
     return match.group(1)

@@ -20,7 +20,7 @@ from tests.screens.test_app_keys import OfflineApp
 from tests.screens.test_app_launcher import LauncherApp, form_ready, set_field
 from tests.screens.test_app_snapshots import screen_text
 
-README = REPO_ROOT / "README.md"
+README = REPO_ROOT / "docs" / "dashboard.md"  # the page that says when live values apply
 
 
 async def test_editor_opens_with_the_first_live_field_focused():
