@@ -2,7 +2,7 @@
 
 At an epoch boundary the envs have stepped once more than the trainer has seen (the last
 send() of the epoch); the vec env's get_state() captures the envs after that step and the
-step's result, which the next recv() returns (engine/vec/env_state.py). With the trainer's
+step's result, which the next recv() returns (engine/vec/saved_state.py). With the trainer's
 LSTM state and RNG streams that is everything a serial CPU run of native envs needs to go on
 bit for bit. Checkpoints load with torch.load(weights_only=True), so bytes are stored as
 uint8 tensors and numpy arrays as tensors.

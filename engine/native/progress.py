@@ -3,7 +3,7 @@
 A vectorizer's worker process answers once per reset or step of its whole block of envs. An
 env whose block takes long (16 Python envs, each reset building a world for a second) calls
 `progress()` after each env it built, reset or stepped; the worker then tells the main process
-that it is slow, not hung (engine/vec/worker.py sets the hook). Outside a worker the hook is
+that it is slow, not hung (engine/vec/mp/worker.py sets the hook). Outside a worker the hook is
 unset and `progress()` costs one global read.
 
     from puffer_tui.engine.native import progress

@@ -16,7 +16,7 @@ class WorkerError(RuntimeError):
 
 class WorkerHung(WorkerError):
     """A worker stayed silent past the hang limit: `limit` and `silent_for` in seconds, and
-    the slowest healthy silence `measured` per activity (engine/vec/hang_limit.py)."""
+    the slowest healthy silence `measured` per activity (engine/vec/mp/hang_limit.py)."""
 
     def __init__(self, worker: int, message: str, traceback: str = "", *, limit: float,
                  silent_for: float, measured: dict):

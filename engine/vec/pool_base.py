@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from puffer_tui.engine.native.actions import ActionChecker
-from puffer_tui.engine.vec import env_state
+from puffer_tui.engine.vec import saved_state
 from puffer_tui.engine.vec.errors import WorkerError
 from puffer_tui.engine.vec.vec_api import VecAPI
 
@@ -181,7 +181,7 @@ class WorkerPool(VecAPI):
     # -- saved state ----------------------------------------------------------------------------
 
     def get_state(self) -> dict | None:
-        """The envs' state and the pending step results (engine/vec/env_state.py), or None when
+        """The envs' state and the pending step results (engine/vec/saved_state.py), or None when
         the envs cannot save theirs. Waits for every worker's step to land first. Exact for
         the synchronous case (batch_size == num_envs); in a pool the order in which workers
         come back is timing, so a restored pool resumes from the same states in another order."""
@@ -191,13 +191,13 @@ class WorkerPool(VecAPI):
         self._wait_idle()
         parts = self._env_states()
         infos = [info for w in self._ready for info in self._infos[w]]
-        return env_state.capture(self.buffers, env_state.join(parts), infos, bool(self._ready))
+        return saved_state.capture(self.buffers, saved_state.join(parts), infos, bool(self._ready))
 
     def set_state(self, state: dict) -> None:
         """Continue from get_state() of a vec env of the same env, settings and num_envs."""
         self._check_open()
-        env_state.check_matches(state["envs"], self.driver_env)
-        parts = env_state.split(state["envs"], [self.envs_per_worker] * self.num_workers)
+        saved_state.check_matches(state["envs"], self.driver_env)
+        parts = saved_state.split(state["envs"], [self.envs_per_worker] * self.num_workers)
         self._wait_idle()
         self._restore(parts, state["buffers"])
         self._held = []

@@ -6,7 +6,7 @@ import numpy as np
 
 from puffer_tui.engine.native.buffers import allocate_buffers
 from puffer_tui.engine.native.frames import observation_frame
-from puffer_tui.engine.vec import env_state
+from puffer_tui.engine.vec import saved_state
 from puffer_tui.engine.vec.vec_api import VecAPI
 
 
@@ -90,21 +90,21 @@ class Serial(VecAPI):
         return self.env.frame(env_index)
 
     def get_state(self) -> dict | None:
-        """The envs' state and the pending step result (engine/vec/env_state.py), or None when
+        """The envs' state and the pending step result (engine/vec/saved_state.py), or None when
         the envs cannot save theirs. Call between send() and recv() (or after async_reset)."""
         self._check_open()
         if self._held:
             raise RuntimeError("get_state() while a batch is held: send() its actions first")
-        return env_state.capture(self.buffers, env_state.join([self.env.get_state()]),
+        return saved_state.capture(self.buffers, saved_state.join([self.env.get_state()]),
                                  self._infos, self._pending)
 
     def set_state(self, state: dict) -> None:
         """Continue from get_state() of a vec env of the same env, settings and num_envs."""
         self._check_open()
-        env_state.check_matches(state["envs"], self.env)
-        (part,) = env_state.split(state["envs"], [self.num_envs])
+        saved_state.check_matches(state["envs"], self.env)
+        (part,) = saved_state.split(state["envs"], [self.num_envs])
         self.env.set_state(part)
-        env_state.restore_buffers(self.buffers, state["buffers"])
+        saved_state.restore_buffers(self.buffers, state["buffers"])
         self._infos = list(state["infos"])
         self._pending, self._held = bool(state["pending"]), False
 

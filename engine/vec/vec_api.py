@@ -3,8 +3,27 @@ closing (once; afterwards every call says the vec env is closed, and why when it
 
 from __future__ import annotations
 
-from puffer_tui.engine.vec.batched_spaces import batched
+import numpy as np
+from gymnasium import spaces
+
 from puffer_tui.engine.vec.errors import WorkerError
+
+
+def batched(space: spaces.Space, rows: int) -> spaces.Space:
+    """`space` repeated over `rows` rows (the leading axis): one row per agent of a batch, beside
+    the `single_*` spaces, so `vec.action_space.sample()` is a batch send() accepts."""
+    if isinstance(space, spaces.Discrete):
+        if space.start != 0:
+            raise ValueError(f"{space} starts at {space.start}; the vec envs use 0-based actions")
+        return spaces.MultiDiscrete(np.full(rows, space.n), dtype=np.int32)
+    if isinstance(space, spaces.MultiDiscrete):
+        nvec = np.broadcast_to(space.nvec, (rows, *space.nvec.shape))
+        return spaces.MultiDiscrete(nvec, dtype=np.int32)
+    if isinstance(space, spaces.Box):
+        low = np.broadcast_to(space.low, (rows, *space.shape))
+        high = np.broadcast_to(space.high, (rows, *space.shape))
+        return spaces.Box(low, high, dtype=space.dtype)
+    raise TypeError(f"no batched form for {type(space).__name__} spaces")
 
 
 class VecAPI:

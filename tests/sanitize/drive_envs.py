@@ -96,7 +96,7 @@ def check_state_round_trip(name, env, num_envs, seed, rng) -> None:
     try:
         copy.reset(seed=seed + 99)
         copy.set_state(state)
-        # as exact resume does (engine/vec/env_state.py): envs that update their observation
+        # as exact resume does (engine/vec/saved_state.py): envs that update their observation
         # in place rely on the buffer's previous contents, which the checkpoint holds too
         for key in ("observations", "rewards", "terminals", "truncations", "masks"):
             getattr(copy, key)[...] = getattr(env, key)

@@ -1,6 +1,6 @@
 """Telemetry's "workers" and "cluster" (engine/runtime/telemetry.py): per-rank SPS from the epoch row,
-per-actor SPS and node from the vec env (engine/vec/worker_rates.py, RayVec.worker_stats), and
-the Ray cluster's CPUs (engine/vec/ray_session.cluster_usage), without a Ray cluster."""
+per-actor SPS and node from the vec env (engine/vec/ray/worker_rates.py, RayVec.worker_stats), and
+the Ray cluster's CPUs (engine/vec/ray/session.cluster_usage), without a Ray cluster."""
 
 from types import SimpleNamespace
 
@@ -8,8 +8,8 @@ from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.telemetry import Telemetry, TrainerFeed
 from puffer_tui.engine.shared.config import load_config
 from puffer_tui.engine.shared.protocol import CLUSTER, WORKERS
-from puffer_tui.engine.vec import ray_session
-from puffer_tui.engine.vec.worker_rates import WorkerRates
+from puffer_tui.engine.vec.ray import session as ray_session
+from puffer_tui.engine.vec.ray.worker_rates import WorkerRates
 
 
 def test_worker_rates_are_steps_per_second_over_windows_of_a_second_or_more():

@@ -27,18 +27,19 @@ import weakref
 
 import numpy as np
 
-from puffer_tui.engine.vec import channel, env_state
-from puffer_tui.engine.vec.block import InlineBlock
-from puffer_tui.engine.vec.crash_log import CrashLog
+from puffer_tui.engine.vec import saved_state
 from puffer_tui.engine.vec.errors import WorkerError, WorkerHung
-from puffer_tui.engine.vec.hang_limit import HangLimit, heartbeat_interval
-from puffer_tui.engine.vec.inline_watch import InlineHung, InlineWatch
-from puffer_tui.engine.vec.lifecycle import describe_death, shutdown_workers
-from puffer_tui.engine.vec.main_module import creator_needs_main, main_module_hidden
+from puffer_tui.engine.vec.mp import channel
+from puffer_tui.engine.vec.mp.block import InlineBlock
+from puffer_tui.engine.vec.mp.crash_log import CrashLog
+from puffer_tui.engine.vec.mp.hang_limit import HangLimit, heartbeat_interval
+from puffer_tui.engine.vec.mp.inline_watch import InlineHung, InlineWatch
+from puffer_tui.engine.vec.mp.lifecycle import describe_death, shutdown_workers
+from puffer_tui.engine.vec.mp.main_module import creator_needs_main, main_module_hidden
+from puffer_tui.engine.vec.mp.shared_memory import SharedLayout, SharedMemoryFile
+from puffer_tui.engine.vec.mp.worker import worker_main
 from puffer_tui.engine.vec.pool_base import WorkerPool
-from puffer_tui.engine.vec.shared_memory import SharedLayout, SharedMemoryFile
 from puffer_tui.engine.vec.sizing import available_cores, plan_workers
-from puffer_tui.engine.vec.worker import worker_main
 
 # Start method: "forkserver". Measured on the 2-core dev box with torch imported in the parent,
 # four workers ready in 0.45 s with spawn, 0.10 s with fork, and 0.16 s for the first
@@ -47,9 +48,9 @@ from puffer_tui.engine.vec.worker import worker_main
 # which can deadlock a child; the forkserver is a clean single-threaded process, so it is
 # both the safe and, after the first use, the fastest choice.
 START_METHOD = "forkserver"
-PRELOAD = ["numpy", "puffer_tui.engine.native", "puffer_tui.engine.vec.worker"]
+PRELOAD = ["numpy", "puffer_tui.engine.native", "puffer_tui.engine.vec.mp.worker"]
 # The least a busy worker may stay silent before it is called hung; longer for envs measured
-# to be slow (engine/vec/hang_limit.py), so that only a hung env becomes an error.
+# to be slow (engine/vec/mp/hang_limit.py), so that only a hung env becomes an error.
 DEFAULT_TIMEOUT_S = 15.0
 # Spin (poll without sleeping) this long before blocking, but only when there is a spare core:
 # with as many workers as cores, a spinning waiter would take the core a worker or the
@@ -87,7 +88,7 @@ class Multiprocessing(WorkerPool):
     Same API and attributes as Serial, plus `worker_pids`, `envs_per_worker` and
     `workers_per_batch`. `timeout`: the least seconds recv()/frame() wait for a silent
     worker before calling it hung; the limit is longer when its envs were measured to be slow
-    (`hang_limit`, engine/vec/hang_limit.py), and a worker whose env sends heartbeats while it
+    (`hang_limit`, engine/vec/mp/hang_limit.py), and a worker whose env sends heartbeats while it
     works (engine/native/progress.py) is not silent. `spin_us`: how long a waiting process polls before it blocks (None: 20 us when
     there is a core to spare beyond the workers, else 0; an inline caller 200 us). `inline`:
     worker 0's envs are stepped by the caller (one process fewer). Any worker failure raises
@@ -266,7 +267,7 @@ class Multiprocessing(WorkerPool):
 
     def _restore(self, parts: list, buffers: dict) -> None:
         self._ask_all(lambda w: ("set_state", parts[w]))
-        env_state.restore_buffers(self.buffers, buffers)
+        saved_state.restore_buffers(self.buffers, buffers)
 
     def _ask_all(self, message) -> list:
         """Send each idle worker message(w) and collect their ("state", value) answers."""

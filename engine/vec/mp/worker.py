@@ -9,7 +9,7 @@ the run. Ctrl-C is left to the main process, which shuts the workers down in ord
 While busy, the worker sends a heartbeat (ALIVE) whenever its env reports a unit of work done
 (engine/native/progress.py) and the last message is HEARTBEAT_S old, and it reports its
 longest silence as it grows ("pace"): the main process sets its hang limit from these
-(engine/vec/hang_limit.py).
+(engine/vec/mp/hang_limit.py).
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import time
 import traceback
 
 from puffer_tui.engine.native import progress
-from puffer_tui.engine.vec import channel
-from puffer_tui.engine.vec.block import block_frame, reset_block
-from puffer_tui.engine.vec.hang_limit import GROWTH, MIN_REPORTED_S
+from puffer_tui.engine.vec.mp import channel
+from puffer_tui.engine.vec.mp.block import block_frame, reset_block
+from puffer_tui.engine.vec.mp.hang_limit import GROWTH, MIN_REPORTED_S
 
 PARENT_CHECK_S = 1.0  # how often a blocked worker checks that its parent is alive
 

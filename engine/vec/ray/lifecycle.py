@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from puffer_tui.engine.vec import ray_session
 from puffer_tui.engine.vec.errors import WorkerError
+from puffer_tui.engine.vec.ray import session as ray_session
 
 CLOSE_GRACE_S = 1.0  # actors get this long to close their envs before they are killed
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # Ray colours its error texts for terminals

@@ -12,7 +12,7 @@ from gymnasium import spaces
 
 import puffer_tui.envs as envs
 from puffer_tui.engine import vec
-from puffer_tui.engine.vec.batched_spaces import batched
+from puffer_tui.engine.vec.vec_api import batched
 
 
 @pytest.mark.parametrize("backend, kwargs", [

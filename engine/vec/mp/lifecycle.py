@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import time
 
-from puffer_tui.engine.vec import channel
+from puffer_tui.engine.vec.mp import channel
 
 GRACE_S = 1.0  # a worker finishing a step gets this long to read "close" and exit
 

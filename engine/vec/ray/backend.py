@@ -1,6 +1,6 @@
 """Ray: envs in Ray actors, one block of envs per actor, on one machine or across a cluster.
 
-Actor w owns envs [w*k, (w+1)*k) (engine/vec/ray_actor.py) and steps them all per remote call,
+Actor w owns envs [w*k, (w+1)*k) (engine/vec/ray/actor.py) and steps them all per remote call,
 so Ray's per-call cost is paid once per block. `send()` submits each held actor's step and
 returns at once: the actors step while the caller computes. Results are numpy arrays that come
 back through Ray's object store (read in place, no unpickling copy) and land, as soon as they
@@ -11,7 +11,7 @@ waits for every actor; with fewer it returns the first finished actors (ray.wait
 
 An actor that raises, dies or is lost with its node is a WorkerError carrying the remote
 traceback, and closes the vec env; close() kills every actor (and shuts down a Ray that this
-process started, engine/vec/ray_session.py). The env creator must pickle (cloudpickle) and
+process started, engine/vec/ray/session.py). The env creator must pickle (cloudpickle) and
 puffer_tui must be importable on every node. Not thread-safe: call it from one thread.
 """
 
@@ -21,13 +21,14 @@ import time
 import weakref
 
 from puffer_tui.engine.native.buffers import allocate_buffers
-from puffer_tui.engine.vec import env_state, ray_session
+from puffer_tui.engine.vec import saved_state
 from puffer_tui.engine.vec.errors import WorkerError
 from puffer_tui.engine.vec.pool_base import WorkerPool
-from puffer_tui.engine.vec.ray_actor import RESULT_BUFFERS, EnvBlock
-from puffer_tui.engine.vec.ray_lifecycle import shutdown_actors, worker_error
+from puffer_tui.engine.vec.ray import session as ray_session
+from puffer_tui.engine.vec.ray.actor import RESULT_BUFFERS, EnvBlock
+from puffer_tui.engine.vec.ray.lifecycle import shutdown_actors, worker_error
+from puffer_tui.engine.vec.ray.worker_rates import WorkerRates
 from puffer_tui.engine.vec.sizing import plan_workers
-from puffer_tui.engine.vec.worker_rates import WorkerRates
 
 DEFAULT_TIMEOUT_S = 15.0  # no step or reset should take this long; then the actor is hung/lost
 START_TIMEOUT_S = 120.0  # placing actors may mean starting worker processes on a busy cluster
@@ -139,9 +140,9 @@ class RayVec(WorkerPool):
         return [self._call(w, a.get_state.remote()) for w, a in enumerate(self._actors)]
 
     def _restore(self, parts: list, buffers: dict) -> None:
-        env_state.restore_buffers(self.buffers, buffers)
+        saved_state.restore_buffers(self.buffers, buffers)
         for w, actor in enumerate(self._actors):
-            rows = {n: self.buffers[n][self._slice(w)] for n in env_state.SAVED_BUFFERS}
+            rows = {n: self.buffers[n][self._slice(w)] for n in saved_state.SAVED_BUFFERS}
             self._call(w, actor.set_state.remote(parts[w], rows))
 
     # -- talking to actors -----------------------------------------------------------------------

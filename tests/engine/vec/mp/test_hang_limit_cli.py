@@ -12,7 +12,7 @@ import pytest
 
 from puffer_tui.engine.shared import run_dir as rd
 
-TESTS = Path(__file__).resolve().parents[2]  # slow_env.py lives there
+TESTS = Path(__file__).resolve().parents[3]  # slow_env.py lives there
 
 
 def _train(runs: Path, *flags: str) -> subprocess.CompletedProcess:

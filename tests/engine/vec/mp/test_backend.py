@@ -1,6 +1,6 @@
 """Multiprocessing vec's own features: pool ordering, frames, sizes, idle workers, nameless
 memory. (Results equal to Serial's, seeding, masks and infos, call order, bad actions and
-closing, on every backend: tests/engine/vec/test_vec_conformance.py.)"""
+closing, on every backend: tests/engine/vec/test_backends_conformance.py.)"""
 
 import functools
 import time

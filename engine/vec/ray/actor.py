@@ -1,6 +1,6 @@
 """The Ray actor of the `ray` vec backend: one block of envs stepped together per call.
 
-A plain class (no Ray import here): engine/vec/ray.py turns it into an actor with
+A plain class (no Ray import here): engine/vec/ray/backend.py turns it into an actor with
 `ray.remote`. It owns `num_envs` envs built by the same creator the other backends get,
 writing into its own buffers; every call steps (or resets) the whole block and returns the
 rows as numpy arrays, which Ray ships through its object store (out-of-band pickle buffers,

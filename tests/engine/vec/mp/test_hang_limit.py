@@ -10,7 +10,7 @@ from slow_env import make_env
 
 from puffer_tui.engine.vec import WorkerError, make
 from puffer_tui.engine.vec.errors import WorkerHung
-from puffer_tui.engine.vec.hang_limit import MARGIN, HangLimit, heartbeat_interval
+from puffer_tui.engine.vec.mp.hang_limit import MARGIN, HangLimit, heartbeat_interval
 from puffer_tui.envs.gym_emulation import from_gymnasium
 
 FLOOR_S = 1.0  # the floor these tests set: a block's whole reset takes several times longer

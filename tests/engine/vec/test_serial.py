@@ -1,6 +1,6 @@
 """The Serial vectorizer's own features: zero-copy buffers, action validation in detail, the
 factory's checks, and a Gymnasium env through the same API. (Shapes, seeding, call order and
-closing, on every backend: tests/engine/vec/test_vec_conformance.py.)"""
+closing, on every backend: tests/engine/vec/test_backends_conformance.py.)"""
 
 import numpy as np
 import pytest
