@@ -4,7 +4,7 @@
   recovery.py           faults that need a person: pause with a checkpoint, never train on
   commands.py           the queue from the server's thread to the trainer's safe points
   control_server.py, connection_tracker.py  the unix-socket server and its connections
-  engine_state.py       run state and pause/stop flags
+  run_control.py        the run state and the pause/stop flags, changed through its methods
   telemetry.py, frame_source.py  what the server pushes: numbers and frames
   metrics.py, wandb_tracker.py  one row per epoch to metrics.jsonl, TensorBoard and W&B
 """

@@ -4,8 +4,8 @@ The server puts `Command`s; the trainer applies them at its safe points
 (`Trainer(config, safe_point=queue.safe_point)`: between env steps and minibatches) and
 the engine loop applies the rest between epochs (`queue.at_boundary()`). Every trainer call
 happens on the main thread; the server thread only reads `trainer.progress`. The queue only
-queues and dispatches: the run state and flags it changes are the engine's `EngineState`
-(engine/runtime/engine_state.py), the frames it captures at safe points its `FrameSource`
+queues and dispatches: the run state and flags it changes are the engine's `RunControl`
+(engine/runtime/run_control.py), the frames it captures at safe points its `FrameSource`
 (engine/runtime/frame_source.py), both given to the constructor.
 
 - pause: blocks inside the safe point on the queue itself (no polling, ~0% CPU) until
@@ -33,8 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.frame_source import FrameSource
+from puffer_tui.engine.runtime.run_control import RunControl
 from puffer_tui.engine.shared.config import Config
 from puffer_tui.engine.shared.health import is_disk_full
 from puffer_tui.engine.shared.protocol import LiveChange
@@ -64,7 +64,7 @@ class CommandQueue:
     """Commands waiting for the trainer, handed in by `attach` once it is built;
     `checkpoint()` writes one and returns its path."""
 
-    def __init__(self, state: EngineState, frames: FrameSource, events=None,
+    def __init__(self, state: RunControl, frames: FrameSource, events=None,
                  checkpoint: Callable[[], object] | None = None, world=None):
         self._queue: queue.SimpleQueue[Command] = queue.SimpleQueue()
         self.state = state

@@ -23,8 +23,8 @@ from pathlib import Path
 
 from puffer_tui.engine.runtime.commands import Command, CommandQueue
 from puffer_tui.engine.runtime.connection_tracker import ConnectionTracker, TrackedStreamProtocol
-from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.frame_source import FrameSource, frame_key
+from puffer_tui.engine.runtime.run_control import RunControl
 from puffer_tui.engine.shared.protocol import (
     MAX_MESSAGE,
     PROTOCOL_VERSION,
@@ -79,7 +79,7 @@ class ControlServer:
         self,
         path: str | os.PathLike,
         commands: CommandQueue,
-        state: EngineState,
+        state: RunControl,
         frames: FrameSource,
         hello_fn: Callable[[], dict],
         telemetry_fn: Callable[[], dict],

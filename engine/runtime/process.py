@@ -46,9 +46,9 @@ from puffer_tui.engine.diagnosis.doctor import Doctor
 from puffer_tui.engine.evaluation.periodic_eval import PeriodicEval
 from puffer_tui.engine.runtime.commands import Command, CommandQueue
 from puffer_tui.engine.runtime.control_server import PROTOCOL_VERSION, ControlServer
-from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.frame_source import FrameSource
 from puffer_tui.engine.runtime.recovery import Recovery, tidy_leftovers
+from puffer_tui.engine.runtime.run_control import RunControl
 from puffer_tui.engine.runtime.telemetry import Telemetry, TrainerFeed
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.config import Config, load, schema
@@ -94,7 +94,7 @@ class Engine:
         # the parts get what they use through their constructors; the trainer, built later,
         # is handed to the commands by attach, and reached by the recovery through a getter
         # that says None until then
-        self.state = EngineState()
+        self.state = RunControl()
         self.epoch_seconds = 0.0  # the last whole epoch's training time (the stop's wait)
         self.frames = FrameSource(self._frame, self._trainer)
         self.commands = CommandQueue(self.state, self.frames, self.events,

@@ -55,7 +55,7 @@ class Recovery:
         self.run_dir = run_dir
         self.world = world
         self.events = events
-        self.state = state  # EngineState: paused, stop_requested, stop_checkpoint, withdraw_stop
+        self.state = state  # RunControl: paused, stop_requested, stop_checkpoint, withdraw_stop
         self.commands = commands
         self._trainer = trainer
         self._write_status = write_status

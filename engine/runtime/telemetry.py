@@ -5,7 +5,7 @@ the run is running (nothing steps while it starts, pauses, stops or has ended). 
 the snapshot's numbers as they are (engine/shared/protocol.py `TelemetrySnapshot`).
 
 Telemetry reads nothing of the engine's objects itself: it is handed its inputs. At build,
-the run's config and name and the `EngineState`; between epochs, the metrics row (`record`,
+the run's config and name and the `RunControl`; between epochs, the metrics row (`record`,
 replaced whole by the main thread); once the trainer is built, a `TrainerFeed` (`attach`): the
 facts fixed for the run (device, preset, processes) and the getters of what moves (progress,
 the live config, the vec env's worker rates and Ray cluster), each safe to call from the
@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from puffer_tui.engine.runtime.engine_state import EngineState
+from puffer_tui.engine.runtime.run_control import RunControl
 from puffer_tui.engine.shared.config import Config, live_specs
 from puffer_tui.engine.shared.protocol import (
     ENV,
@@ -64,7 +64,7 @@ class TrainerFeed:
 
 
 class Telemetry:
-    def __init__(self, config: Config, run_name: str, state: EngineState):
+    def __init__(self, config: Config, run_name: str, state: RunControl):
         self.config = config
         self.run_name = run_name
         self.state = state

@@ -7,8 +7,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from puffer_tui.engine.runtime.commands import Command, CommandQueue
-from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.frame_source import FrameSource
+from puffer_tui.engine.runtime.run_control import RunControl
 from puffer_tui.engine.shared.config import load_config
 from puffer_tui.engine.shared.protocol import LiveChange, RunState
 
@@ -19,7 +19,7 @@ def stand_in_trainer(applied: list):
 
 
 def test_a_set_before_the_trainer_is_attached_is_refused_and_after_it_applies():
-    state = EngineState()
+    state = RunControl()
     state.enter(RunState.RUNNING)
     queue = CommandQueue(state, FrameSource(lambda env: None))
     change = LiveChange("train.learning_rate", 0.002)

@@ -17,8 +17,8 @@ import pytest
 from puffer_tui.app.engine_client import EngineClient, EngineCommandError
 from puffer_tui.engine.runtime.commands import CommandQueue
 from puffer_tui.engine.runtime.control_server import MAX_MESSAGE, ControlServer
-from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.frame_source import FrameSource
+from puffer_tui.engine.runtime.run_control import RunControl
 from puffer_tui.engine.shared.config import apply, load_config
 from puffer_tui.engine.shared.protocol import RunState
 
@@ -56,14 +56,14 @@ def first(client, kind, timeout=3.0):
 
 def parts():
     """A command queue, its state and frame source, with no trainer behind them."""
-    state, frames = EngineState(), FrameSource(lambda env: None)
+    state, frames = RunControl(), FrameSource(lambda env: None)
     return CommandQueue(state, frames), state, frames
 
 
 @pytest.fixture
 def server(tmp_path):
     trainer = StandInTrainer()
-    state = EngineState()
+    state = RunControl()
     frames = FrameSource(trainer.frame)
     commands = CommandQueue(state, frames,
                             checkpoint=lambda: str(tmp_path / f"ckpt-{trainer.global_step}.pt"))

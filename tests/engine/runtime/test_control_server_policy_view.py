@@ -11,15 +11,15 @@ from puffer_tui.app.engine_client import EngineClient
 from puffer_tui.engine.algo.trainer import Trainer
 from puffer_tui.engine.runtime.commands import Command, CommandQueue
 from puffer_tui.engine.runtime.control_server import ControlServer
-from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.frame_source import FrameSource
+from puffer_tui.engine.runtime.run_control import RunControl
 from puffer_tui.engine.shared.config import load_config
 from puffer_tui.engine.shared.protocol import RunState, decode_frame
 
 
 @pytest.fixture
 def server(tmp_path):
-    state = EngineState()
+    state = RunControl()
     holder = {}
     frames = FrameSource(lambda env, view="env": holder["trainer"].frame(env, view),
                          lambda: holder.get("trainer"))

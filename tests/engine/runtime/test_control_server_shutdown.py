@@ -9,15 +9,15 @@ from puffer_tui.app.engine_client import EngineClient, EngineDisconnected
 from puffer_tui.engine.runtime import control_server
 from puffer_tui.engine.runtime.commands import CommandQueue
 from puffer_tui.engine.runtime.control_server import ControlServer
-from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.frame_source import FrameSource
+from puffer_tui.engine.runtime.run_control import RunControl
 
 HANG = 5.0  # seconds a client may wait for the end of its connection before it counts as hung
 
 
 def make_server(path, hello_fn=dict) -> ControlServer:
     """A server with no trainer behind its command queue: requests stay pending."""
-    state, frames = EngineState(), FrameSource(lambda env: None)
+    state, frames = RunControl(), FrameSource(lambda env: None)
     return ControlServer(path, CommandQueue(state, frames), state, frames, hello_fn, dict,
                          "squared", 1)
 

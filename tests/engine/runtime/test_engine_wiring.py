@@ -1,4 +1,4 @@
-"""The engine's parts built from explicit inputs: EngineState, FrameSource, the command queue
+"""The engine's parts built from explicit inputs: RunControl, FrameSource, the command queue
 that drives them, and Telemetry reading only what it was given."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ import os
 import numpy as np
 
 from puffer_tui.engine.runtime.commands import Command, CommandQueue
-from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.frame_source import FrameSource
+from puffer_tui.engine.runtime.run_control import RunControl
 from puffer_tui.engine.runtime.telemetry import Telemetry, TrainerFeed
 from puffer_tui.engine.shared.config import load_config
 from puffer_tui.engine.shared.protocol import RunState
 
 
 def test_state_pause_resume_and_stop_follow_the_rules():
-    state = EngineState()
+    state = RunControl()
     assert state.run_state == RunState.STARTING and not state.paused
     assert not state.resume()  # nothing to resume
     state.enter(RunState.RUNNING)
@@ -57,7 +57,7 @@ def test_frame_source_captures_only_wanted_envs_and_numbers_each_frame():
 
 
 def test_queue_drives_the_state_it_was_given():
-    state = EngineState()
+    state = RunControl()
     state.enter(RunState.RUNNING)
     frames = FrameSource(lambda env: np.zeros((1, 1), dtype=np.uint8))
     commands = CommandQueue(state, frames)
@@ -72,7 +72,7 @@ def test_queue_drives_the_state_it_was_given():
 
 
 def test_paused_queue_is_woken_to_capture_a_wanted_frame():
-    state = EngineState()
+    state = RunControl()
     grabbed_while_paused = []
 
     def grab(env):
@@ -98,7 +98,7 @@ class _Trainer:
 
 def test_telemetry_reads_only_its_inputs():
     config = load_config("squared", {"train.total_timesteps": 1040})
-    state = EngineState()
+    state = RunControl()
     telemetry = Telemetry(config, "run-1", state)
     before = telemetry.snapshot()  # no trainer yet: the config answers
     assert before.state == RunState.STARTING and before.global_step == 0

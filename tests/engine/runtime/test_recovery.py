@@ -14,9 +14,9 @@ import pytest
 import torch
 
 from puffer_tui.engine.algo.distributed import World
-from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.metrics import MetricsWriter
 from puffer_tui.engine.runtime.recovery import Recovery
+from puffer_tui.engine.runtime.run_control import RunControl
 from puffer_tui.engine.shared import checkpoint as ckpt
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.health import NonFiniteError
@@ -75,7 +75,7 @@ class Commands:
     """The queue's pause (as CommandQueue.pause_for: the state pauses, an error event says
     why); at_boundary plays the person's answer to a paused final checkpoint."""
 
-    def __init__(self, state: EngineState, events: Events, person=None):
+    def __init__(self, state: RunControl, events: Events, person=None):
         self.state, self.events, self.person = state, events, person
         self.pauses: list[str] = []
 
@@ -128,7 +128,7 @@ def build(tmp_path, trainer=None, world=None, person=None):
     run_dir = tmp_path / "run"
     run_dir.mkdir(parents=True)
     trainer = trainer or Trainer()
-    events, state = Events(), EngineState()
+    events, state = Events(), RunControl()
     state.enter(RunState.RUNNING)
     commands = Commands(state, events, person)
     statuses = []

@@ -17,9 +17,9 @@ from wandb_offline_reader import read_finished_run
 
 from puffer_tui.engine.algo.distributed import World
 from puffer_tui.engine.runtime import wandb_tracker as wt
-from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.metrics import MetricsWriter, read_metrics
 from puffer_tui.engine.runtime.recovery import Recovery
+from puffer_tui.engine.runtime.run_control import RunControl
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.config import load_config
 from puffer_tui.engine.shared.health import NonFiniteError
@@ -98,7 +98,7 @@ def test_a_reload_of_poisoned_weights_resumes_the_same_wandb_run(offline):
     run_dir = offline / "run"
     run_dir.mkdir()
     config = load_config("squared", {"train.wandb": True, "train.wandb_project": "tests"})
-    trainer, events, state = Trainer(), Events(), EngineState()
+    trainer, events, state = Trainer(), Events(), RunControl()
     state.enter(RunState.RUNNING)
     warnings: list[str] = []
     recovery = Recovery(run_dir, World(), events, state, Commands(state),
@@ -132,7 +132,7 @@ def test_wandb_that_cannot_resume_after_a_reload_is_dropped_with_a_warning(tmp_p
     run_dir = tmp_path / "run"
     run_dir.mkdir()
     config = load_config("squared", {"train.wandb": True})
-    trainer, events, state = Trainer(), Events(), EngineState()
+    trainer, events, state = Trainer(), Events(), RunControl()
     state.enter(RunState.RUNNING)
     opened: list[dict] = []
 

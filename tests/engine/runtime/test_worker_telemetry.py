@@ -4,7 +4,7 @@ the Ray cluster's CPUs (engine/vec/ray/session.cluster_usage), without a Ray clu
 
 from types import SimpleNamespace
 
-from puffer_tui.engine.runtime.engine_state import EngineState
+from puffer_tui.engine.runtime.run_control import RunControl
 from puffer_tui.engine.runtime.telemetry import Telemetry, TrainerFeed
 from puffer_tui.engine.shared.config import load_config
 from puffer_tui.engine.shared.protocol import CLUSTER, WORKERS
@@ -56,7 +56,7 @@ def test_snapshot_lists_ranks_then_actors_and_the_cluster():
     config = load_config("squared")
     trainer = SimpleNamespace(config=config, progress={}, worker_pids=[], device="cpu",
                               vecenv=_Vec())
-    telemetry = Telemetry(config, "run", EngineState())
+    telemetry = Telemetry(config, "run", RunControl())
     telemetry.attach(TrainerFeed.of(trainer))
     ranks = [{"rank": 0, "node": "gpu-a", "sps": 10.0}, {"rank": 1, "node": "gpu-b", "sps": 9.0}]
     telemetry.record({WORKERS: ranks})
@@ -71,7 +71,7 @@ def test_one_process_without_ray_has_no_workers_and_no_cluster():
     config = load_config("squared")
     trainer = SimpleNamespace(config=config, progress={}, worker_pids=[], device="cpu",
                               vecenv=object())
-    telemetry = Telemetry(config, "run", EngineState())
+    telemetry = Telemetry(config, "run", RunControl())
     telemetry.attach(TrainerFeed.of(trainer))
     snap = telemetry.snapshot().to_wire()
     assert snap[WORKERS] == [] and snap[CLUSTER] is None
@@ -82,7 +82,7 @@ def test_the_other_ranks_on_this_machine_are_listed_as_processes():
     world = SimpleNamespace(local_peer_pids=lambda: [(1, 4242), (3, 4343)])
     trainer = SimpleNamespace(config=config, progress={}, worker_pids=[77], device="cpu",
                               vecenv=object(), world=world)
-    telemetry = Telemetry(config, "run", EngineState())
+    telemetry = Telemetry(config, "run", RunControl())
     telemetry.attach(TrainerFeed.of(trainer))
     processes = telemetry.snapshot().processes
     assert processes[1:] == [{"role": "rank", "index": 1, "pid": 4242},

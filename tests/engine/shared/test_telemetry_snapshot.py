@@ -15,8 +15,8 @@ from puffer_tui.app.headless_display import render
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.sps_history import SpsHistory
 from puffer_tui.engine.runtime.commands import Command, CommandQueue
-from puffer_tui.engine.runtime.engine_state import EngineState
 from puffer_tui.engine.runtime.frame_source import FrameSource
+from puffer_tui.engine.runtime.run_control import RunControl
 from puffer_tui.engine.runtime.telemetry import Telemetry, TrainerFeed
 from puffer_tui.engine.shared import protocol
 from puffer_tui.engine.shared.config import ConfigError, load_config
@@ -85,15 +85,15 @@ def _feed(progress: dict, config) -> TrainerFeed:
                                    RunState.FINISHED, RunState.STOPPED, RunState.ERROR])
 def test_the_engine_reports_no_speed_and_no_eta_unless_running(state):
     config = load_config("squared", {"train.total_timesteps": 10_000})
-    engine_state = EngineState()
-    telemetry_ = Telemetry(config, "run", engine_state)
+    run_control = RunControl()
+    telemetry_ = Telemetry(config, "run", run_control)
     # the trainer's last measured rate is still in its progress while it stands still
     telemetry_.attach(_feed({"global_step": 4000, "epoch": 2, "sps": 5000.0, "uptime": 2.0},
                             config))
-    engine_state.enter(RunState.RUNNING)
+    run_control.enter(RunState.RUNNING)
     running = telemetry_.snapshot()
     assert running.sps == 5000.0 and running.eta == pytest.approx(1.2)
-    engine_state.enter(state)
+    run_control.enter(state)
     still = telemetry_.snapshot()
     assert still.sps == 0.0 and still.eta is None
     assert still.sps_mean == 2000.0  # the run's mean over its training time stays
@@ -101,12 +101,12 @@ def test_the_engine_reports_no_speed_and_no_eta_unless_running(state):
 
 def test_a_paused_engine_shows_0_and_the_app_has_no_rule_of_its_own():
     config = load_config("squared")
-    engine_state = EngineState()
-    telemetry_ = Telemetry(config, "run", engine_state)
+    run_control = RunControl()
+    telemetry_ = Telemetry(config, "run", run_control)
     telemetry_.attach(_feed({"global_step": 4096, "epoch": 1, "sps": 5000.0, "uptime": 1.0},
                             config))
-    engine_state.enter(RunState.RUNNING)
-    engine_state.pause()
+    run_control.enter(RunState.RUNNING)
+    run_control.pause()
     store = TelemetryStore()
     store.ingest(json.loads(encode(telemetry_.snapshot().push())))
     assert store.latest.sps == 0.0 and not store.sps  # no sample of a speed nobody runs at
@@ -141,7 +141,7 @@ def test_set_is_checked_once_at_the_door_and_the_trainer_gets_the_typed_change(m
     applied = []
     trainer = SimpleNamespace(config=load_config("squared"), global_step=0,
                               apply_live=lambda c: applied.append(c) or (c.value, "now"))
-    state = EngineState()
+    state = RunControl()
     queue = CommandQueue(state, FrameSource(lambda env: None))
     queue.attach(trainer)
     replies = []

@@ -1,4 +1,5 @@
-"""The engine's run state and its pause/stop flags, owned by the Engine (engine/runtime/process.py).
+"""The run state and the pause/stop flags of the engine: where the run is and what a person
+asked of it, owned by the Engine (engine/runtime/process.py).
 
 Written on the main thread only (the command queue's handlers, the engine loop, fault
 handling); the control server's thread reads `run_state` for hello and telemetry. The
@@ -12,7 +13,7 @@ import time
 from puffer_tui.engine.shared.protocol import RunState
 
 
-class EngineState:
+class RunControl:
     def __init__(self):
         self.run_state = RunState.STARTING
         self.paused = False
