@@ -38,6 +38,7 @@ GUIDES = ["README.md", *(f"docs/{name}.md" for name in (
 MARKER = re.compile(r"^<!-- (example-file|example|not-run|ci):? ?(.*?) -->\n```(\w+)\n(.*?)^```",
                     re.M | re.S)
 FENCE = re.compile(r"^```(bash|python)\n", re.M)
+INDENTED_COMMAND = re.compile(r"^    (puffer-tui|python) .*$", re.M)
 # what the test appends to a command that would open the dashboard, so that it ends by itself
 HEADLESS = " --headless --train.total-timesteps 65536"
 
@@ -70,6 +71,12 @@ EXAMPLES = {
     "first-run-headless": Example(expect=(FINISHED, r"squared-\d+")),
     "config-preset": Example(expect=(FINISHED,)),
     "eval-play": Example(expect=(r'"episode_return"',)),
+    "eval-during-training": Example(expect=(FINISHED, r"10 episodes from best\.pt",
+                                            r"\.(gif|mp4)"), needs=("imageio",),
+                                    marks=("slow",)),
+    "runs-lifecycle": Example(expect=(r"stopped: [\d,]+ steps", r"branch of squared-",
+                                      r"└─squared-"), marks=("slow",)),
+    "autotune": Example(expect=(r"saved .* to cartpole-fast\.toml", FINISHED), marks=("slow",)),
     "env-own-module": Example(expect=(FINISHED,)),
     "env-gym-id": Example(expect=(FINISHED,)),
     "env-pettingzoo": Example(expect=(FINISHED,), needs=("pettingzoo", "mpe2")),
@@ -130,6 +137,10 @@ def test_every_block_is_marked():
         marked = {m.start(3) - 3 for m in MARKER.finditer(text)}  # where each marked fence opens
         unmarked += [f"{page}:{text.count(chr(10), 0, fence.start()) + 1} ({fence.group(1)})"
                      for fence in FENCE.finditer(text) if fence.start() not in marked]
+        # a command as an indented block, outside any fence, would escape the marker rule
+        prose = re.sub(r"^```.*?^```", "", text, flags=re.M | re.S)
+        unmarked += [f"{page}: indented {m.group(0).strip()[:40]!r}"
+                     for m in INDENTED_COMMAND.finditer(prose)]
     assert not unmarked, ("blocks without <!-- example:NAME -->, <!-- example-file:NAME PATH -->"
                           " or <!-- not-run: WHY --> before them: " + ", ".join(unmarked))
 
