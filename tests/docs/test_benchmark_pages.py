@@ -28,3 +28,29 @@ def test_every_report_block_is_what_its_command_prints():
         for m in docs_reports.BLOCK.finditer(text):
             printed = docs_reports.run_report(m.group("command"))
             assert m.group("body") == printed, f"{page.name}: {m.group('command')}"
+
+
+def _number(cell: str) -> float:
+    return float(cell.split(" (")[0].replace(",", ""))
+
+
+def test_the_readme_headline_figures_are_the_benchmark_page_s():
+    """The README's short table quotes the bench learn report: each env's final training
+    return, ours and SB3's medians, and the wall-time ratio, as that report prints them."""
+    text = (ROOT / "docs" / "benchmarks.md").read_text()
+    report = next(m.group("body") for m in docs_reports.BLOCK.finditer(text)
+                  if "bench learn --report" in m.group("command"))
+    rows = [[cell.strip() for cell in line.strip("|").split("|")]
+            for line in report.splitlines() if line.startswith("|")]
+    readme = (ROOT / "README.md").read_text()
+    headline = readme[readme.index("## Headline figures"):readme.index("## Documentation")]
+    quoted = [[cell.strip() for cell in line.strip("|").split("|")]
+              for line in headline.splitlines() if line.startswith("| ") and " / " in line
+              and "ours / SB3" not in line]
+    assert len(quoted) >= 3
+    for env_cell, returns, wall in quoted:
+        env = env_cell.split(" (")[0]
+        at = next(i for i, row in enumerate(rows) if row[0].startswith(env + " ("))
+        ours, sb3, ratio = rows[at], rows[at + 1], rows[at + 2]
+        assert [_number(x) for x in returns.split(" / ")] == [_number(ours[4]), _number(sb3[4])], env
+        assert wall == ratio[6], env

@@ -77,6 +77,8 @@ EXAMPLES = {
     "runs-lifecycle": Example(expect=(r"stopped: [\d,]+ steps", r"branch of squared-",
                                       r"└─squared-"), marks=("slow",)),
     "autotune": Example(expect=(r"saved .* to cartpole-fast\.toml", FINISHED), marks=("slow",)),
+    "diagnosis-kl-blowup": Example(expect=(r"warning diagnosis kl_blowup: .*suggested: "
+                                           r"train\.learning_rate 0\.15 -> 0\.015",)),
     "env-own-module": Example(expect=(FINISHED,)),
     "env-gym-id": Example(expect=(FINISHED,)),
     "env-pettingzoo": Example(expect=(FINISHED,), needs=("pettingzoo", "mpe2")),
