@@ -26,3 +26,21 @@ def test_the_runs_page_lists_every_exit_status():
     table = page[page.index("## Exit status"):]
     rows = {int(code) for code in re.findall(r"^\| (\d+) \|", table, flags=re.M)}
     assert rows == set(CODES)
+
+
+def test_every_picture_the_pages_show_exists_and_the_screenshots_come_from_the_script():
+    """A picture named on a page is in the repository, and each app screenshot is one that
+    tools/docs_screenshots.py draws (so one command redraws them all)."""
+    pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    shown = set()
+    for page in pages:
+        for target in re.findall(r"!\[[^\]]*\]\(([^)]+)\)", page.read_text()):
+            path = (page.parent / target).resolve()
+            assert path.is_file(), f"{page.name} shows {target}, which does not exist"
+            shown.add(path.name)
+    script = (ROOT / "tools" / "docs_screenshots.py").read_text()
+    sizes = re.search(r"^SIZES = (.*)$", script, flags=re.M).group(1)
+    drawn = {f"{screen}-{w}x{h}.svg" for screen in ("dashboard", "launcher")
+             for w, h in re.findall(r"\((\d+), (\d+)\)", sizes)}
+    screenshots = {name for name in shown if name.startswith(("dashboard-", "launcher-"))}
+    assert screenshots and screenshots <= drawn, screenshots - drawn
