@@ -1,7 +1,9 @@
 """The one action checker: shape, dtype and range of a batch of actions, for envs (PufferEnv,
 wrapped Gymnasium envs) and vectorizers alike, so a bad action is an ActionError with the same
 words wherever it is caught. It lives in the native contract because envs may import only that.
-"""
+
+Tested in: tests/engine/vec/test_serial.py (action validation in detail),
+tests/engine/native/test_pufferenv.py"""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ env keeps the last observation of an episode it truncated before the autoreset o
 (a row is meaningful only on the step whose truncation flag is set). Whoever creates the env (the
 env itself, a Serial vectorizer, or a worker over shared memory) can allocate them from the
 same layout, so that switching backends never changes what an env sees.
-"""
+
+Tested in: tests/engine/native/test_pufferenv.py, tests/engine/vec/mp/test_shared_memory.py"""
 
 from __future__ import annotations
 

@@ -9,7 +9,8 @@ package's setup.py is three lines (examples/puffer_tui_corridor/setup.py):
 
 Build a plugin without isolation (pip install --no-build-isolation ...), so this module,
 Cython and numpy come from the environment puffer-tui is installed in.
-"""
+
+Tested in: tests/envs/test_env_new_folder.py"""
 
 from __future__ import annotations
 

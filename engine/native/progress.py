@@ -10,7 +10,8 @@ unset and `progress()` costs one global read.
     for env in self.envs:
         env.reset()
         progress.progress()
-"""
+
+Tested in: tests/engine/vec/mp/test_hang_limit.py"""
 
 from __future__ import annotations
 

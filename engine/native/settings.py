@@ -2,7 +2,8 @@
 
 Each env lists its settings once; the env constructor, the registry's error messages, the
 engine's config schema and the app's editors all read that list.
-"""
+
+Tested in: tests/engine/shared/test_field_rules.py, tests/engine/native/test_pufferenv.py"""
 
 from __future__ import annotations
 

@@ -8,7 +8,7 @@ queues and dispatches: the run state and flags it changes are the engine's `RunC
 (engine/runtime/run_control.py), the frames it captures at safe points its `FrameSource`
 (engine/runtime/frame_source.py), both given to the constructor.
 
-- pause: blocks inside the safe point on the queue itself (no polling, ~0% CPU) until
+- pause: blocks inside the safe point on the queue itself (no polling, no CPU spent) until
   resume or stop arrives; `set` and `render` are still served while paused.
 - set: the server checked the change once (engine/shared/protocol.py `check_set`); the
   typed `LiveChange` goes to `trainer.apply_live`, and the reply says when it applies.

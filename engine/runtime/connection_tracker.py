@@ -4,7 +4,8 @@ A connection accepted in a server's last moments may never reach the coroutine t
 it; the server still has to close it on stop, or its client waits for good. The set is
 locked so that stop() can end the connections from the main thread when the server's loop
 is stuck.
-"""
+
+Tested in: tests/engine/runtime/test_control_server_shutdown.py"""
 
 from __future__ import annotations
 

@@ -17,7 +17,9 @@ The policy's view (engine/evaluation/policy_view.py) is wished per env (`want`'s
 env -> the saliency asked for, or None): while any is wished, a `PolicyWatch` per such env is
 the trainer's `step_watch` (one row copied per step), and each capture adds its view to
 `views`; with none wished the trainer has no `step_watch` and nothing is computed.
-"""
+
+Tested in: tests/engine/runtime/test_process_wiring.py,
+tests/engine/runtime/test_control_server.py"""
 
 from __future__ import annotations
 

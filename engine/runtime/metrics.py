@@ -116,8 +116,8 @@ class MetricsWriter:
     def _tensorboard_row(self, row: dict) -> None:
         """Every scalar of the row in one TensorBoard event: one Summary of many values (as
         tf.summary's merged summaries), read back per tag like SummaryWriter.add_scalar's
-        one event per scalar, which took ~30 µs a scalar, over a millisecond for a row:
-        about a tenth of a CartPole-v1 epoch (390 of them in a 100k-step run)."""
+        one event per scalar, whose cost per scalar added up to a real share of a short
+        epoch (the figures: docs/architecture.md, "Figures that shaped the code")."""
         value = self._summary.Value
         summary = self._summary(value=[value(tag=tag, simple_value=float(number))
                                        for tag, number in scalar_tags(row)])

@@ -11,7 +11,9 @@ facts fixed for the run (device, preset, processes) and the getters of what move
 the live config, the vec env's worker rates and Ray cluster), each safe to call from the
 server's thread. Field meanings are in docs/protocol.md; "workers" and "cluster" in
 docs/many-machines.md.
-"""
+
+Tested in: tests/engine/runtime/test_telemetry_workers.py,
+tests/engine/shared/test_telemetry_snapshot.py"""
 
 from __future__ import annotations
 

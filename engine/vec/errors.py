@@ -1,4 +1,6 @@
-"""Errors raised by the vectorizers."""
+"""Errors raised by the vectorizers.
+
+Tested in: tests/engine/vec/test_backends_conformance.py, tests/engine/vec/mp/test_hang_limit.py"""
 
 
 class WorkerError(RuntimeError):

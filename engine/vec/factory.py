@@ -1,4 +1,7 @@
-"""`make`: choose a backend by name."""
+"""`make`: choose a backend by name.
+
+Tested in: tests/engine/vec/test_serial.py (the factory's checks),
+tests/engine/vec/test_backends_conformance.py"""
 
 from __future__ import annotations
 

@@ -9,7 +9,9 @@ would have, whatever the split of envs across workers.
 
 Plain Python values (bytes, numpy arrays, lists, numbers) only; the trainer converts them for
 the checkpoint.
-"""
+
+Tested in: tests/engine/vec/test_backends_conformance.py (saved state on every backend),
+tests/engine/algo/test_exact_resume.py"""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from tree_paths import TESTS_DIR
 from puffer_tui.engine.shared import exit_codes
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.checkpoint import list_checkpoints, parse_name
-from tests.engine.runtime.test_faults import assert_nothing_lost
+from tests.engine.runtime.test_recovery_faults import assert_nothing_lost
 
 PATCHES = TESTS_DIR / "engine_patches"
 TINY = ["--vec.num-envs", "64", "--train.horizon", "16", "--train.minibatch-size", "256",

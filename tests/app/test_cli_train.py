@@ -1,5 +1,6 @@
 """`puffer-tui train --headless` end to end, `runs` and `eval` on the result, and clear errors
-for bad flags. (Ctrl-C in the headless display is tested with resume, in test_resume.py.)"""
+for bad flags. (Ctrl-C in the headless display is tested with resume, in
+tests/engine/runtime/test_process_resume.py.)"""
 
 import json
 import subprocess

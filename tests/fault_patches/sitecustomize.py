@@ -1,6 +1,6 @@
 """Loaded at start-up by every Python process whose PYTHONPATH holds this folder (the engine
-processes of tests/engine/runtime/test_faults.py); injects one fault on request, so that the engine's
-reaction is tested on a real process without timing anything:
+processes of tests/engine/runtime/test_recovery_faults.py); injects one fault on request, so
+that the engine's reaction is tested on a real process without timing anything:
 
   PUFFER_TEST_NAN_REWARD=STEP:ROW   from the STEP-th recv() on, agent row ROW's reward is NaN
                                     (an env that has gone bad and stays bad)

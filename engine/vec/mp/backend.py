@@ -41,12 +41,11 @@ from puffer_tui.engine.vec.mp.worker import worker_main
 from puffer_tui.engine.vec.pool_base import WorkerPool
 from puffer_tui.engine.vec.sizing import available_cores, plan_workers
 
-# Start method: "forkserver". Measured on the 2-core dev box with torch imported in the parent,
-# four workers ready in 0.45 s with spawn, 0.10 s with fork, and 0.16 s for the first
-# forkserver batch then 0.02 s after (its server is forked once, early, with our worker
-# module preloaded). fork would copy a parent that may already run torch/OpenMP threads,
-# which can deadlock a child; the forkserver is a clean single-threaded process, so it is
-# both the safe and, after the first use, the fastest choice.
+# Start method: "forkserver". fork would copy a parent that may already run torch/OpenMP
+# threads, which can deadlock a child; spawn imports everything again in every worker, the
+# slowest; the forkserver is a clean single-threaded process forked once, early, with our
+# worker module preloaded, so it is both the safe and, after its first batch, the fastest
+# choice (the figures: docs/architecture.md, "Figures that shaped the code").
 START_METHOD = "forkserver"
 PRELOAD = ["numpy", "puffer_tui.engine.native", "puffer_tui.engine.vec.mp.worker"]
 # The least a busy worker may stay silent before it is called hung; longer for envs measured
@@ -88,9 +87,10 @@ class Multiprocessing(WorkerPool):
     Same API and attributes as Serial, plus `worker_pids`, `envs_per_worker` and
     `workers_per_batch`. `timeout`: the least seconds recv()/frame() wait for a silent
     worker before calling it hung; the limit is longer when its envs were measured to be slow
-    (`hang_limit`, engine/vec/mp/hang_limit.py), and a worker whose env sends heartbeats while it
-    works (engine/native/progress.py) is not silent. `spin_us`: how long a waiting process polls before it blocks (None: 20 us when
-    there is a core to spare beyond the workers, else 0; an inline caller 200 us). `inline`:
+    (`hang_limit`, engine/vec/mp/hang_limit.py), and a worker whose env sends heartbeats while
+    it works (engine/native/progress.py) is not silent. `spin_us`: how long a waiting process
+    polls before it blocks (None: 20 us when there is a core to spare beyond the workers, else
+    0; an inline caller 200 us). `inline`:
     worker 0's envs are stepped by the caller (one process fewer). Any worker failure raises
     WorkerError and closes the whole vec env.
     """

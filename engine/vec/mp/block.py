@@ -1,6 +1,8 @@
 """What a block of envs does on each command, wherever it runs: in a worker process
 (worker.py) or in the caller's own process (InlineBlock, the Multiprocessing backend's
-`inline` worker). One place, so both answer alike."""
+`inline` worker). One place, so both answer alike.
+
+Tested in: tests/engine/vec/mp/test_block_inline.py"""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ dies without a word, the main process reads that file and puts it in the WorkerE
 worker that stops answering is first sent DUMP_SIGNAL, on which faulthandler writes every
 thread's stack into the same file (from the signal handler itself, so even an env stuck in
 C code gets its Python stack dumped), then it is killed.
-"""
+
+Tested in: tests/engine/vec/mp/test_backend_crashes.py"""
 
 from __future__ import annotations
 

@@ -6,7 +6,8 @@ against the same measured limit as the worker processes' (hang_limit.py), and on
 raises InlineHung in the caller's thread (PyThreadState_SetAsyncExc). A signal with a no-op
 Python handler wakes a caller blocked in a sleep or a read, so that the exception is raised
 there; an env stuck in C code that never returns to Python cannot be interrupted this way.
-"""
+
+Tested in: tests/engine/vec/mp/test_block_inline.py, tests/engine/vec/mp/test_hang_limit.py"""
 
 from __future__ import annotations
 

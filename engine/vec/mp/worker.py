@@ -10,7 +10,9 @@ While busy, the worker sends a heartbeat (ALIVE) whenever its env reports a unit
 (engine/native/progress.py) and the last message is HEARTBEAT_S old, and it reports its
 longest silence as it grows ("pace"): the main process sets its hang limit from these
 (engine/vec/mp/hang_limit.py).
-"""
+
+Tested in: tests/engine/vec/mp/test_backend.py, tests/engine/vec/mp/test_backend_crashes.py,
+tests/engine/vec/mp/test_hang_limit.py"""
 
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ A plain class (no Ray import here): engine/vec/ray/backend.py turns it into an a
 writing into its own buffers; every call steps (or resets) the whole block and returns the
 rows as numpy arrays, which Ray ships through its object store (out-of-band pickle buffers,
 read without a copy on the caller's side). One remote call per block and step, never per env.
-"""
+
+Tested in: tests/engine/vec/ray/test_backend.py"""
 
 from __future__ import annotations
 

@@ -41,8 +41,8 @@ class RayVec(WorkerPool):
     Same API and attributes as Multiprocessing (`envs_per_worker`, `workers_per_batch`), plus
     `actor_pids`, `actor_nodes` (Ray node ids) and `actor_hosts` (host names), and for telemetry
     `worker_stats()` (each actor's delivered agent-steps/s) and `cluster_usage()` (the
-    cluster's CPUs, sampled at most every CLUSTER_SAMPLE_S seconds). `address`: the Ray cluster ("" : RAY_ADDRESS,
-    a running local Ray, else start one). `num_cpus`: CPUs each actor asks Ray for. `timeout`:
+    cluster's CPUs, sampled at most every CLUSTER_SAMPLE_S seconds). `address`: the Ray
+    cluster ("" : RAY_ADDRESS, a running local Ray, else start one). `num_cpus`: CPUs each actor asks Ray for. `timeout`:
     seconds recv()/frame() wait for an actor before calling it hung or lost.
     """
 

@@ -9,7 +9,9 @@ A Ray started here serves this machine only: every one of its servers binds to l
 default Ray binds all interfaces, and any task a client submits runs as you), with Ray's token
 authentication on and its token file readable by you alone. Joining a real cluster is
 `vec.ray_address` (docs/many-machines.md says how to secure one, after Ray's own guidance).
-"""
+
+Tested in: tests/engine/vec/ray/test_session_private.py,
+tests/engine/runtime/test_telemetry_workers.py (cluster_usage)"""
 
 from __future__ import annotations
 

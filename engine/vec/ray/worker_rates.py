@@ -2,7 +2,9 @@
 as steps per second over the last window of at least MIN_WINDOW_S seconds.
 
 The vec's thread counts (`add`); the telemetry thread samples (`rates`). Counts only grow, so
-an unlocked read at worst splits one step between two windows."""
+an unlocked read at worst splits one step between two windows.
+
+Tested in: tests/engine/runtime/test_telemetry_workers.py"""
 
 from __future__ import annotations
 

@@ -97,3 +97,10 @@ def test_out_of_range_actions_and_a_step_before_reset_are_refused():
         env.step(np.array([0, 5], np.int32))
     with pytest.raises(ValueError, match="log_interval"):
         squared(log_interval=0)
+
+
+def test_settings_are_resolved_with_defaults_and_out_of_bounds_ones_refused():
+    env = squared(num_envs=1)
+    assert env.settings["size"] == SIZE and env.settings["max_ticks"] == 2 * SIZE * 4
+    with pytest.raises(ValueError, match="size"):
+        Squared(size=2)

@@ -1,6 +1,6 @@
 """The control server and command queue, in-process, with a stand-in trainer on a thread.
 
-The real engine process is driven through the socket in test_engine_process.py; here the
+The real engine process is driven through the socket in test_process.py; here the
 protocol's edges (validation, oversized lines, several clients, frames) are checked fast.
 """
 
@@ -264,7 +264,7 @@ def test_pushes_end_when_the_client_closes(server):
     assert all(p["type"] == "telemetry" for p in left)
 
 
-# -- issue 10, item 12: id 0, deep nesting, clients that never read -------------------------
+# -- odd requests: id 0, deep nesting, clients that never read ------------------------------
 
 
 def raw_reply(sock, timeout=5.0):

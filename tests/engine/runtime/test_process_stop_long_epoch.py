@@ -1,5 +1,5 @@
 """`stop` in an epoch far longer than a second cuts the epoch at the next safe point instead of
-waiting for its end (issue 22, item 4); short epochs still end first, as before.
+waiting for its end; short epochs still end first, as before.
 
 The engine test makes one epoch about a minute of work on this machine (a huge collection),
 stops it as soon as it runs, and expects the stop's checkpoint, its event and a resume that

@@ -1,8 +1,8 @@
 """The engine's Recovery on its own (engine/runtime/recovery.py): no engine process, no envs;
 a small trainer, command queue, event log and world stand in for the Engine's parts, and
 checkpoints and metrics are real files in a temp run dir. Each test is one decision: what is
-paused, said, reloaded or saved after a fault. tests/engine/runtime/test_faults*.py check the same faults
-end to end, in real engine processes."""
+paused, said, reloaded or saved after a fault. tests/engine/runtime/test_recovery_*.py check
+the same faults end to end, in real engine processes."""
 
 from __future__ import annotations
 

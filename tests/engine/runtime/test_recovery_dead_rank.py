@@ -5,7 +5,7 @@ rank and the resume command, and `--resume` goes on. When rank 0 is the one that
 surviving rank makes status.json final with the reason.
 
 Before: rank 0 ended with the raw gloo error ("Read error ... Connection reset by peer") and no
-checkpoint (4.46M steps lost on squared's defaults, issue 22); when rank 0 died, status.json
+checkpoint (every step since the last checkpoint lost); when rank 0 died, status.json
 stayed `running`.
 
 The ranks load tests/ddp_patches (PUFFER_TEST_KILL_RANK=N:E:M: rank N kills itself at its M-th

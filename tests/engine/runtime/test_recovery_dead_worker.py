@@ -9,7 +9,7 @@ from engine_harness import make_run
 from puffer_tui.app.cli import main
 from puffer_tui.engine.shared import checkpoint as ckpt
 from puffer_tui.engine.shared import run_dir as rd
-from tests.engine.runtime.test_faults import (  # noqa: F401
+from tests.engine.runtime.test_recovery_faults import (  # noqa: F401
     RECVS_PER_EPOCH,
     STEPS_PER_EPOCH,
     cleanup,

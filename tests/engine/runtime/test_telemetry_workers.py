@@ -1,6 +1,7 @@
-"""Telemetry's "workers" and "cluster" (engine/runtime/telemetry.py): per-rank SPS from the epoch row,
-per-actor SPS and node from the vec env (engine/vec/ray/worker_rates.py, RayVec.worker_stats), and
-the Ray cluster's CPUs (engine/vec/ray/session.cluster_usage), without a Ray cluster."""
+"""Telemetry's "workers" and "cluster" (engine/runtime/telemetry.py): per-rank SPS from the
+epoch row, per-actor SPS and node from the vec env (engine/vec/ray/worker_rates.py,
+RayVec.worker_stats), and the Ray cluster's CPUs (engine/vec/ray/session.py's cluster_usage),
+without a Ray cluster."""
 
 from types import SimpleNamespace
 

@@ -1,7 +1,7 @@
 """gym:ALE/* on the serial backend with batch_size < num_envs: an async pool of ale-py's C++
-threads in this process (engine/vec/async_block.py) behind the vec API: batches of the first games to
-finish, every game stepped once per action sent, final observations, refused actions, resets
-mid-run, the drawing of a game, and a real training run."""
+threads in this process (engine/vec/async_block.py) behind the vec API: batches of the first
+games to finish, every game stepped once per action sent, final observations, refused actions,
+resets mid-run, the drawing of a game, and a real training run."""
 
 import subprocess
 import sys

@@ -231,7 +231,7 @@ def test_pool_returns_whole_actors_and_serves_every_actor(cluster, zero_copy):
 
 
 def test_frames_come_from_the_actor_that_owns_the_env(cluster):
-    # (shapes, call order, bad actions, crashes and close(): tests/engine/vec/test_backends_conformance.py)
+    # (shapes, call order, bad actions, crashes and close(): test_backends_conformance.py)
     with ray_vec(cluster, CrashyEnv, 4, 2) as vec:
         vec.reset()
         np.testing.assert_array_equal(vec.frame(3), np.full((2, 3), 3))
