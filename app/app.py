@@ -43,7 +43,7 @@ from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.crash import CrashScreen, last_error_text
 from puffer_tui.screens.dashboard import DashboardScreen
 from puffer_tui.screens.help import HelpScreen
-from puffer_tui.screens.launcher import LauncherScreen
+from puffer_tui.screens.launcher.screen import LauncherScreen
 from puffer_tui.screens.sweep import SweepScreen
 
 WATCH_S = 0.25  # how often the watchdog looks at how long the engine has been quiet

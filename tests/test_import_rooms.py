@@ -92,7 +92,7 @@ VIOLATION_FOLDER = {"engine": "algo"}
 
 @needs_import_linter
 @pytest.mark.parametrize("importer, imported", [
-    ("app/widgets", "from puffer_tui.screens.launcher import LauncherScreen\n"),
+    ("app/widgets", "from puffer_tui.screens.launcher.screen import LauncherScreen\n"),
     ("app/services", "from puffer_tui.app.widgets.format import human\n"),
 ])
 def test_the_app_layers_catch_a_lower_layer_reaching_up(tmp_path, importer, imported):

@@ -41,7 +41,7 @@ TORCH = "torch==2.13.0"  # the README's install line picks torch first, by versi
 PILOT = """
 import asyncio
 from puffer_tui.app.app import PufferApp
-from puffer_tui.screens.launcher import LauncherScreen
+from puffer_tui.screens.launcher.screen import LauncherScreen
 
 async def main():
     app = PufferApp()

@@ -158,7 +158,7 @@ async def test_events_wrap_again_at_the_new_width_after_a_resize():
 
 
 async def test_b_goes_back_to_the_launcher_only_once_the_run_is_over(tmp_path):
-    from puffer_tui.screens.launcher import LauncherScreen
+    from puffer_tui.screens.launcher.screen import LauncherScreen
 
     app = OfflineApp()
     app.runs_root = tmp_path

@@ -24,7 +24,7 @@ async def test_the_ray_extra_shows_in_the_backend_fields_help(tmp_path):
 async def test_an_error_with_brackets_shows_them_in_its_notification(tmp_path, monkeypatch):
     from textual.content import Content
 
-    import puffer_tui.screens.launcher as launcher
+    import puffer_tui.screens.launcher.screen as launcher
     from puffer_tui.engine.shared.config import ConfigError
 
     def refuse(*args, **kwargs):

@@ -15,7 +15,7 @@ from puffer_tui.app.widgets.override_form import OverrideRow
 from puffer_tui.engine.shared import config as cfg
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.screens.hyperparameters import HyperparameterScreen
-from puffer_tui.screens.launcher import LauncherScreen
+from puffer_tui.screens.launcher.screen import LauncherScreen
 from tests.screens.test_app_keys import OfflineApp
 from tests.screens.test_app_launcher import LauncherApp, form_ready, set_field
 from tests.screens.test_app_snapshots import screen_text
@@ -66,7 +66,7 @@ class RecordingLauncher(LauncherApp):
 
 
 async def test_enter_on_the_recent_runs_list_resumes_the_highlighted_run_once_confirmed(tmp_path, monkeypatch):
-    import puffer_tui.screens.launcher as launcher
+    import puffer_tui.screens.launcher.screen as launcher
 
     monkeypatch.setattr(launcher, "check_resume", lambda path: None)  # as if it had a checkpoint
     old = rd.create_run_dir("squared", tmp_path, now=time.time() - 60)
@@ -78,7 +78,7 @@ async def test_enter_on_the_recent_runs_list_resumes_the_highlighted_run_once_co
         app.screen.query_one("#runs").focus()
         await pilot.press("enter")
         await pilot.pause(0.2)
-        assert app.resumed == []  # asked first (screens/launcher.py: resume_question)
+        assert app.resumed == []  # asked first (screens/launcher/screen.py: resume_question)
         await pilot.press("r")
         await pilot.pause(0.2)
         assert app.resumed == [old]

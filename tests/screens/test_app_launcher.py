@@ -12,7 +12,7 @@ from puffer_tui.app.widgets.override_form import OverrideForm, OverrideRow
 from puffer_tui.engine.shared import config as cfg
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.screens.dashboard import DashboardScreen
-from puffer_tui.screens.launcher import LauncherScreen
+from puffer_tui.screens.launcher.screen import LauncherScreen
 from tests.app.test_app_engine import shut_down, until
 
 TINY = {"vec.num_envs": "64", "train.minibatch_size": "1024", "train.hidden_size": "32",

@@ -20,7 +20,7 @@ from puffer_tui.screens.crash import CrashScreen
 from puffer_tui.screens.dashboard import DashboardScreen
 from puffer_tui.screens.help import HelpScreen
 from puffer_tui.screens.hyperparameters import HyperparameterScreen
-from puffer_tui.screens.launcher import LauncherScreen
+from puffer_tui.screens.launcher.screen import LauncherScreen
 from puffer_tui.screens.render import RenderScreen
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

@@ -17,7 +17,7 @@ from puffer_tui.app.widgets.compare_plot import ComparePlot
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.screens import compare as compare_screen
 from puffer_tui.screens.compare import CompareScreen
-from puffer_tui.screens.launcher import LauncherScreen
+from puffer_tui.screens.launcher.screen import LauncherScreen
 from tests.app.test_app_engine import until
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"

@@ -12,7 +12,7 @@ from puffer_tui.engine.runtime.process import main as engine_main
 from puffer_tui.engine.shared import checkpoint as ckpt
 from puffer_tui.engine.shared import config as cfg
 from puffer_tui.engine.shared import run_dir as rd
-from puffer_tui.screens.launcher import LauncherScreen
+from puffer_tui.screens.launcher.screen import LauncherScreen
 from tests.app.test_app_engine import until
 
 EPOCH = 64 * 16  # agent steps per epoch of engine_harness.TINY

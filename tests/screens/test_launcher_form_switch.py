@@ -16,7 +16,7 @@ def _shown_form(app) -> str | None:
 
 
 async def test_moving_to_another_env_hides_the_previous_form_at_once(tmp_path, monkeypatch):
-    import puffer_tui.screens.launcher as launcher
+    import puffer_tui.screens.launcher.screen as launcher
 
     # the cursor rests a while before the form is built: long enough to look at the screen
     # in between however slow this machine is

@@ -1,5 +1,5 @@
 """The launcher's branch form and autotune, driven by the messages their workers post
-(screens/launcher_branch.py, screens/launcher_autotune.py) and handled by LauncherScreen:
+(screens/launcher/branch.py, screens/launcher/autotune.py) and handled by LauncherScreen:
 the checks run off the UI thread, and what arrives late does not undo what the person did
 meanwhile. No engine runs here: the checkpoint reading and the run dir writing are stood in
 for (tests/screens/test_launcher_branch.py branches a real run)."""
@@ -13,9 +13,9 @@ from engine_harness import make_run
 from puffer_tui.app.app import PufferApp
 from puffer_tui.app.widgets.override_form import OverrideForm
 from puffer_tui.engine.shared import config as cfg
-from puffer_tui.screens import launcher_branch
-from puffer_tui.screens.launcher import LauncherScreen
-from puffer_tui.screens.launcher_autotune import AutotuneFailed, AutotuneFinished
+from puffer_tui.screens.launcher import branch as launcher_branch
+from puffer_tui.screens.launcher.autotune import AutotuneFailed, AutotuneFinished
+from puffer_tui.screens.launcher.screen import LauncherScreen
 from tests.app.test_app_engine import until
 
 OUTCOME = {"env": "squared", "best_by": "training",

@@ -8,7 +8,7 @@ from compare_runs import make_compare_run
 
 from puffer_tui.screens.compare import CompareScreen
 from puffer_tui.screens.confirm import ChoiceDialog
-from puffer_tui.screens.launcher import LauncherScreen
+from puffer_tui.screens.launcher.screen import LauncherScreen
 from tests.app.test_app_engine import until
 from tests.screens.test_app_launcher import LauncherApp, screen_text
 
@@ -45,7 +45,7 @@ async def test_enter_on_a_finished_run_opens_its_curves(tmp_path):
 
 
 async def test_enter_on_a_stopped_run_asks_before_resuming_it(tmp_path, monkeypatch):
-    import puffer_tui.screens.launcher as launcher
+    import puffer_tui.screens.launcher.screen as launcher
 
     run = make_compare_run(tmp_path, state="stopped")
     monkeypatch.setattr(launcher, "check_resume", lambda path: None, raising=False)  # resumable

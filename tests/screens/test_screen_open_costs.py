@@ -16,7 +16,7 @@ from puffer_tui.engine.shared.config import schema
 from puffer_tui.engine.shared.protocol import schema_to_wire
 from puffer_tui.screens.help import HelpScreen
 from puffer_tui.screens.hyperparameters import FieldRow, HyperparameterScreen
-from puffer_tui.screens.launcher import LauncherScreen
+from puffer_tui.screens.launcher.screen import LauncherScreen
 from tests.app.test_app_engine import until
 from tests.screens.test_app_launcher import form_ready
 from tests.screens.test_app_snapshots import FixedDataApp, screen_text

@@ -9,7 +9,7 @@ lists now run their bindings where the key arrives (app/widgets/ordered_keys.py)
 from __future__ import annotations
 
 from puffer_tui.app.app import PufferApp
-from puffer_tui.screens.launcher import LauncherScreen
+from puffer_tui.screens.launcher.screen import LauncherScreen
 from tests.app.test_app_engine import until
 from tests.screens.test_editor_typing import burst
 

@@ -86,7 +86,7 @@ def test_runs_lists_a_branch_under_its_parent_with_where_it_started(tmp_path, ca
 
 async def test_the_launcher_shows_a_branch_under_its_parent_at_80x24(tmp_path):
     from puffer_tui.app.app import PufferApp
-    from puffer_tui.screens.launcher import LauncherScreen
+    from puffer_tui.screens.launcher.screen import LauncherScreen
     from tests.app.test_app_engine import until
 
     parent = rd.create_run_dir("squared", tmp_path, now=0)

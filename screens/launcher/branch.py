@@ -4,7 +4,7 @@ start button, ctrl+s) then starts a new run from that checkpoint with what was c
 `puffer-tui train --from RUN` does (engine/startup/branch.py), and opens its dashboard.
 
 Reading a checkpoint and writing a run dir take a moment, so each is a worker thread that
-posts its outcome to the launcher as a message; LauncherScreen (screens/launcher.py)
+posts its outcome to the launcher as a message; LauncherScreen (screens/launcher/screen.py)
 handles them (`on_branch_base_read`, `on_branch_prepared`, ...) and draws the form:
 
     screen.run_worker(partial(read_branch_base, screen, run_dir), thread=True)

@@ -6,7 +6,7 @@ process), with the form's [env] and [train] values; its best layout then fills t
     screen.run_worker(partial(autotune_in_thread, screen, env_name, overrides), thread=True)
         -> AutotuneFinished(env_name, outcome) | AutotuneFailed(env_name, error)
 
-LauncherScreen (screens/launcher.py) handles the two messages: `fill_form` with `vec_texts`,
+LauncherScreen (screens/launcher/screen.py) handles the two messages: `fill_form` with `vec_texts`,
 or the error.
 """
 

@@ -43,9 +43,9 @@ from puffer_tui.app.widgets.runs_list import (
 from puffer_tui.engine.shared.config import ConfigError, load_config, schema
 from puffer_tui.engine.shared.protocol import LIVE_STATES
 from puffer_tui.engine.shared.run_dir import list_runs, run_info, runs_root
-from puffer_tui.screens import launcher_autotune as autotune
 from puffer_tui.screens.confirm import ChoiceDialog
-from puffer_tui.screens.launcher_branch import (
+from puffer_tui.screens.launcher import autotune
+from puffer_tui.screens.launcher.branch import (
     BRANCH_FORM,
     BranchBaseRead,
     BranchPrepared,
@@ -55,7 +55,7 @@ from puffer_tui.screens.launcher_branch import (
     prepare_branch_run,
     read_branch_base,
 )
-from puffer_tui.screens.launcher_entries import (
+from puffer_tui.screens.launcher.entries import (
     SpecSuggester,
     env_option,
     env_spaces,
@@ -418,7 +418,7 @@ class LauncherScreen(Screen):
         runs.border_subtitle = (f"{len(self.marked)} marked  ctrl+o: compare" if self.marked
                                 else "Enter: open  space: mark")
 
-    # -- the branch form (screens/launcher_branch.py: its workers and their messages) ----------
+    # -- the branch form (screens/launcher/branch.py: its workers and their messages) ----------
 
     def on_runs_list_branch_requested(self, message: RunsList.BranchRequested) -> None:
         """`b` in the runs list: the branch form of the highlighted run, once its latest
@@ -492,7 +492,7 @@ class LauncherScreen(Screen):
             return
         self.app.open_compare([Path(m) for m in self.marked])
 
-    # -- autotune (screens/launcher_autotune.py: its worker and its messages) -----------------
+    # -- autotune (screens/launcher/autotune.py: its worker and its messages) -----------------
 
     def action_autotune(self) -> None:
         """Autotune the env whose form is shown (~30 s in a subprocess, off the UI thread);

@@ -1,4 +1,4 @@
-"""The launcher's entries and texts (screens/launcher.py): an env's line in the envs list and
+"""The launcher's entries and texts (screens/launcher/screen.py): an env's line in the envs list and
 its spaces, a typed spec's entry, the spec field's completions, the focused field in full."""
 
 from __future__ import annotations
