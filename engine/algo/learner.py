@@ -70,6 +70,14 @@ def _rows(t, order):
     return t.index_select(0, order) if isinstance(t, torch.Tensor) else t[order]
 
 
+def kl_too_far(stats: dict, train) -> bool:
+    """SB3's early stop: whether this minibatch's approx_kl (measured before its step) is
+    over 1.5x `train.target_kl`, the policy having moved too far from the one that collected
+    the batch. Off (0) it reads nothing, so the minibatch loop never waits on the device."""
+    target = float(getattr(train, "target_kl", 0.0))
+    return target > 0.0 and float(stats["approx_kl"]) > 1.5 * target
+
+
 class Learner:
     def __init__(self, policy, optimizer, train_forward: Callable | None = None,
                  precision: str = "float32", compile_loss: bool = False):
@@ -208,6 +216,7 @@ class Learner:
         # as its arithmetic, so what is the same all epoch is gathered or computed once.
         static = None  # shuffled steps: this epoch's batch in its drawn order, sliced below
         clamped_at, used_rewards = None, rewards  # train.reward_clamp's rewards, and its value
+        measured = stepped = 0  # minibatches whose loss was computed, and those stepped
         for i in range(minibatches):
             if i:
                 safe_point()
@@ -273,12 +282,19 @@ class Learner:
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 new_ratio, new_value = new_ratio.detach(), new_value.detach()
+            measured = i + 1
+            if kl_too_far(stats, train):
+                # its stats describe the policy before this step; the step is not taken
+                for name in STAT_NAMES:
+                    sums[name] += stats[name]
+                break
             if train.max_grad_norm > 0:
                 norm = (clip_gradients(self.params, train.max_grad_norm) if explicit is None
                         else explicit.clip_gradients(train.max_grad_norm))
                 grad_norm += norm
                 grad_clipped += norm > train.max_grad_norm
             self.optimizer.step()
+            stepped = i + 1
 
             if refresh:
                 # what the next minibatch's V-trace reads; unread while refreshing is off (if
@@ -288,12 +304,12 @@ class Learner:
             for name in STAT_NAMES:
                 sums[name] += stats[name]
 
-        row = {name: float(sums[name]) / minibatches for name in STAT_NAMES}
+        row = {name: float(sums[name]) / measured for name in STAT_NAMES}
         row["explained_variance"] = ev
         row["learning_rate"] = float(self.optimizer.param_groups[0]["lr"])
-        row["minibatches"] = minibatches
-        row["grad_norm"] = float(grad_norm) / minibatches  # 0 when clipping is off
-        row["grad_clipped"] = float(grad_clipped) / minibatches  # share clipped
+        row["minibatches"] = stepped  # fewer than planned when train.target_kl stopped it
+        row["grad_norm"] = float(grad_norm) / measured  # 0 when clipping is off
+        row["grad_clipped"] = float(grad_clipped) / measured  # share clipped
         self.last_update = row  # what engine/diagnosis/doctor.py reads after each epoch
         return row
 

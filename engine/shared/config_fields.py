@@ -100,6 +100,9 @@ class TrainConfig:
     adaptive_lr_max_scale: float = _f(1.0, "adaptive_lr_kl: the largest scale on the scheduled "
                                       "learning rate (1: the set rate is a ceiling)", 1.0,
                                       100.0, live=True)
+    target_kl: float = _f(0.0, "early stop (SB3's): an update's remaining minibatches are "
+                          "skipped once a minibatch's approx_kl exceeds 1.5x this (0: off)",
+                          0.0, 10.0, live=True)
     gamma: float = _f(0.995, "discount factor", 0.0, 1.0, live=True,
         search=(0.9, 0.999, "linear"))
     gae_lambda: float = _f(0.90, "GAE lambda", 0.0, 1.0, live=True,
