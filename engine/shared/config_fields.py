@@ -142,6 +142,9 @@ class TrainConfig:
                               f"{STOP_WINDOW} epochs with episodes reaches this (0: off)",
                               -1e12, 1e12, live=True)
     checkpoint_interval: int = _f(200, "epochs between checkpoints (0: only on stop)", 0, 10**9)
+    autopilot: bool = _f(False, "apply the diagnosis' live fixes by themselves, each logged as "
+                         "an event with its evidence and reverted if the score fell after it",
+                         live=True)
 
 
 @dataclass
