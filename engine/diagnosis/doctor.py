@@ -25,6 +25,8 @@ import os
 import time
 
 from puffer_tui.engine.algo.episode_log import take_ignored
+from puffer_tui.engine.diagnosis.advice import fitted
+from puffer_tui.engine.diagnosis.autopilot import Autopilot, Change
 from puffer_tui.engine.diagnosis.state import Diagnoser, event_text, row_entry
 from puffer_tui.engine.shared.protocol import DIAGNOSES, ENV, LOSSES, TIMING, TIMING_PCT, json_safe
 
@@ -158,11 +160,15 @@ def batch_signals(buffer, normalized_observations: bool, observations: bool = Tr
 
 
 class Doctor:
-    def __init__(self, trainer, events, publish=None):
+    def __init__(self, trainer, events, publish=None, submit=None):
+        """`submit(key, value, reply)`: sends a live `set` the way a person's goes (the
+        engine queues it for the epoch's end; `reply` gets its answer): the autopilot's."""
         self.trainer = trainer
         self.events = events
         self.publish = publish or (lambda message: None)
+        self.submit = submit
         self.diagnoser = Diagnoser()
+        self.autopilot = Autopilot()
         self.seconds = 0.0  # time spent diagnosing, for benchmarks/doctor.py
         self._last_step = trainer.global_step
         self._last_signals: dict = {}
@@ -199,6 +205,9 @@ class Doctor:
         settings = settings_of(trainer)
         self._last_signals = signals
         messages = self.diagnoser.feed(signals, settings)
+        for message in messages:  # advice the run would take, on this machine, or none
+            if message.get("suggestion"):
+                message["suggestion"] = fitted(message["suggestion"], trainer.config)
         self.seconds += time.thread_time() - start
         if self._trace is not None:  # seconds: this far; uptime: the training time so far
             self._trace.write(json.dumps(json_safe({
@@ -206,6 +215,7 @@ class Doctor:
                 "uptime": row.get("uptime")})) + "\n")
             self._trace.flush()
         self._say(messages)
+        self._autopilot(messages, signals)
         return {**row, DIAGNOSES: [row_entry(m) for m in messages]} if messages else row
 
     def active(self) -> list[dict]:
@@ -228,6 +238,21 @@ class Doctor:
         if self._trace is not None:
             self._trace.close()
             self._trace = None
+
+    def _autopilot(self, messages: list[dict], signals: dict) -> None:
+        on = bool(getattr(self.trainer.config.train, "autopilot", False)) and \
+            self.submit is not None
+        for change in self.autopilot.feed(messages, signals, on):
+            self.submit(change.key, change.new, self._applied(change))
+
+    def _applied(self, change: Change):
+        def reply(result: dict) -> None:
+            if result.get("ok"):
+                self.events.emit("warning" if change.revert else "info", change.text())
+            else:
+                self.events.warning(f"autopilot could not apply {change.key} {change.new} "
+                                    f"for {change.rule}: {result.get('error')}")
+        return reply
 
     def _say(self, messages: list[dict]) -> None:
         for message in messages:

@@ -57,6 +57,7 @@ from puffer_tui.engine.shared.protocol import (
     EVAL,
     LAUNCH_ID_ENV,
     RunState,
+    check_set,
     palette_to_wire,
     schema_to_wire,
 )
@@ -223,7 +224,11 @@ class Engine:
         if self.world.is_main:
             self.evaluation = PeriodicEval(self.trainer.config, self.run_dir, self.events,
                                            self._evaluation_interrupted)
-            self.doctor = Doctor(self.trainer, self.events, self.server and self.server.publish_event)
+            # the autopilot's changes go as a person's `set` goes: checked once, queued
+            self.doctor = Doctor(
+                self.trainer, self.events, self.server and self.server.publish_event,
+                submit=lambda key, value, reply: self.commands.put(Command("set", check_set(
+                    {"key": key, "value": value}, self.config.env_name), reply)))
             self.commands.handle("diagnosis", self.doctor.command)
         if self.telemetry is not None:  # handed what it shows: the trainer's feed, diagnoses
             self.telemetry.attach(TrainerFeed.of(self.trainer), self.doctor.active)
