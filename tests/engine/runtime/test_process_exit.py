@@ -1,6 +1,6 @@
 """How an engine process ends: everything Python does at exit, and no interpreter
-finalization after it (freeing torch's modules took about 1 s of CPU after the engine's last
-word, while the app, `train --headless`, `stop` and the tests waited for the process)."""
+finalization after it (freeing torch's modules cost a noticeable CPU time after the engine's
+last word, while the app, `train --headless`, `stop` and the tests waited for the process)."""
 
 import os
 import subprocess
