@@ -13,8 +13,9 @@ Reading order, as a loop reads:
     ppo_loss.py     clipped surrogate, clipped value loss, entropy bonus
   optimizers.py, schedule.py  Adam or Muon; the learning-rate and coefficient schedules
   distributed.py    several learners under torchrun (DDP)
-  cpu_load.py, timing.py, episode_log.py, episode_state.py, rng_state.py, allocator.py: the
-                    time shares, env logs, resumable episode and RNG state, memory reuse
+  checkpoint_state.py  a checkpoint beyond the weights: whether it fits, the live fields a
+                    resume keeps, the RNG streams, the envs' and LSTM's state
+  cpu_load.py, timing.py, episode_log.py, allocator.py: the time shares, env logs, memory reuse
 
 Imports only puffer_tui.engine.shared, .native, .vec and the env registry; never the engine
 process (puffer_tui.engine.runtime), the app or Textual.

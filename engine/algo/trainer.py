@@ -22,7 +22,7 @@ Data flow of one step: recv() -> policy forward (inference mode) -> store in the
   each segment is stored so training replays the sequences from the state they had.
 - A checkpoint (state_dict) holds the policy, optimizer state, counters, schedule, RNG streams,
   config, the envs' state with the step result in flight, and the per-agent LSTM state
-  (engine/algo/episode_state.py), and the running statistics of observation normalization and
+  (engine/algo/checkpoint_state.py), and the running statistics of observation normalization and
   reward scaling (engine/algo/normalization.py): a serial CPU run of native envs resumes bit for bit.
   What cannot be exact (Gymnasium envs, pools, CUDA) is listed in docs/exact-resume.md.
 - Normalization (train.normalize_observations / normalize_rewards) happens here, in the engine
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import os  # noqa: F401 - tests patch trainer.os (auto_threads lives in trainer_setup)
 import time
 import warnings
 from collections.abc import Callable
@@ -45,7 +44,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from puffer_tui.engine.algo import episode_state, rng_state
+from puffer_tui.engine.algo import checkpoint_state
 from puffer_tui.engine.algo.allocator import keep_freed_memory
 from puffer_tui.engine.algo.distributed import World, check_together, reduce_epoch
 from puffer_tui.engine.algo.episode_log import EpisodeLog
@@ -58,7 +57,6 @@ from puffer_tui.engine.algo.rollout import RolloutBuffer, is_identity
 from puffer_tui.engine.algo.schedule import START, budget_moved, learning_rate, resumed_anchor
 from puffer_tui.engine.algo.score_window import ScoreWindow
 from puffer_tui.engine.algo.timing import Timing
-from puffer_tui.engine.algo.trainer_resume import check_compatible, restore_live_fields
 from puffer_tui.engine.algo.trainer_setup import (
     auto_threads,
     make_vecenv,
@@ -113,7 +111,7 @@ class Trainer:
         set_compute_threads(self._threads[0])
         keep_freed_memory()  # no page faults for each minibatch's tensors (engine/algo/allocator.py)
         self._seed = self.world.seed(train.seed)  # differs per rank
-        rng_state.seed_all(self._seed)
+        checkpoint_state.seed_all(self._seed)
 
         if vecenv is None:  # make_vecenv(config) is what tests/fault_patches wraps
             vecenv = make_vecenv(config) if self._seed == train.seed else \
@@ -481,11 +479,11 @@ class Trainer:
             "global_step": self.global_step,
             "epoch": self.epoch,
             "uptime": self.uptime,
-            "rng": rng_state.capture(self.device),
+            "rng": checkpoint_state.capture_rng(self.device),
             "config": self.config.as_dict(),
             # env state, the step result in flight and per-agent LSTM state: episodes go on
-            **(episode_state.save(self.vecenv, self.lstm_state) if episodes_afresh is None
-               else {"vecenv": None, "lstm_state": None, "episodes_afresh": episodes_afresh}),
+            **(checkpoint_state.save_episodes(self.vecenv, self.lstm_state)
+               if episodes_afresh is None else {"vecenv": None, "lstm_state": None, "episodes_afresh": episodes_afresh}),
             "built_config": self._built_config,
             "normalization": self.normalization.state_dict(),
             "recent_scores": self.scores.as_list(),
@@ -503,14 +501,15 @@ class Trainer:
         if missing:
             raise ValueError(f"not a trainer state: missing {', '.join(sorted(missing))}")
         saved = from_dict(state["config"])
-        check_compatible(self.config, saved)
+        checkpoint_state.check_compatible(self.config, saved)
         self.normalization.load_state_dict(state.get("normalization"), self.world.is_main)
         self.policy.load_state_dict(state["policy"])
         # Adam adopts the given tensors and updates them in place: keep the caller's intact.
         # None: a branch that changed train.optimizer starts with a fresh one (engine/startup/branch.py)
         if state["optimizer"] is not None:
             self.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
-        restore_live_fields(self.config, self._built_config, saved, state.get("built_config"))
+        checkpoint_state.restore_live_fields(self.config, self._built_config, saved,
+                                             state.get("built_config"))
         self.global_step = int(state["global_step"])
         self.schedule = resumed_anchor(state.get("lr_schedule"), self.config.train,
                                        self.global_step)
@@ -520,12 +519,12 @@ class Trainer:
         if not self.world.is_main:
             # the checkpoint holds rank 0's envs and RNG streams (engine/algo/distributed.py): this
             # rank's episodes go on from its own reset, its streams reseeded from the step
-            rng_state.seed_all(self._seed + self.global_step)
+            checkpoint_state.seed_all(self._seed + self.global_step)
             self.inexact_resume = None
         else:
-            rng_state.restore(state.get("rng", {}), self.device)
+            checkpoint_state.restore_rng(state.get("rng", {}), self.device)
             # Episodes continue where they were (or, when that cannot be, start afresh).
-            self.lstm_state, self.inexact_resume = episode_state.restore(
+            self.lstm_state, self.inexact_resume = checkpoint_state.restore_episodes(
                 self.vecenv, self.lstm_state, state, self.device)
         if self.inexact_resume:
             warnings.warn(f"resume is not exact: {self.inexact_resume}; episodes start afresh",

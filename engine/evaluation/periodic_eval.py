@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from puffer_tui.engine.algo import rng_state
+from puffer_tui.engine.algo import checkpoint_state
 from puffer_tui.engine.shared.atomic_write import StagedFiles
 from puffer_tui.engine.shared.checkpoint import (
     checkpoint_dir,
@@ -86,7 +86,7 @@ class PeriodicEval:
         when interrupted or failed (an error event says why; training goes on)."""
         settings = self.config.eval
         start = time.perf_counter()
-        saved = rng_state.capture(trainer.device)
+        saved = checkpoint_state.capture_rng(trainer.device)
         try:
             evaluator = self._evaluator(trainer.policy)
             evaluator.restart(eval_seed(self.config.train.seed, trainer.epoch),
@@ -106,7 +106,7 @@ class PeriodicEval:
                               f"{type(e).__name__}: {e}")
             return None
         finally:
-            rng_state.restore(saved, trainer.device)
+            checkpoint_state.restore_rng(saved, trainer.device)
         result = evaluator.result()
         group = {"score": result["score"], "episode_return": result["episode_return"],
                  "episode_length": result["episode_length"], "episodes": result["episodes"],

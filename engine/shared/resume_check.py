@@ -18,7 +18,7 @@ from pathlib import Path
 from puffer_tui.engine.shared.config import Config, ConfigError, flat_sections, read_utf8
 
 # The fields the saved weights and optimizer state are shaped by (the trainer's own check,
-# engine/algo/trainer_resume.check_compatible, refuses a checkpoint that differs in them, with a traceback).
+# engine/algo/checkpoint_state.check_compatible, refuses a checkpoint that differs in them, with a traceback).
 SHAPES_THE_WEIGHTS = frozenset(f"train.{name}" for name in (
     "policy", "cnn_channels", "hidden_size", "activation", "separate_critic", "optimizer",
     "normalize_observations", "normalize_rewards", "action_squash", "exploration"))
