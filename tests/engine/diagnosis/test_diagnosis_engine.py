@@ -18,6 +18,7 @@ from puffer_tui.app.engine_client import EngineClient
 from puffer_tui.app.engine_launcher import launch_engine
 from puffer_tui.engine.runtime.metrics import grouped, read_metrics
 from puffer_tui.engine.shared import run_dir as rd
+from puffer_tui.engine.shared.config import load_config
 
 TINY = ["--vec.num-envs", "64", "--train.horizon", "16", "--train.minibatch-size", "256",
         "--train.hidden-size", "32", "--train.torch-threads", "1"]
@@ -122,13 +123,11 @@ def test_the_observation_scan_runs_every_third_epoch_at_least_when_over_budget()
         terminals=torch.zeros(segments, horizon), truncations=torch.zeros(segments, horizon),
         observations=torch.rand(segments, horizon, 4) * torch.tensor([1.0, 1e4, 1.0, 1.0]),
         values=torch.zeros(segments, horizon), final_values=torch.zeros(segments, horizon))
-    train = types.SimpleNamespace(learning_rate=3e-4, ent_coef=0.0, vf_coef=0.5,
-                                  reward_clamp=0.0, gamma=0.99, max_grad_norm=0.0,
-                                  normalize_rewards=False, normalize_observations=False,
-                                  total_timesteps=10**6)
+    # a real config: the doctor checks its suggestions against the config's own rules
+    config = load_config("squared", {"train.max_grad_norm": 0.0,
+                                     "train.normalize_observations": False})
     trainer = types.SimpleNamespace(
-        config=types.SimpleNamespace(train=train, vec=types.SimpleNamespace(num_workers=1),
-                                     env_name="test"),
+        config=config,
         global_step=0, num_agents=segments, buffer=buffer, learner=None,
         vecenv=types.SimpleNamespace(single_action_space=types.SimpleNamespace(n=2)))
     events = types.SimpleNamespace(emit=lambda *a: None, info=lambda *a: None)
