@@ -54,12 +54,12 @@ from puffer_tui.screens.confirm import ChoiceDialog
 from puffer_tui.screens.dashboard_replay import RecordingPlayer
 from puffer_tui.screens.diagnosis import DiagnosisScreen
 from puffer_tui.screens.help import HelpScreen
-from puffer_tui.screens.hyperparameters import HyperparameterScreen
+from puffer_tui.screens.hyperparameters import HyperparameterScreen, current_values
 from puffer_tui.screens.render import RenderScreen, next_saliency
 
 EVAL_SCORE = "eval/score"  # the episodes panel's line of the evaluations' score
 # keys that need a live engine (hidden once the run has ended or the link is gone)
-STEERING = ("pause", "resume", "checkpoint", "stop", "hyperparameters")
+STEERING = ("pause", "resume", "checkpoint", "stop", "hyperparameters", "autopilot")
 FRAME_REFRESH_S = 0.25  # the render, at most this often (the engine sends no more frames)
 PANEL_REFRESH_S = 1.0  # numbers and plots, at most this often (plots only when a new epoch arrived)
 
@@ -92,6 +92,8 @@ class DashboardScreen(Screen):
         Binding("a", "diagnosis_apply", "Fix"),
         Binding("x", "diagnosis_dismiss", "Hide"),
         Binding("d", "diagnosis", "Diagnosis", show=False),  # the line says "d: why"
+        # train.autopilot on/off; the header says "autopilot" while it is on (no footer room)
+        Binding("A", "autopilot", "Autopilot", show=False),
         Binding("v", "replay", "Replay"),  # shown once the run has a recording
         Binding("left_square_bracket", "env(-1)", "Prev env", show=False),
         Binding("right_square_bracket", "env(1)", "Next env", show=False),
@@ -434,6 +436,13 @@ class DashboardScreen(Screen):
 
     def action_diagnosis(self) -> None:
         self.app.push_screen(DiagnosisScreen(self.query_one(DiagnosisLine), self.can_steer))
+
+    def action_autopilot(self) -> None:
+        """Turn the doctor's autopilot on or off: a live `set` of train.autopilot."""
+        on = not current_values(self.store).get("train.autopilot", False)
+        self.post_message(lm.EngineRequest("set", {"key": "train.autopilot", "value": on}))
+        self.notify("autopilot on: the diagnoses' live fixes apply by themselves" if on else
+                    "autopilot off: settings stay as they are")
 
     def action_diagnosis_apply(self) -> None:
         self.query_one(DiagnosisLine).apply(self, self.can_steer())

@@ -30,6 +30,9 @@ HELP = """\
   that rule for this run), `d` the diagnoses in full: evidence, the epochs, what follows from
   what (`n` next, `a` and `x` there too). The line and these keys appear only while a
   diagnosis is in force
+- `A` autopilot on/off (`train.autopilot`): the diagnoses' live fixes apply by themselves,
+  each in the event log with its evidence and the `set` that undoes it; the header says
+  "autopilot" while it is on; off leaves the settings as they are
 - `ctrl+p` command palette (every action above, by name)
 - `?` this help
 - `b` back to the launcher (once the run has finished or stopped)

@@ -56,6 +56,8 @@ class RunHeader(Widget):
             parts += [(f"epoch {t.epoch}", "", 8),
                       (f"ETA {duration(t.eta)}", "", 7),
                       (f"up {duration(t.uptime)}", "", 3)]
+            if t.hyperparameters.get("train.autopilot"):  # the doctor's fixes apply alone
+                parts.append(("autopilot", "bold cyan", 6))
             if t.device:
                 parts.append((t.device, "dim", 1))
             if t.preset:  # "MuJoCo locomotion preset (mujoco.toml)": the defaults' source
