@@ -8,7 +8,9 @@ epoch each diagnosis fired at. For the rules marked `fix`, the same run is train
 the suggestion applied live the moment the rule fires (the `set` the dashboard's `a` key
 sends, through the control socket), and the outcomes are compared: the mean score of the last
 3 epochs with episodes, median over the seeds. Healthy runs (the built-in presets, short)
-must fire nothing. The cost of diagnosing is the engine's own measure (Doctor.seconds)
+must fire nothing. The autopilot column trains each fix case once more with
+`--train.autopilot true` and no person at the keys (the engine applies the live fix itself),
+and each healthy run too, which the autopilot must leave unchanged. The cost of diagnosing is the engine's own measure (Doctor.seconds)
 against its training time.
 
     python -m puffer_tui.benchmarks.doctor [--seeds 3] [--only kl_blowup,healthy]
@@ -148,12 +150,25 @@ def train(case: Case, seed: int, runs_root: Path, apply_fix: bool,
             handle.process.terminate()
         handle.wait(60)
     result = {"seed": seed, "run": str(run_dir), "fired": fired, "applied": applied,
-              "score": final_score(run_dir), **cost(run_dir)}
+              "score": final_score(run_dir), "autopilot": autopilot_changes(run_dir),
+              **cost(run_dir)}
     if applied and applied.get("restart"):
         again = train(case, seed, runs_root, False, timeout,
                       {**(overrides or {}), applied["key"]: applied["to"]})
         result.update(score=again["score"], restarted=again)
     return result
+
+
+AUTOPILOT = {"train.autopilot": True}
+
+
+def autopilot_changes(run_dir: Path) -> list[str]:
+    """The autopilot's changes in the run's event log (applied and reverted), as logged."""
+    try:
+        lines = (run_dir / rd.EVENTS_FILE).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    return [line for line in lines if "autopilot applied" in line or "autopilot reverted" in line]
 
 
 def trace_from_metrics(run_dir: Path, out: Path, epochs: int | None = None) -> int:
@@ -195,6 +210,9 @@ def run_case(case: Case, seeds: int, runs_root: Path, fixtures: Path | None) -> 
               "without": without}
     if case.fix:
         result["with"] = [train(case, seed, runs_root, True) for seed in range(1, seeds + 1)]
+    if case.fix or case.rule is None:  # the autopilot alone; healthy runs: it must do nothing
+        result["autopilot"] = [train(case, seed, runs_root, False, overrides=AUTOPILOT)
+                               for seed in range(1, seeds + 1)]
     if fixtures is not None:
         fixtures.mkdir(parents=True, exist_ok=True)
         name = case.name.replace(" ", "_").replace(":", "-")
@@ -218,6 +236,9 @@ def summarise(result: dict) -> dict:
     if "with" in result:
         row["score_with"] = _median([r["score"] for r in result["with"]])
         row["applied"] = [r["applied"] for r in result["with"]]
+    if "autopilot" in result:
+        row["score_autopilot"] = _median([r["score"] for r in result["autopilot"]])
+        row["autopilot_changes"] = sum(len(r["autopilot"]) for r in result["autopilot"])
     spent = [(r["diagnosis_seconds"], r["uptime"]) for r in runs + result.get("with", [])
              if r.get("diagnosis_seconds") is not None and r.get("uptime")]
     row["cost_pct"] = max(100 * s / u for s, u in spent) if spent else None
@@ -229,13 +250,14 @@ def table(rows: list[dict]) -> str:
         return "-" if v is None else format(v, spec)
 
     lines = [f"{'case':<26}{'broken setting':<42}{'fired':>7}{'at epoch':>9}"
-             f"{'score':>8}{'fixed':>8}{'cost %':>8}  also fired"]
+             f"{'score':>8}{'fixed':>8}{'auto':>8}{'changes':>8}{'cost %':>8}  also fired"]
     for r in rows:
         fired = "-" if r["fired"] is None else f"{r['fired']}/{r['runs']}"
         healthy = r["fired"] is None
         lines.append(
             f"{r['case']:<26}{r['setting']:<42}{fired:>7}{fmt(r['fired_at'], '.0f'):>9}"
             f"{fmt(r['score_without']):>8}{fmt(r.get('score_with')):>8}"
+            f"{fmt(r.get('score_autopilot')):>8}{fmt(r.get('autopilot_changes'), 'd'):>8}"
             f"{fmt(r['cost_pct'], '.2f'):>8}  "
             f"{', '.join(r['others']) or ('none' if healthy else '-')}")
     return "\n".join(lines)
