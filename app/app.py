@@ -21,6 +21,7 @@ from textual.app import App, SystemCommand
 from textual.screen import Screen
 
 from puffer_tui.app import link_messages as lm
+from puffer_tui.app import navigation as nav
 from puffer_tui.app.app_exit import AppExit, after_exit
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.engine_launcher import EngineStartError, launch_engine
@@ -151,6 +152,44 @@ class PufferApp(App):
         self.link, self.run_dir, self.viewing_trial = None, None, False
         self.store, self.link_state = TelemetryStore(), None
         self.pop_screen()
+
+    # -- the screens' navigation messages (app/navigation.py) -----------------------------------
+
+    @on(nav.OpenLauncher)
+    def _on_open_launcher(self, message: nav.OpenLauncher) -> None:
+        self.open_launcher()
+
+    @on(nav.OpenRun)
+    def _on_open_run(self, message: nav.OpenRun) -> None:
+        self.open_run(message.run_dir, attach=message.attach, resume=message.resume)
+
+    @on(nav.StartRun)
+    def _on_start_run(self, message: nav.StartRun) -> None:
+        self.start_run(message.env_name, message.overrides)
+
+    @on(nav.ResumeRun)
+    def _on_resume_run(self, message: nav.ResumeRun) -> None:
+        self.resume_run(message.run_dir)
+
+    @on(nav.OpenSweep)
+    def _on_open_sweep(self, message: nav.OpenSweep) -> None:
+        self.open_sweep(message.sweep_dir)
+
+    @on(nav.OpenTrial)
+    def _on_open_trial(self, message: nav.OpenTrial) -> None:
+        self.open_trial(message.run_dir)
+
+    @on(nav.BackToSweep)
+    def _on_back_to_sweep(self, message: nav.BackToSweep) -> None:
+        self.back_to_sweep()
+
+    @on(nav.OpenCompare)
+    def _on_open_compare(self, message: nav.OpenCompare) -> None:
+        self.open_compare(message.run_dirs)
+
+    @on(nav.OpenHelp)
+    def _on_open_help(self, message: nav.OpenHelp) -> None:
+        self.open_help()
 
     def switch_or_push(self, screen: Screen) -> None:
         # The default screen stays at the bottom of the stack; ours sit on top of it.

@@ -20,6 +20,7 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Static
 
+from puffer_tui.app import navigation as nav
 from puffer_tui.app.compare_data import (
     COMPARE_METRICS,
     X_AXES,
@@ -187,4 +188,4 @@ class CompareScreen(Screen):
         self.app.pop_screen()
 
     def action_help(self) -> None:
-        self.app.open_help()
+        self.post_message(nav.OpenHelp())

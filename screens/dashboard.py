@@ -32,6 +32,7 @@ from textual.timer import Timer
 from textual.widgets import Footer
 
 from puffer_tui.app import link_messages as lm
+from puffer_tui.app import navigation as nav
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.cpu_panel import CpuPanel
 from puffer_tui.app.widgets.diagnosis_line import DiagnosisLine
@@ -452,10 +453,10 @@ class DashboardScreen(Screen):
         self.sync_footer()
 
     def action_launcher(self) -> None:
-        self.app.open_launcher()
+        self.post_message(nav.OpenLauncher())
 
     def action_back_to_sweep(self) -> None:
-        self.app.back_to_sweep()
+        self.post_message(nav.BackToSweep())
 
     def action_next_loss(self) -> None:
         self.query_one(LossPanel).cycle()

@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Footer, Static
 from textual.worker import get_current_worker
 
 from puffer_tui.app import link_messages as lm
+from puffer_tui.app import navigation as nav
 from puffer_tui.app.widgets.format import duration, metric
 from puffer_tui.app.widgets.importance_bars import ImportanceBars
 from puffer_tui.app.widgets.sweep_plot import SweepPlot
@@ -170,7 +171,7 @@ class SweepScreen(Screen):
             self.notify(f"trial {trial.get('number')} is {str(trial.get('state')).lower()}: "
                         f"only a running trial has a live dashboard{where}", timeout=8)
             return
-        self.app.open_trial(Path(run_dir))
+        self.post_message(nav.OpenTrial(Path(run_dir)))
 
     def action_prune(self) -> None:
         trial = self.query_one(TrialTable).selected_trial()
@@ -203,7 +204,7 @@ class SweepScreen(Screen):
             chosen)
 
     def action_launcher(self) -> None:
-        self.app.open_launcher()  # the sweep goes on; the launcher lists it
+        self.post_message(nav.OpenLauncher())  # the sweep goes on; the launcher lists it
 
     def action_quit_view(self) -> None:
         if self.live and self.state not in FINAL_STATES:

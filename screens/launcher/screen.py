@@ -22,6 +22,7 @@ from textual.screen import Screen
 from textual.widgets import Button, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
+from puffer_tui.app import navigation as nav
 from puffer_tui.app.run_start import RunRefused, check_resume
 from puffer_tui.app.serve_code_specs import code_spec_refusal
 from puffer_tui.app.services.env_catalogue import describe_envs, preset_label, spec_suggestions
@@ -256,11 +257,11 @@ class LauncherScreen(Screen):
                 self._leave_branch()
             await self.action_start()
         elif event.option_list.id == "runs" and event.option.id.startswith(SWEEP_OPTION):
-            self.app.open_sweep(Path(event.option.id[len(SWEEP_OPTION):]))
+            self.post_message(nav.OpenSweep(Path(event.option.id[len(SWEEP_OPTION):])))
         elif event.option_list.id == "runs" and event.option.id != "none":
             path = Path(event.option.id)
             if getattr(self, "_run_states", {}).get(event.option.id) in LIVE_STATES:
-                self.app.open_run(path, attach=True)
+                self.post_message(nav.OpenRun(path, attach=True))
             else:
                 self.open_ended_run(path)
 
@@ -271,7 +272,7 @@ class LauncherScreen(Screen):
         try:
             check_resume(path)
         except RunRefused as e:
-            self.app.open_compare([path])
+            self.post_message(nav.OpenCompare([path]))
             # the refusal names the run and how to train it on (a higher budget)
             self.notify(str(e), title="its curves and figures (b: back)", timeout=12,
                         markup=False)
@@ -279,9 +280,9 @@ class LauncherScreen(Screen):
 
         def chosen(choice: str | None) -> None:
             if choice == "resume":
-                self.app.resume_run(path)
+                self.post_message(nav.ResumeRun(path))
             elif choice == "curves":
-                self.app.open_compare([path])
+                self.post_message(nav.OpenCompare([path]))
 
         # resuming starts an engine that may train for hours: asked, never done on one key
         self.app.push_screen(ChoiceDialog(
@@ -398,7 +399,7 @@ class LauncherScreen(Screen):
             self.notify(str(e), severity="error", markup=False)
             return
         self.query_one("#field", Static).update(Text(f"starting {self.env_name}...", "yellow"))
-        self.app.start_run(self.env_name, overrides)
+        self.post_message(nav.StartRun(self.env_name, overrides))
 
     def on_runs_list_mark_requested(self, message: RunsList.MarkRequested) -> None:
         """`space` in the runs list: mark or unmark that run for comparison (sweeps are not
@@ -475,7 +476,7 @@ class LauncherScreen(Screen):
     def on_branch_prepared(self, message: BranchPrepared) -> None:
         self._branching = False
         self._leave_branch()
-        self.app.open_run(message.run_dir, attach=False, resume=True)
+        self.post_message(nav.OpenRun(message.run_dir, attach=False, resume=True))
 
     def on_branch_refused(self, message: BranchRefused) -> None:
         self._branching = False
@@ -490,7 +491,7 @@ class LauncherScreen(Screen):
             self.notify("mark two runs or more to compare: space on a run in the runs list "
                         "marks it, then ctrl+o", title="Compare runs")
             return
-        self.app.open_compare([Path(m) for m in self.marked])
+        self.post_message(nav.OpenCompare([Path(m) for m in self.marked]))
 
     # -- autotune (screens/launcher/autotune.py: its worker and its messages) -----------------
 
@@ -523,4 +524,4 @@ class LauncherScreen(Screen):
         self.notify(message.error, title="Autotune failed", severity="error", markup=False)
 
     def action_help(self) -> None:
-        self.app.open_help()
+        self.post_message(nav.OpenHelp())

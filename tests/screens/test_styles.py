@@ -24,7 +24,7 @@ ROOT = REPO_ROOT
 def screen_classes() -> list[type]:
     """Every screen class the screens package defines."""
     classes: list[type] = []
-    for info in pkgutil.iter_modules(puffer_tui.screens.__path__, "puffer_tui.screens."):
+    for info in pkgutil.walk_packages(puffer_tui.screens.__path__, "puffer_tui.screens."):
         module = importlib.import_module(info.name)
         classes += [c for _, c in inspect.getmembers(module, inspect.isclass)
                     if issubclass(c, Screen) and c.__module__ == module.__name__]
