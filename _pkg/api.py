@@ -353,7 +353,7 @@ class Run:
             return self.state
         # lazy: kept off the import of puffer_tui
         from puffer_tui.app.engine_client import EngineClientError
-        from puffer_tui.app.engine_stop import send_stop
+        from puffer_tui.app.stop_signals import send_stop
 
         try:
             client = send_stop(self.path, f"puffer_tui: {reason} (pid {os.getpid()})")

@@ -27,7 +27,7 @@ from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.engine_launcher import EngineStartError, launch_engine
 from puffer_tui.app.reply_text import reply_text
 from puffer_tui.app.run_history import read_events, read_metric_rows
-from puffer_tui.app.run_start import (
+from puffer_tui.app.run_preparation import (
     RunRefused,
     check_resume,
     engine_finished,

@@ -19,7 +19,7 @@ from pathlib import Path
 from rich.console import Console
 
 from puffer_tui.app.engine_client import EngineClientError
-from puffer_tui.app.engine_stop import (
+from puffer_tui.app.stop_signals import (
     REPORT_EVERY,
     STOP_PATIENCE,
     SafeStream,

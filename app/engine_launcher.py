@@ -6,7 +6,7 @@
 
 The engine runs in its own session and process group (`start_new_session=True`): Ctrl-C in
 the terminal and the app exiting or crashing do not reach it; a headless command that should
-stop it on Ctrl-C, SIGTERM or a hangup passes them on (app/engine_stop.py). Its stdout and
+stop it on Ctrl-C, SIGTERM or a hangup passes them on (app/stop_signals.py). Its stdout and
 stderr go to RUN_DIR/engine.out. Whoever launched it should call `handle.wait()` or `handle.poll()` once it
 has exited, so it is reaped (if the launcher exits first, init reaps it).
 

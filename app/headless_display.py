@@ -5,7 +5,7 @@ episode return/length, losses and the timing breakdown, engine events printed ab
 terminal (`| tee log`, `> log`, a batch job), where a Live panel would show only its last
 frame, one plain line per `log_every` seconds (`progress_line`), and with `progress="jsonl"`
 one JSON object per interval (`progress_record`) for scripts; both from the same snapshot. Ctrl-C (or SIGTERM, SIGHUP:
-app/engine_stop.py) asks the engine to checkpoint and stop, then waits for it to finish, at
+app/stop_signals.py) asks the engine to checkpoint and stop, then waits for it to finish, at
 most STOP_PATIENCE seconds (a second Ctrl-C stops waiting; the engine still checkpoints and
 exits on its own). With `detach` the first one ends the display and the engine trains on.
 """
@@ -26,8 +26,8 @@ from rich.table import Table
 from rich.text import Text
 
 from puffer_tui.app.engine_client import EngineClient, EngineClientError
-from puffer_tui.app.engine_stop import STOP_PATIENCE, say_anywhere, send_stop, signal_label
 from puffer_tui.app.run_history import read_events
+from puffer_tui.app.stop_signals import STOP_PATIENCE, say_anywhere, send_stop, signal_label
 from puffer_tui.app.terminal import LOG_EVERY, PROGRESS_MODES  # noqa: F401 (named here too)
 from puffer_tui.app.widgets.format import duration
 from puffer_tui.engine.shared import run_dir as rd
@@ -150,7 +150,7 @@ class HeadlessDisplay:
         self._next_line: float | None = None  # monotonic time the next line is due
         self._line_state: str | None = None  # the state the last line showed
         self._last_line: dict | None = None  # what it showed: the end repeats no line
-        self.signals = signals  # app/engine_stop.py StopSignals: a second Ctrl-C in `again`
+        self.signals = signals  # app/stop_signals.py StopSignals: a second Ctrl-C in `again`
         self.detach = detach
         self.patience = patience
         self.stop_signal: str | None = None  # the signal that asked for the stop

@@ -7,7 +7,7 @@ to its hello as long as the engine process lives, saying what it waits for.
 
 The engine runs in its own session, so Ctrl-C, SIGTERM (`timeout`, a batch scheduler) and
 SIGHUP (a dropped SSH connection) reach this command only: it passes them on as the engine's
-`stop` and waits for the final checkpoint (app/engine_stop.py), unless --detach asked for the
+`stop` and waits for the final checkpoint (app/stop_signals.py), unless --detach asked for the
 engine to outlive the command. Every way out prints one line saying what became of the
 engine; output that can no longer be written (the pipe's reader died of the same Ctrl-C, the
 terminal hung up) is dropped, never fatal.
@@ -32,7 +32,8 @@ from puffer_tui.app.engine_launcher import (
     terminate,
     wait_for_socket,
 )
-from puffer_tui.app.engine_stop import (
+from puffer_tui.app.headless_display import LOG_EVERY, HeadlessDisplay
+from puffer_tui.app.stop_signals import (
     REPORT_EVERY,
     STOP_PATIENCE,
     Interrupted,
@@ -43,7 +44,6 @@ from puffer_tui.app.engine_stop import (
     signal_label,
     stop_line,
 )
-from puffer_tui.app.headless_display import LOG_EVERY, HeadlessDisplay
 from puffer_tui.engine.shared import exit_codes as ec
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.protocol import FINAL_STATES, LIVE_STATES, RunState

@@ -1,5 +1,9 @@
 """Checks and waits around starting an engine from the app: a new run's directory, a
-resume's preconditions, an old engine still shutting down. No Textual here."""
+resume's preconditions, an old engine still shutting down. No Textual here.
+
+Tested in: tests/app/test_serve_code_specs.py, tests/screens/test_launcher_open_run.py,
+tests/screens/test_launcher_messages.py (branches).
+"""
 
 from __future__ import annotations
 

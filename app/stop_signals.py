@@ -10,6 +10,8 @@ The engine runs in its own session (app/engine_launcher.py), so neither the term
 Ctrl-C nor a hangup nor `timeout`'s SIGTERM reaches it: the command that started it is
 the one told, and it must pass the stop on. It does so with the engine's ordinary `stop`
 (finish the epoch, checkpoint, exit), and says why in the run's events.log.
+
+Tested in: tests/app/test_headless_signals.py, tests/app/test_cli_stop.py.
 """
 
 from __future__ import annotations

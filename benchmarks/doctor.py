@@ -35,7 +35,7 @@ from pathlib import Path
 
 from puffer_tui.app.engine_client import EngineClient
 from puffer_tui.app.engine_launcher import launch_engine
-from puffer_tui.app.run_start import prepare_new_run
+from puffer_tui.app.run_preparation import prepare_new_run
 from puffer_tui.engine.diagnosis.doctor import TRACE_ENV, row_signals
 from puffer_tui.engine.runtime.metrics import read_metrics
 from puffer_tui.engine.shared import run_dir as rd

@@ -135,7 +135,7 @@ def run(args) -> int:
         return _fail(refused)
     interrupted = False
     # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
-    from puffer_tui.app.engine_stop import TermAsCtrlC
+    from puffer_tui.app.stop_signals import TermAsCtrlC
 
     signals = TermAsCtrlC()  # SIGTERM, SIGHUP: stop with the score so far, as Ctrl-C does
     try:

@@ -23,7 +23,7 @@ import time
 
 from puffer_tui.app.commands.attach import find_sweep, newest_training, wait_while_starting
 from puffer_tui.app.engine_client import EngineClientError
-from puffer_tui.app.engine_stop import (
+from puffer_tui.app.stop_signals import (
     REPORT_EVERY,
     STOP_PATIENCE,
     engine_gone,

@@ -105,7 +105,7 @@ def run(args) -> int:
         print(f"puffer-tui sweep: {no_terminal()}: no sweep view; watching as with "
               f"--headless", file=sys.stderr, flush=True)
     # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
-    from puffer_tui.app.engine_stop import TermAsCtrlC
+    from puffer_tui.app.stop_signals import TermAsCtrlC
 
     with TermAsCtrlC():  # SIGTERM, SIGHUP: stop the sweep as Ctrl-C does
         return launch_and_watch(sweep_dir, settings, watch)

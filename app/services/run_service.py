@@ -3,7 +3,7 @@
 Every rule about what may start lives here once: flag checks with a "did you mean", the env's
 preset under a `--preset` file under the flags, the preflight checks, the run dir's label, and
 every reason to refuse a resume, each found before anything is written. `puffer-tui train`
-(app/commands/train.py) and the launcher (app/run_start.py) both call it; it imports neither.
+(app/commands/train.py) and the launcher (app/run_preparation.py) both call it; it imports neither.
 No Textual, no argparse.
 """
 

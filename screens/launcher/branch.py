@@ -22,7 +22,7 @@ from pathlib import Path
 from textual.message import Message
 from textual.message_pump import MessagePump
 
-from puffer_tui.app.run_start import RunRefused, branch_base, prepare_branch
+from puffer_tui.app.run_preparation import RunRefused, branch_base, prepare_branch
 from puffer_tui.engine.shared.config import Config
 from puffer_tui.engine.shared.lineage import branch_step
 

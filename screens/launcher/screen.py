@@ -23,7 +23,7 @@ from textual.widgets import Button, Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
 from puffer_tui.app import navigation as nav
-from puffer_tui.app.run_start import RunRefused, check_resume
+from puffer_tui.app.run_preparation import RunRefused, check_resume
 from puffer_tui.app.serve_code_specs import code_spec_refusal
 from puffer_tui.app.services.env_catalogue import describe_envs, preset_label, spec_suggestions
 from puffer_tui.app.services.recent_specs import recent, remember

@@ -1,6 +1,6 @@
 """`train --headless` told to end by Ctrl-C through a pipe, SIGTERM or SIGHUP: the engine it
 started (in its own session, out of the signals' reach) is stopped with a final checkpoint,
-and the command says so. Each test fails on the code before app/engine_stop.py: rich met
+and the command says so. Each test fails on the code before app/stop_signals.py: rich met
 the dead pipe with SystemExit before the stop went out, and SIGTERM/SIGHUP killed the command
 outright; the engine trained on in all three."""
 

@@ -4,7 +4,7 @@ with --allow-code-specs; built-in names, plugins and plain Gymnasium ids are not
 
 import pytest
 
-from puffer_tui.app import run_start
+from puffer_tui.app import run_preparation
 from puffer_tui.app.serve_code_specs import CODE_SPECS_ENV_VAR
 from puffer_tui.envs.env_spec import spec_imports_code
 
@@ -38,19 +38,19 @@ def test_a_served_launcher_refuses_a_code_spec_before_importing_it(tmp_path, mon
                             ("pz:timeit:timeit", {}),
                             ("gym:timeit:Timeit-v0", {}),
                             ("gym:CartPole-v1", {"env.import": "timeit"})]:
-        with pytest.raises(run_start.RunRefused) as refused:
-            run_start.prepare_new_run(spec, overrides, runs)
+        with pytest.raises(run_preparation.RunRefused) as refused:
+            run_preparation.prepare_new_run(spec, overrides, runs)
         text = str(refused.value)
         assert "may not choose code to run" in text and "--allow-code-specs" in text, text
         assert "\n" not in text
     assert not marker.exists() and not runs.exists()  # nothing ran, nothing was written
     # what the owner installed is still offered
-    assert run_start.prepare_new_run("squared", {}, runs).is_dir()
+    assert run_preparation.prepare_new_run("squared", {}, runs).is_dir()
 
 
 def test_with_allow_code_specs_the_launcher_starts_a_code_spec(tmp_path, monkeypatch):
     monkeypatch.delenv(CODE_SPECS_ENV_VAR, raising=False)  # what serve --allow-code-specs does
-    run_dir = run_start.prepare_new_run(CALLABLE_SPEC, {}, tmp_path)
+    run_dir = run_preparation.prepare_new_run(CALLABLE_SPEC, {}, tmp_path)
     assert (run_dir / "config.toml").read_text().count(CALLABLE_SPEC) == 1
 
 
@@ -58,10 +58,10 @@ def test_a_served_branch_may_not_add_an_import(tmp_path, monkeypatch):
     """A branch keeps the source run's own spec; only a new env.import is refused (before
     the source is even read)."""
     monkeypatch.setenv(CODE_SPECS_ENV_VAR, "1")
-    with pytest.raises(run_start.RunRefused, match="env.import = 'timeit' imports that module"):
-        run_start.prepare_branch(tmp_path / "no-such-run", {"env.import": "timeit"}, tmp_path)
-    with pytest.raises(run_start.RunRefused) as other:  # no import: the branch's own checks
-        run_start.prepare_branch(tmp_path / "no-such-run", {}, tmp_path)
+    with pytest.raises(run_preparation.RunRefused, match="env.import = 'timeit' imports that module"):
+        run_preparation.prepare_branch(tmp_path / "no-such-run", {"env.import": "timeit"}, tmp_path)
+    with pytest.raises(run_preparation.RunRefused) as other:  # no import: the branch's own checks
+        run_preparation.prepare_branch(tmp_path / "no-such-run", {}, tmp_path)
     assert "may not choose code" not in str(other.value)
 
 
