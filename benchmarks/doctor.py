@@ -248,7 +248,7 @@ def summarise(result: dict) -> dict:
 def table(rows: list[dict]) -> str:
     def fmt(v, spec=".3f"):
         if v is not None and spec == ".3f" and abs(v) >= 1e4:  # CartPole x1000's scores
-            spec = ".4g"  # fit the column
+            spec = ".0f"  # fit the column
         return "-" if v is None else format(v, spec)
 
     lines = [f"{'case':<26}{'broken setting':<42}{'fired':>7}{'at epoch':>9}"
