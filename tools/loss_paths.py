@@ -22,6 +22,7 @@ from gymnasium import spaces
 from puffer_tui.engine.algo.explicit_gradients import ExplicitMLP
 from puffer_tui.engine.algo.learner import Learner, clip_gradients
 from puffer_tui.engine.algo.optimizers import make_optimizer
+from puffer_tui.engine.algo.policy import Policy
 from puffer_tui.engine.algo.trainer_setup import set_compute_threads
 from puffer_tui.engine.shared.config_fields import TrainConfig
 
@@ -59,7 +60,6 @@ def _minibatch(obs_size: int, action_space, rows: int, rng: np.random.Generator)
 
 def _paths(obs_size: int, action_space):
     """{path name: a function doing one minibatch step}, each over its own policy copy."""
-    from puffer_tui.engine.algo.policy import Policy  # lazy: pulls torch's model code
     paths = {}
     for name in ("numpy", "autograd", "compiled"):
         torch.manual_seed(0)
