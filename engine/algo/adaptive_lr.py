@@ -9,9 +9,11 @@ the schedule still ends at 0. The rule is the one legged-robot PPO trainers use 
 schedule with a desired KL); it acts between updates, so one update is never cut short (that
 is `train.target_kl`'s early stop, a separate brake).
 
-With the default max scale of 1 the preset's rate is a ceiling: a run whose updates stay in
-the band never sees a change, and one that overshoots (a MuJoCo body whose KL climbs to 0.06-
-0.09 at lr 3e-4) is slowed until it is back in it. A target of 0 turns the controller off.
+On by default (target 0.03, so a change comes only above 0.06, where the doctor's usual range
+of 0.01-0.05 ends) and with the default max scale of 1 the preset's rate is a ceiling: a run
+whose updates stay in the band trains exactly as without it (every built-in preset's run on
+the development envs did), and one that overshoots is slowed until it is back in it. The
+trainer feeds it the ranks' mean KL, so all ranks keep one rate. A target of 0 turns it off.
 """
 
 from __future__ import annotations

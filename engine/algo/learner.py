@@ -26,6 +26,7 @@ from collections.abc import Callable
 
 import torch
 
+from puffer_tui.engine.algo.adaptive_lr import AdaptiveRate
 from puffer_tui.engine.algo.advantage import compute_advantage
 from puffer_tui.engine.algo.explicit_gradients import ExplicitMLP
 from puffer_tui.engine.algo.ppo_loss import normalize_advantages, ppo_loss
@@ -163,7 +164,8 @@ class Learner:
             group["lr"] = lr
 
     def update(self, data: dict, get_train: Callable, global_step: int,
-               safe_point: Callable[[], None], schedule: Anchor = START) -> dict:
+               safe_point: Callable[[], None], schedule: Anchor = START,
+               adaptive: AdaptiveRate | None = None) -> dict:
         """Train on `data` (RolloutBuffer.tensors on the device). `get_train()` returns the
         current train config: live changes made at a safe point apply to the next minibatch.
         `schedule` anchors the learning-rate and beta schedules (engine/algo/schedule.py)."""
@@ -221,7 +223,9 @@ class Learner:
             if i:
                 safe_point()
                 train = get_train()
-            self.set_learning_rate(learning_rate(train, global_step, schedule))
+            scheduled = learning_rate(train, global_step, schedule)
+            self.set_learning_rate(scheduled if adaptive is None else
+                                   adaptive.rate(train, scheduled))
             refresh = train.refresh_advantages  # off: GAE of the collected values only
             if i == 0 or refresh:
                 clamp = train.reward_clamp

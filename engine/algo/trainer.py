@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from puffer_tui.engine.algo import checkpoint_state
+from puffer_tui.engine.algo.adaptive_lr import AdaptiveRate
 from puffer_tui.engine.algo.allocator import keep_freed_memory
 from puffer_tui.engine.algo.distributed import World, check_together, reduce_epoch
 from puffer_tui.engine.algo.episode_log import EpisodeLog
@@ -103,6 +104,7 @@ class Trainer:
         # for live fields from the checkpoint's by comparing with this (load_state_dict).
         self._built_config = copy.deepcopy(config.as_dict())
         self.schedule = START  # anchor of the lr / beta schedules (engine/algo/schedule.py)
+        self.adaptive_lr = AdaptiveRate()  # train.adaptive_lr_kl's scale on the scheduled rate
         train = config.train
         self.device = resolve_device(train.device)
         # (collection, learning): the env workers' cores are the learner's while they wait
@@ -259,7 +261,7 @@ class Trainer:
         try:
             with self.timing.section("learn"), self._learning_threads():
                 stats = self.learner.update(data, lambda: self.config.train, self.global_step,
-                                            self._safe_point, self.schedule)
+                                            self._safe_point, self.schedule, self.adaptive_lr)
         except EpochCut:  # learnt from part of the batch: the epoch counts, cut short
             self.epoch += 1
             self.uptime = (self._uptime_start + time.perf_counter() - self._epoch_start
@@ -276,6 +278,8 @@ class Trainer:
         losses, env, workers = reduce_epoch(self.world, local_steps, elapsed,
                                             {k: stats[k] for k in LOSS_KEYS}, log.summary())
         self.scores.note(env)  # every rank: the combined episodes
+        # the ranks' mean KL: every rank moves its rate alike, so their weights stay equal
+        self.adaptive_lr.observe(self.config.train, losses.get("approx_kl"))
         row = {"epoch": self.epoch, "global_step": self.global_step,
                "sps": steps / max(elapsed, 1e-9), "uptime": self.uptime,
                "learning_rate": stats["learning_rate"],
@@ -476,6 +480,7 @@ class Trainer:
                             "learning_rate": learning_rate(train, self.global_step,
                                                            self.schedule),
                             **self.schedule.as_dict()},
+            "adaptive_lr": self.adaptive_lr.state_dict(),
             "global_step": self.global_step,
             "epoch": self.epoch,
             "uptime": self.uptime,
@@ -513,6 +518,7 @@ class Trainer:
         self.global_step = int(state["global_step"])
         self.schedule = resumed_anchor(state.get("lr_schedule"), self.config.train,
                                        self.global_step)
+        self.adaptive_lr.load_state_dict(state.get("adaptive_lr"))
         self.epoch = int(state["epoch"])
         self.uptime = float(state.get("uptime", 0.0))
         self.scores = ScoreWindow.from_list(state.get("recent_scores", []))

@@ -91,7 +91,7 @@ class TrainConfig:
     learning_rate: float = _f(0.015, "Adam learning rate", 0.0, 1.0, live=True,
         search=(1e-4, 1e-1, "log"))
     anneal_lr: bool = _f(True, "cosine-anneal the learning rate to 0 over the run", live=True)
-    adaptive_lr_kl: float = _f(0.0, "the approx_kl an update is held to: after an update above "
+    adaptive_lr_kl: float = _f(0.03, "the approx_kl an update is held to: after an update above "
                                "2x it the learning rate is scaled by 1/1.5, below 1/2 of it by "
                                "1.5, within the scale bounds below (0: off)", 0.0, 1.0,
                                live=True)
