@@ -83,12 +83,16 @@ def score_rose(history: list[dict], ctx: dict, margin: float = 0.5) -> bool | No
     """Whether the return has risen since the run's first epochs with episodes: the best
     mean of 3 consecutive scored epochs (ctx["best_score"], kept over the whole run by
     engine/diagnosis/state.py) is above the first 3's by `margin` of their size (at least
-    0.1). None: too few scored epochs to tell."""
+    0.1; half of it for a negative start). None: too few scored epochs to tell."""
     first, best = ctx.get("first_scores") or [], ctx.get("best_score")
     if len(first) < 3 or best is None:
         return None
     early = statistics.fmean(first[:3])
-    return best - early > margin * max(abs(early), 0.1)
+    # A return below 0 is a cost (MountainCar's -1 a step until the flag): from -160 to -95
+    # is most of what there is to learn, yet under half of 160, so a cost's rise counts at
+    # half the margin.
+    scale = abs(early) if early >= 0 else abs(early) / 2
+    return best - early > margin * max(scale, 0.1)
 
 
 # -- the rules ----------------------------------------------------------------------------
