@@ -41,7 +41,7 @@ FALSE_ALARMS = {
     "short_horizon": "false_short_horizon_breakout",
     # MountainCar-v0, classic-control preset, seed 0, epochs 1-600 of 1M steps: -1 a step, so
     # its first scored epochs were already -160 and its near-deterministic policy's rise to
-    # -95 was under half of that
+    # -95 was under half of that (also false_policy_collapse_minigrid, below)
     "policy_collapse": "false_policy_collapse_mountaincar",
 }
 BREAKOUT_BUDGET = 50_000_000  # envs/breakout/config.toml
@@ -92,6 +92,15 @@ def test_the_rule_fires_on_the_run_broken_for_it(rule):
 def test_the_rule_stays_quiet_on_a_healthy_run(rule, healthy):
     only = Diagnoser(rules={rule: RULES[rule]})
     assert fired(replay(healthy, only)) == {}
+
+
+def test_a_solved_minigrid_run_is_not_called_a_collapsed_policy():
+    """MiniGrid-Empty-Random-5x5-v0, its preset, seed 2, 100k steps: the first scored epochs
+    were already 0.59-0.85 (the quick finishers), the policy went near-deterministic as it
+    solved the env at 0.97, a gain under half of where it began."""
+    only = Diagnoser(rules={"policy_collapse": RULES["policy_collapse"]})
+    assert fired(replay("false_policy_collapse_minigrid", only)) == {}
+    assert fired(replay("false_policy_collapse_minigrid")) == {}
 
 
 @pytest.mark.parametrize("rule", FALSE_ALARMS)
