@@ -132,6 +132,10 @@ def summarize(held: HeldOut, runs: list[dict]) -> dict:
             "failed": sum(1 for r in runs if r.get("error"))}
 
 
+def _fmt(x: float) -> str:
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
 def markdown(results: dict) -> str:
     lines = ["| env | family | steps | ours: eval, median of seeds (min-max) | rl-zoo PPO "
              "(published) | verdict | error diagnoses | warnings |",
@@ -140,9 +144,9 @@ def markdown(results: dict) -> str:
         held = VALIDATION[name]
         s = entry["summary"]
         ours = "-" if s["eval_median"] is None else (
-            f"{s['eval_median']:.3g} ({s['eval_min']:.3g} to {s['eval_max']:.3g}), "
-            f"{len(s['eval'])} seeds")
-        zoo = f"{held.zoo_mean:.4g} +- {held.zoo_std:.3g}" + (
+            f"{_fmt(s['eval_median'])} ({_fmt(s['eval_min'])} to {_fmt(s['eval_max'])}), "
+            f"{len(s['eval'])} seed{'s' if len(s['eval']) != 1 else ''}")
+        zoo = f"{_fmt(held.zoo_mean)} +- {_fmt(held.zoo_std)}" + (
             f" ({held.zoo_id})" if held.zoo_id != name else "")
         lines.append(f"| {name} | {held.family} | {entry['steps']:,} | {ours} | {zoo} | "
                      f"{s['verdict']} | {', '.join(s['error_diagnoses']) or 'none'} | "
@@ -150,13 +154,24 @@ def markdown(results: dict) -> str:
     return "\n".join(lines)
 
 
-def _merge(paths: list[Path]) -> tuple[dict, list[dict]]:
+def _source(text: str) -> tuple[Path, set[str] | None]:
+    """"FILE" or "FILE@ENV,ENV": a JSON file and the envs to take from it (default: all)."""
+    path, _, envs = text.partition("@")
+    return Path(path), set(envs.split(",")) if envs else None
+
+
+def _merge(sources: list[str]) -> tuple[dict, list[dict]]:
     merged: dict = {}
     headers = []
-    for path in paths:
+    for source in sources:
+        path, only = _source(source)
         data = json.loads(path.read_text())["validation"]
-        headers.append({k: data[k] for k in ("date", "command", "machine", "commit")})
+        header = {k: data.get(k) for k in ("date", "command", "machine", "commit", "flags")}
+        header["envs"] = sorted(n for n in data["envs"] if only is None or n in only)
+        headers.append(header)
         for name, entry in data["envs"].items():
+            if only is not None and name not in only or not entry.get("runs"):
+                continue
             into = merged.setdefault(name, {"steps": entry["steps"], "runs": []})
             if into["steps"] == entry["steps"]:
                 into["runs"] += entry["runs"]
@@ -165,14 +180,15 @@ def _merge(paths: list[Path]) -> tuple[dict, list[dict]]:
     return dict(sorted(merged.items(), key=lambda kv: list(VALIDATION).index(kv[0]))), headers
 
 
-def report(paths: list[Path]) -> str:
-    results, headers = _merge(paths)
+def report(sources: list[str]) -> str:
+    results, headers = _merge(sources)
     out = [f"Validation set (held out: nothing tuned on it); the published figures: "
            f"{ZOO_BENCHMARK}."]
     for h in headers:
         m = h["machine"]
-        out.append(f"- {h['date']}, commit {h['commit']}, {m.get('cpu')} ({m.get('cores')} "
-                   f"cores): `{h['command']}`")
+        flags = f", flags `{' '.join(h['flags'])}`" if h.get("flags") else ""
+        out.append(f"- {', '.join(h['envs'])}: {h['date']}, commit {h['commit']}, "
+                   f"{m.get('cpu')} ({m.get('cores')} cores){flags}: `{h['command']}`")
     out += ["", markdown(results)]
     return "\n".join(out)
 
@@ -185,14 +201,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, default=3)
     p.add_argument("--first-seed", type=int, default=0)
     p.add_argument("--json", type=Path, help="write the runs here (after each run)")
-    p.add_argument("--report", type=Path, nargs="+", metavar="JSON",
-                   help="print the table of earlier --json files and run nothing")
+    p.add_argument("--report", nargs="+", metavar="JSON[@ENV,...]",
+                   help="print the table of earlier --json files (only the envs named after "
+                        "@) and run nothing")
     p.add_argument("--flag", action="append", default=[], metavar="FLAG=VALUE",
                    help="an extra train flag for every run, e.g. --flag "
                         "--train.adaptive-lr-kl=0 (a variant to compare)")
     args = p.parse_args(argv)
     if args.report:
-        missing = [str(path) for path in args.report if not path.exists()]
+        missing = [text for text in args.report if not _source(text)[0].exists()]
         if missing:
             p.error(f"no such file: {missing[0]}")
         print(report(args.report))
@@ -240,7 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(work_root, ignore_errors=True)
     if args.json:
         _write(args.json, out)
-        print(report([args.json]))
+        print(report([str(args.json)]))
     return 0
 
 

@@ -1,0 +1,61 @@
+"""The held-out validation benchmark: its verdict against the zoo's published figure, the
+error diagnoses it reads from a run's metrics, and the table its --report prints from JSON
+(merged across files, only the envs named after @)."""
+
+from __future__ import annotations
+
+import json
+
+from puffer_tui.benchmarks import validation
+from puffer_tui.benchmarks.learn_zoo_settings import ENVS as DEVELOPMENT
+
+
+def test_no_validation_env_is_a_development_env():
+    tuned = {env.ours for env in DEVELOPMENT.values()}
+    assert not tuned & {held.env.ours for held in validation.VALIDATION.values()}
+
+
+def test_the_verdict_reads_the_published_mean_and_std():
+    held = validation.VALIDATION["MountainCar-v0"]  # -110.4 +- 19.5
+    assert validation.verdict(-100.0, held) == "at or above"
+    assert validation.verdict(-125.0, held) == "within std"
+    assert validation.verdict(-150.0, held) == "below"
+    assert validation.verdict(None, held) == "no result"
+
+
+def test_fired_errors_are_read_from_the_run_s_metrics(tmp_path):
+    rows = [{"epoch": 1}, {"epoch": 2, "diagnoses": [
+        {"rule": "policy_collapse", "status": "fired", "severity": "error"},
+        {"rule": "env_bound", "status": "fired", "severity": "warning"}]},
+        {"epoch": 3, "diagnoses": [{"rule": "policy_collapse", "status": "cleared",
+                                     "severity": "error"}]}]
+    (tmp_path / "metrics.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
+    assert validation.fired_diagnoses(tmp_path, "error") == ["policy_collapse"]
+    assert validation.fired_diagnoses(tmp_path, "warning") == ["env_bound"]
+
+
+def _file(path, envs):
+    path.write_text(json.dumps({"validation": {
+        "date": "2026-12-02", "command": "python -m puffer_tui.benchmarks.validation",
+        "machine": {"cpu": "Some CPU", "cores": 2}, "commit": "abc1234", "flags": [],
+        "envs": envs}}))
+    return str(path)
+
+
+def _runs(*evals, errors=()):
+    return [{"seed": i, "eval": {"episode_return": e}, "error_diagnoses": list(errors)}
+            for i, e in enumerate(evals)]
+
+
+def test_the_report_merges_files_and_takes_only_the_envs_named(tmp_path):
+    a = _file(tmp_path / "a.json", {
+        "MountainCar-v0": {"steps": 1_000_000, "runs": _runs(-100.0, -105.0)},
+        "MiniGrid-Unlock-v0": {"steps": 100_000, "runs": _runs(0.1, 0.2, 0.3)}})
+    b = _file(tmp_path / "b.json", {
+        "MountainCar-v0": {"steps": 1_000_000, "runs": _runs(-200.0, errors=("policy_collapse",))}})
+    table = validation.report([f"{a}@MountainCar-v0", b])
+    line = next(row for row in table.splitlines() if row.startswith("| MountainCar-v0"))
+    assert "-105 (-200 to -100), 3 seeds" in line and "at or above" in line
+    assert "policy_collapse" in line
+    assert "MiniGrid-Unlock-v0 |" not in table
+    assert "Some CPU (2 cores)" in table
