@@ -167,7 +167,8 @@ def _merge(sources: list[str]) -> tuple[dict, list[dict]]:
         path, only = _source(source)
         data = json.loads(path.read_text())["validation"]
         header = {k: data.get(k) for k in ("date", "command", "machine", "commit", "flags")}
-        header["envs"] = sorted(n for n in data["envs"] if only is None or n in only)
+        header["envs"] = sorted(n for n, e in data["envs"].items()
+                                if (only is None or n in only) and e.get("runs"))
         headers.append(header)
         for name, entry in data["envs"].items():
             if only is not None and name not in only or not entry.get("runs"):

@@ -54,3 +54,22 @@ def test_the_readme_headline_figures_are_the_benchmark_page_s():
         ours, sb3, ratio = rows[at], rows[at + 1], rows[at + 2]
         assert [_number(x) for x in returns.split(" / ")] == [_number(ours[4]), _number(sb3[4])], env
         assert wall == ratio[6], env
+
+
+def test_the_readme_held_out_figures_are_the_validation_report_s():
+    """The README's held-out table quotes the validation report on the benchmarks page: each
+    env's median eval and the zoo's published mean, as that report prints them."""
+    text = (ROOT / "docs" / "benchmarks.md").read_text()
+    report = next(m.group("body") for m in docs_reports.BLOCK.finditer(text)
+                  if "benchmarks.validation --report" in m.group("command"))
+    rows = {cells[0]: cells for cells in ([c.strip() for c in line.strip("|").split("|")]
+                                          for line in report.splitlines() if line.startswith("| "))}
+    readme = (ROOT / "README.md").read_text()
+    table = readme[readme.index("| held-out env (steps)"):readme.index("## Documentation")]
+    quoted = [[c.strip() for c in line.strip("|").split("|")] for line in table.splitlines()
+              if line.startswith("| ") and "held-out env" not in line and "---" not in line]
+    assert len(quoted) >= 3
+    for env_cell, ours, zoo in quoted:
+        row = rows[env_cell.split(" (")[0]]
+        assert ours == row[3].split(" (")[0], env_cell
+        assert zoo == row[4].split(" +- ")[0], env_cell
