@@ -208,6 +208,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--flag", action="append", default=[], metavar="FLAG=VALUE",
                    help="an extra train flag for every run, e.g. --flag "
                         "--train.adaptive-lr-kl=0 (a variant to compare)")
+    p.add_argument("--keep-runs", type=Path, metavar="DIR",
+                   help="train under DIR and leave the run folders there (metrics.jsonl, "
+                        "checkpoints) to read afterwards; default: a temporary folder, removed")
     args = p.parse_args(argv)
     if args.report:
         missing = [text for text in args.report if not _source(text)[0].exists()]
@@ -229,7 +232,9 @@ def main(argv: list[str] | None = None) -> int:
 
     out["commit"] = repo_commit()
     print(machine_line(), file=sys.stderr)
-    work_root = Path(tempfile.mkdtemp(prefix="validation-"))
+    if args.keep_runs:
+        args.keep_runs.mkdir(parents=True, exist_ok=True)
+    work_root = Path(tempfile.mkdtemp(prefix="validation-", dir=args.keep_runs))
     try:
         for name in args.envs or VALIDATION:
             held = VALIDATION[name]
@@ -255,7 +260,8 @@ def main(argv: list[str] | None = None) -> int:
                     _write(args.json, out)
             entry["summary"] = summarize(held, entry["runs"])
     finally:
-        shutil.rmtree(work_root, ignore_errors=True)
+        if not args.keep_runs:
+            shutil.rmtree(work_root, ignore_errors=True)
     if args.json:
         _write(args.json, out)
         print(report([str(args.json)]))
