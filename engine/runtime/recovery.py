@@ -365,7 +365,7 @@ def tidy_leftovers(run_dir: Path) -> None:
     """What a killed engine left behind: loose permissions of an older run dir, temp files
     of an interrupted checkpoint, forkserver sockets in the temp directory."""
     # lazy: pulls gymnasium, the vectorizer, which this module does not load
-    from puffer_tui.engine.vec.mp.lifecycle import remove_stale_forkserver_dirs
+    from puffer_tui.engine.vec.mp.worker_exit import remove_stale_forkserver_dirs
 
     rd.restrict_permissions(run_dir)
     directory = ckpt.checkpoint_dir(run_dir)

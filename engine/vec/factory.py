@@ -35,11 +35,11 @@ def make(
             )
         return Serial(env_creator, num_envs=num_envs, seed=seed, **kwargs)
     if backend == "multiprocessing":
-        # cycle: importing engine.vec.mp.backend loads this module
-        from puffer_tui.engine.vec.mp.backend import Multiprocessing as Pool
+        # cycle: importing engine.vec.mp.mp_backend loads this module
+        from puffer_tui.engine.vec.mp.mp_backend import Multiprocessing as Pool
     elif backend == "ray":  # Ray is an optional extra: imported only when chosen
-        # cycle: importing engine.vec.ray.backend loads this module
-        from puffer_tui.engine.vec.ray.backend import RayVec as Pool
+        # cycle: importing engine.vec.ray.ray_backend loads this module
+        from puffer_tui.engine.vec.ray.ray_backend import RayVec as Pool
     else:
         raise ValueError(f"unknown backend {backend!r}; choose one of: {', '.join(BACKENDS)}")
     # the two worker pools take the same arguments

@@ -7,8 +7,8 @@ until send() gives it the batch's actions. A backend says how to talk to its wor
 `_outstanding()`, `_wait(satisfied, workers)`, `_start_reset(w)`, `_start_steps(held,
 actions)`, `_frame(w, local)`, `_env_states()`, `_restore(parts, buffers)`, `_release()`.
 
-Tested in: tests/engine/vec/test_backends_conformance.py, tests/engine/vec/mp/test_backend.py,
-tests/engine/vec/ray/test_backend.py"""
+Tested in: tests/engine/vec/test_backends_conformance.py, tests/engine/vec/mp/test_mp_backend.py,
+tests/engine/vec/ray/test_ray_backend.py"""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """How num_envs, num_workers and batch_size fit together, with errors that say what to pick.
 
-Tested in: tests/engine/vec/mp/test_backend.py, tests/engine/algo/test_core_count.py"""
+Tested in: tests/engine/vec/mp/test_mp_backend.py, tests/engine/algo/test_core_count.py"""
 
 from __future__ import annotations
 

@@ -7,7 +7,7 @@ worker that stops answering is first sent DUMP_SIGNAL, on which faulthandler wri
 thread's stack into the same file (from the signal handler itself, so even an env stuck in
 C code gets its Python stack dumped), then it is killed.
 
-Tested in: tests/engine/vec/mp/test_backend_crashes.py"""
+Tested in: tests/engine/vec/mp/test_mp_backend_crashes.py"""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ While busy, the worker sends a heartbeat (ALIVE) whenever its env reports a unit
 longest silence as it grows ("pace"): the main process sets its hang limit from these
 (engine/vec/mp/hang_limit.py).
 
-Tested in: tests/engine/vec/mp/test_backend.py, tests/engine/vec/mp/test_backend_crashes.py,
+Tested in: tests/engine/vec/mp/test_mp_backend.py, tests/engine/vec/mp/test_mp_backend_crashes.py,
 tests/engine/vec/mp/test_hang_limit.py"""
 
 from __future__ import annotations

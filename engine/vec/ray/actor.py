@@ -1,12 +1,12 @@
 """The Ray actor of the `ray` vec backend: one block of envs stepped together per call.
 
-A plain class (no Ray import here): engine/vec/ray/backend.py turns it into an actor with
+A plain class (no Ray import here): engine/vec/ray/ray_backend.py turns it into an actor with
 `ray.remote`. It owns `num_envs` envs built by the same creator the other backends get,
 writing into its own buffers; every call steps (or resets) the whole block and returns the
 rows as numpy arrays, which Ray ships through its object store (out-of-band pickle buffers,
 read without a copy on the caller's side). One remote call per block and step, never per env.
 
-Tested in: tests/engine/vec/ray/test_backend.py"""
+Tested in: tests/engine/vec/ray/test_ray_backend.py"""
 
 from __future__ import annotations
 

@@ -148,7 +148,7 @@ def test_engine_files_are_created_owner_only(tmp_path):
 def test_forkserver_dirs_of_killed_engines_are_removed_and_live_ones_kept(tmp_path):
     import socket
 
-    from puffer_tui.engine.vec.mp.lifecycle import STALE_AFTER_S, remove_stale_forkserver_dirs
+    from puffer_tui.engine.vec.mp.worker_exit import STALE_AFTER_S, remove_stale_forkserver_dirs
 
     def listener(name):
         directory = tmp_path / name

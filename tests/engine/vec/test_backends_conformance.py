@@ -6,8 +6,8 @@ calls, bad actions, a crashing env, saved state, and close() leaving no process 
 memory behind. Where a backend's contract differs by design (serial runs envs in this process,
 so an env's exception reaches the caller as itself, not as a WorkerError), the test says so.
 The backends' own features (pools that return part of the batch, a cluster of two nodes,
-crash logs of a segfaulting worker) have their own modules (mp/test_backend.py,
-ray/test_backend.py, mp/test_backend_crashes.py). The Ray cases share one local Ray for the
+crash logs of a segfaulting worker) have their own modules (mp/test_mp_backend.py,
+ray/test_ray_backend.py, mp/test_mp_backend_crashes.py). The Ray cases share one local Ray for the
 module, and skip, naming the install, when Ray is missing.
 """
 
@@ -43,7 +43,7 @@ def local_ray():
     ray.cloudpickle.register_pickle_by_value(crashy_env)
     # Every RAY_ variable is put back after: the backend sets some for a Ray it would start
     # (RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0), and left set, that one makes a later `ray start`
-    # of a second node refuse (tests/engine/vec/ray/test_backend.py's cluster).
+    # of a second node refuse (tests/engine/vec/ray/test_ray_backend.py's cluster).
     saved = {k: v for k, v in os.environ.items() if k.startswith("RAY_")}
     os.environ.update(RAY_ENV)
     os.environ.pop("RAY_ADDRESS", None)

@@ -26,7 +26,7 @@ from puffer_tui.engine.vec.errors import WorkerError
 from puffer_tui.engine.vec.pool_base import WorkerPool
 from puffer_tui.engine.vec.ray import session as ray_session
 from puffer_tui.engine.vec.ray.actor import RESULT_BUFFERS, EnvBlock
-from puffer_tui.engine.vec.ray.lifecycle import shutdown_actors, worker_error
+from puffer_tui.engine.vec.ray.actor_exit import shutdown_actors, worker_error
 from puffer_tui.engine.vec.ray.worker_rates import WorkerRates
 from puffer_tui.engine.vec.sizing import plan_workers
 

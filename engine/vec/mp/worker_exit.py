@@ -1,6 +1,6 @@
 """Ending worker processes: politely, then firmly, always reaped (no zombies).
 
-Tested in: tests/engine/vec/mp/test_backend_crashes.py, tests/engine/shared/test_run_dir.py
+Tested in: tests/engine/vec/mp/test_mp_backend_crashes.py, tests/engine/shared/test_run_dir.py
 (stale forkserver dirs)"""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Ending the Ray backend's actors, and turning Ray's errors into WorkerErrors.
 
-Tested in: tests/engine/vec/ray/test_backend.py"""
+Tested in: tests/engine/vec/ray/test_ray_backend.py"""
 
 from __future__ import annotations
 
