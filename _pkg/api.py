@@ -72,7 +72,7 @@ class TrainingError(RuntimeError):
 def __getattr__(name: str):
     if name == "ExportError":  # the exporter's own error, without loading torch for it
         # lazy: pulls torch, which importing puffer_tui does not load
-        from puffer_tui.engine.evaluation.export import ExportError
+        from puffer_tui.engine.evaluation.policy_export import ExportError
 
         return ExportError
     raise AttributeError(f"module 'puffer_tui.api' has no attribute {name!r}")
@@ -82,7 +82,7 @@ def export_format(path: str | os.PathLike, format: str | None = None) -> str:
     """"onnx" or "torchscript": the format asked for, or the one the file's suffix names
     (.onnx, .pt); ExportError says what to do otherwise."""
     # lazy: pulls torch, which importing puffer_tui does not load
-    from puffer_tui.engine.evaluation.export import format_for
+    from puffer_tui.engine.evaluation.policy_export import format_for
 
     return format_for(path, format)
 
@@ -614,7 +614,7 @@ class Policy:
         """One ONNX or TorchScript file mapping observations to actions (and the value),
         normalization and the deterministic choice included; see `puffer-tui export`."""
         # lazy: pulls the exporter (and onnx), which importing puffer_tui does not load
-        from puffer_tui.engine.evaluation.export import export
+        from puffer_tui.engine.evaluation.policy_export import export
 
         return export(self.module, path, format)
 

@@ -5,7 +5,7 @@
 
 The file maps observations (as the env gives them, batched) to the env's actions, with the
 run's observation normalization and the deterministic action choice inside it; an LSTM
-policy takes and returns its state (engine/evaluation/export.py says the inputs and outputs).
+policy takes and returns its state (engine/evaluation/policy_export.py says the inputs and outputs).
 It calls the Python API (`puffer_tui.load(...).export(...)`), as a script would.
 """
 

@@ -18,7 +18,7 @@ estimate, handy to check a port).
 ONNX goes through torch's TorchScript-based exporter (`dynamo=False`): the policy's graph is
 small and static, and that exporter needs no package beyond `onnx`. Both formats are traced
 with a batch of the observation space's own samples, and the batch dimension stays dynamic.
-Tested in: tests/engine/evaluation/test_export.py (parity with `Policy.act` under
+Tested in: tests/engine/evaluation/test_policy_export.py (parity with `Policy.act` under
 onnxruntime and torch.jit.load, for discrete, continuous, image and LSTM policies).
 """
 

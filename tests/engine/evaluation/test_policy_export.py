@@ -1,4 +1,4 @@
-"""Exported policies (engine/evaluation/export.py) choose the actions `eval` chooses.
+"""Exported policies (engine/evaluation/policy_export.py) choose the actions `eval` chooses.
 
 For a discrete (CartPole), a continuous normalized (MuJoCo's Hopper), an image (Atari's CNN)
 and an LSTM policy: 1,000 observations recorded by playing the env are fed to the policy
@@ -16,7 +16,7 @@ import pytest
 import torch
 
 from puffer_tui.engine.algo.policy import make_policy
-from puffer_tui.engine.evaluation.export import ExportError, export, format_for
+from puffer_tui.engine.evaluation.policy_export import ExportError, export, format_for
 from puffer_tui.engine.shared.config import load_config
 from puffer_tui.envs import env_class, make
 
