@@ -1,6 +1,6 @@
 """The doctor's autopilot (`train.autopilot`, off by default; the dashboard's `A` toggles it):
 the live fixes the diagnoses propose are applied by themselves. Pure: fed each epoch's
-fired messages and signals, it says which changes to make; engine/diagnosis/doctor.py sends
+fired messages and signals, it says which changes to make; engine/diagnosis/epoch_diagnosis.py sends
 each as the `set` a person would send (checked once by the schema, applied at the epoch's
 end) and logs it as an event with its evidence and how to undo it.
 

@@ -6,7 +6,7 @@ run's current settings (`ctx`: env_name, learning_rate, ent_coef, gamma, max_gra
 normalize_rewards, normalize_observations, entropy_max, num_workers, total_timesteps). It returns a Finding
 while its condition holds, None otherwise; `active` says whether it has fired already, so
 a rule may keep holding on a looser threshold than the one that fired it (no flicker).
-engine/diagnosis/doctor.py runs them after each epoch, fires and clears them and makes the
+engine/diagnosis/epoch_diagnosis.py runs them after each epoch, fires and clears them and makes the
 protocol's `diagnosis` messages. No torch and no Textual here: the rules are plain
 arithmetic on numbers, tested on rows recorded from real runs (tests/fixtures/diagnosis/).
 
@@ -255,7 +255,7 @@ def critic_blind(history, ctx, active):
     explained variance noise (-5 on a solved CartPole or password): not a blind critic."""
     n = 3 if active else 15
     ev = _last(history, "explained_variance", n)
-    # the spread is measured only in epochs under 0.1 (engine/diagnosis/doctor.py): holding
+    # the spread is measured only in epochs under 0.1 (engine/diagnosis/epoch_diagnosis.py): holding
     # does not read it, or the first epoch at 0.1 would clear it (and the next refire it)
     spread = [] if active else _last(history, "return_spread", n)
     if ev is None or spread is None or int(history[-1].get("epoch", 0)) < 20:

@@ -1,7 +1,7 @@
 """The diagnoses of one run: which rules (engine/diagnosis/rules.py) have fired, cleared or been
 silenced, and the protocol's `diagnosis` messages saying so. Pure: fed one epoch's signals
 and settings at a time, so tests replay epochs recorded from real runs through it exactly
-as the engine does (engine/diagnosis/doctor.py measures the signals in the engine).
+as the engine does (engine/diagnosis/epoch_diagnosis.py measures the signals in the engine).
 
 A rule fires once, when its condition starts to hold, and is cleared when it stops; a
 silenced rule says nothing more in this run (an active one is cleared as it is silenced).

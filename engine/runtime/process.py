@@ -42,7 +42,7 @@ from pathlib import Path
 
 from puffer_tui.engine.algo.distributed import World, is_peer_failure, rank_event_log
 from puffer_tui.engine.algo.epoch_cut import EpochCut
-from puffer_tui.engine.diagnosis.doctor import Doctor
+from puffer_tui.engine.diagnosis.epoch_diagnosis import Doctor
 from puffer_tui.engine.evaluation.periodic_eval import PeriodicEval
 from puffer_tui.engine.runtime.commands import Command, CommandQueue
 from puffer_tui.engine.runtime.control_server import PROTOCOL_VERSION, ControlServer
@@ -107,7 +107,7 @@ class Engine:
         self.evaluation: PeriodicEval | None = None  # rank 0's, built with the trainer
         self.server: ControlServer | None = None
         self.telemetry: Telemetry | None = None
-        self.doctor: Doctor | None = None  # rank 0's diagnosis (engine/diagnosis/doctor.py)
+        self.doctor: Doctor | None = None  # rank 0's diagnosis (engine/diagnosis/epoch_diagnosis.py)
         self.started = time.time()
         self.error: str | None = None
         # what ended the training, kept for a caller in this process (puffer_tui.train with

@@ -115,7 +115,7 @@ def test_the_observation_scan_runs_every_third_epoch_at_least_when_over_budget()
 
     import torch
 
-    from puffer_tui.engine.diagnosis.doctor import Doctor
+    from puffer_tui.engine.diagnosis.epoch_diagnosis import Doctor
 
     segments, horizon = 8, 16
     buffer = types.SimpleNamespace(
