@@ -45,8 +45,8 @@ from puffer_tui.engine.shared.config import ConfigError, load_config, schema
 from puffer_tui.engine.shared.protocol import LIVE_STATES
 from puffer_tui.engine.shared.run_dir import list_runs, run_info, runs_root
 from puffer_tui.screens.confirm import ChoiceDialog
-from puffer_tui.screens.launcher import autotune
-from puffer_tui.screens.launcher.branch import (
+from puffer_tui.screens.launcher import launcher_autotune
+from puffer_tui.screens.launcher.branch_form import (
     BRANCH_FORM,
     BranchBaseRead,
     BranchPrepared,
@@ -419,7 +419,7 @@ class LauncherScreen(Screen):
         runs.border_subtitle = (f"{len(self.marked)} marked  ctrl+o: compare" if self.marked
                                 else "Enter: open  space: mark")
 
-    # -- the branch form (screens/launcher/branch.py: its workers and their messages) ----------
+    # -- the branch form (screens/launcher/branch_form.py: its workers and their messages) -----
 
     def on_runs_list_branch_requested(self, message: RunsList.BranchRequested) -> None:
         """`b` in the runs list: the branch form of the highlighted run, once its latest
@@ -493,7 +493,7 @@ class LauncherScreen(Screen):
             return
         self.post_message(nav.OpenCompare([Path(m) for m in self.marked]))
 
-    # -- autotune (screens/launcher/autotune.py: its worker and its messages) -----------------
+    # -- autotune (screens/launcher/launcher_autotune.py: its worker and its messages) --------
 
     def action_autotune(self) -> None:
         """Autotune the env whose form is shown (~30 s in a subprocess, off the UI thread);
@@ -507,20 +507,21 @@ class LauncherScreen(Screen):
         except ConfigError as e:
             self.notify(str(e), severity="error", markup=False)
             return
-        self.notify(autotune.starting(form.env_name), title="Autotune")
-        self.run_worker(partial(autotune.autotune_in_thread, self, form.env_name, overrides),
+        self.notify(launcher_autotune.starting(form.env_name), title="Autotune")
+        self.run_worker(partial(launcher_autotune.autotune_in_thread, self, form.env_name,
+                                overrides),
                         thread=True, group="autotune", exclusive=True)
 
-    def on_autotune_finished(self, message: autotune.AutotuneFinished) -> None:
+    def on_autotune_finished(self, message: launcher_autotune.AutotuneFinished) -> None:
         forms = self.query(OverrideForm)
         if not forms or forms.first().env_name != message.env_name:  # another env chosen since
             self.notify(f"autotune of {message.env_name} done, but another env is chosen now: "
-                        f"{autotune.summary(message.outcome)}", title="Autotune")
+                        f"{launcher_autotune.summary(message.outcome)}", title="Autotune")
             return
-        autotune.fill_form(forms.first(), autotune.vec_texts(message.outcome))
-        self.notify(autotune.summary(message.outcome), title="Autotune", timeout=10)
+        launcher_autotune.fill_form(forms.first(), launcher_autotune.vec_texts(message.outcome))
+        self.notify(launcher_autotune.summary(message.outcome), title="Autotune", timeout=10)
 
-    def on_autotune_failed(self, message: autotune.AutotuneFailed) -> None:
+    def on_autotune_failed(self, message: launcher_autotune.AutotuneFailed) -> None:
         self.notify(message.error, title="Autotune failed", severity="error", markup=False)
 
     def action_help(self) -> None:

@@ -66,7 +66,7 @@ def test_a_served_branch_may_not_add_an_import(tmp_path, monkeypatch):
 
 
 def test_autotune_from_a_served_launcher_refuses_a_code_spec(monkeypatch):
-    from puffer_tui.screens.launcher.autotune import AutotuneError, run_autotune
+    from puffer_tui.screens.launcher.launcher_autotune import AutotuneError, run_autotune
 
     monkeypatch.setenv(CODE_SPECS_ENV_VAR, "1")
     with pytest.raises(AutotuneError, match="may not choose code to run"):

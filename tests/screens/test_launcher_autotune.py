@@ -5,7 +5,7 @@ from textual.app import App
 
 from puffer_tui.app.widgets.override_form import OverrideForm
 from puffer_tui.engine.shared.config import load_config, schema
-from puffer_tui.screens.launcher.autotune import (
+from puffer_tui.screens.launcher.launcher_autotune import (
     AutotuneError,
     autotune_argv,
     fill_form,
@@ -71,7 +71,7 @@ async def test_the_best_layout_fills_the_vec_fields():
 async def test_ctrl_t_in_the_launcher_autotunes_the_selected_env(tmp_path, monkeypatch):
     from puffer_tui.app.app import PufferApp
     from puffer_tui.app.widgets.override_form import OverrideRow
-    from puffer_tui.screens.launcher import autotune as launcher_autotune
+    from puffer_tui.screens.launcher import launcher_autotune
     from tests.app.test_app_engine import until
 
     monkeypatch.setattr(launcher_autotune, "AUTOTUNE_SECONDS", 3)

@@ -1,8 +1,8 @@
 """The launcher's branch form and autotune, driven by the messages their workers post
-(screens/launcher/branch.py, screens/launcher/autotune.py) and handled by LauncherScreen:
-the checks run off the UI thread, and what arrives late does not undo what the person did
-meanwhile. No engine runs here: the checkpoint reading and the run dir writing are stood in
-for (tests/screens/test_launcher_branch.py branches a real run)."""
+(screens/launcher/branch_form.py, screens/launcher/launcher_autotune.py) and handled by
+LauncherScreen: the checks run off the UI thread, and what arrives late does not undo what the
+person did meanwhile. No engine runs here: the checkpoint reading and the run dir writing are
+stood in for (tests/screens/test_branch_form.py branches a real run)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from engine_harness import make_run
 from puffer_tui.app.app import PufferApp
 from puffer_tui.app.widgets.override_form import OverrideForm
 from puffer_tui.engine.shared import config as cfg
-from puffer_tui.screens.launcher import branch as launcher_branch
-from puffer_tui.screens.launcher.autotune import AutotuneFailed, AutotuneFinished
+from puffer_tui.screens.launcher import branch_form
+from puffer_tui.screens.launcher.launcher_autotune import AutotuneFailed, AutotuneFinished
 from puffer_tui.screens.launcher.screen import LauncherScreen
 from tests.app.test_app_engine import until
 
@@ -59,7 +59,7 @@ def stand_in_base(monkeypatch, tmp_path, gate: threading.Event | None = None):
             assert gate.wait(30)
         return checkpoint, cfg.load_config("squared")
 
-    monkeypatch.setattr(launcher_branch, "branch_base", base)
+    monkeypatch.setattr(branch_form, "branch_base", base)
     return checkpoint
 
 
@@ -109,7 +109,7 @@ async def test_a_second_ctrl_s_while_the_branch_is_written_starts_nothing(
         assert gate.wait(30)
         return tmp_path / "the-branch"
 
-    monkeypatch.setattr(launcher_branch, "prepare_branch", prepare)
+    monkeypatch.setattr(branch_form, "prepare_branch", prepare)
     app = RecordingApp(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         launcher = await ready(pilot, app)
@@ -133,9 +133,9 @@ async def test_a_refused_branch_shows_why_on_its_form(tmp_path, monkeypatch):
     checkpoint = stand_in_base(monkeypatch, tmp_path)
 
     def refuse(source, overrides, runs_root):
-        raise launcher_branch.RunRefused("train.hidden_size differs: [train] cannot change")
+        raise branch_form.RunRefused("train.hidden_size differs: [train] cannot change")
 
-    monkeypatch.setattr(launcher_branch, "prepare_branch", refuse)
+    monkeypatch.setattr(branch_form, "prepare_branch", refuse)
     app = RecordingApp(tmp_path)
     async with app.run_test(size=(100, 30)) as pilot:
         launcher = await ready(pilot, app)
