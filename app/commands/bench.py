@@ -6,7 +6,8 @@ import functools
 import importlib
 import sys
 
-# bench kind -> (module in puffer_tui.benchmarks, help)
+# bench kind -> its help; each kind is the module puffer_tui.benchmarks.<kind>, or the one
+# MODULES names
 KINDS = {
     "envs": "single-core agent-steps/second of every env, with pre-generated random actions",
     "train": "training agent-steps/second of the real Trainer, with its timing breakdown",
@@ -16,12 +17,16 @@ KINDS = {
              "tuned settings, env by env",
 }
 
+# kinds whose module is named for what it measures: no two modules of the package share a name
+# (tests/test_module_names.py), and `envs` is also the command app/commands/envs.py
+MODULES = {"envs": "env_speed"}
+
 
 def add_parser(sub, name, help_text):
     p = sub.add_parser(name, help=help_text, description=help_text)
     kinds = p.add_subparsers(dest="kind", metavar="KIND", required=True)
     for kind, kind_help in KINDS.items():
-        module = importlib.import_module(f"puffer_tui.benchmarks.{kind}")
+        module = importlib.import_module(f"puffer_tui.benchmarks.{MODULES.get(kind, kind)}")
         kp = kinds.add_parser(kind, help=kind_help, description=kind_help)
         module.add_arguments(kp)
         kp.set_defaults(run=functools.partial(_bad_input_exits_2, module.run))
