@@ -4,7 +4,8 @@ Three directions, one vocabulary:
 - link -> app: the reader thread (and the connect and request workers) post `Telemetry`,
   `EngineEvent`, `Frame`, `Linked`, `LinkLost` and `Replied` to the app; the app folds them
   into its TelemetryStore. A message carries the link it came from, so one that arrives
-  after the app moved to another run is recognised and dropped.
+  after the app moved to another run is recognised and dropped. A sweep driver's link posts
+  `SweepStatus` to the sweep view the same way.
 - app -> screens: `RunChanged`, `LinkStateChanged`, `RenderEnvChanged` and `Replied` are
   posted to the screens, which set their reactives from them (they do not bubble back up).
 - screens -> app: `EngineRequest` and `RenderEnvStep` bubble up from a screen to the app,
@@ -91,8 +92,30 @@ class LinkLost(LinkMessage):
     reason: str
 
 
+@dataclass(eq=False)
+class SweepStatus(LinkMessage):
+    """A sweep driver's snapshot (engine/sweep/snapshot.py), posted to the sweep view: the
+    driver's answer to `subscribe` and each snapshot it pushes after it (`link`: the view's
+    connection to the driver), or status.json while no driver answers (`link` None: the
+    sweep has ended, or its driver died or has not started yet)."""
+
+    snapshot: dict
+
+    @property
+    def live(self) -> bool:
+        return self.link is not None
+
+    @classmethod
+    def from_push(cls, link, push: dict) -> SweepStatus:
+        return cls(link, {k: v for k, v in push.items() if k != "type"})
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, SweepStatus)  # the newest snapshot holds everything
+
+
 PUSH_MESSAGES = {MessageType.TELEMETRY: Telemetry, MessageType.EVENT: EngineEvent,
-                 MessageType.FRAME: Frame, MessageType.DIAGNOSIS: Diagnosis}
+                 MessageType.FRAME: Frame, MessageType.DIAGNOSIS: Diagnosis,
+                 MessageType.SWEEP: SweepStatus.from_push}
 
 
 def message_for_push(link, push: dict) -> LinkMessage | None:
@@ -167,18 +190,3 @@ class LinkStateChanged(Message, bubble=False):
 @dataclass(eq=False)
 class RenderEnvChanged(Message, bubble=False):
     index: int
-
-
-# -- a sweep driver's status (its socket answers requests; the sweep view asks once a second) --
-
-
-@dataclass(eq=False)
-class SweepStatus(Message, bubble=False):
-    """The driver's snapshot (engine/sweep/snapshot.py); `live` is False when it came from
-    status.json because no driver answers (the sweep has ended, or its driver died)."""
-
-    snapshot: dict
-    live: bool
-
-    def can_replace(self, message: Message) -> bool:
-        return isinstance(message, SweepStatus)

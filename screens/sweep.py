@@ -2,9 +2,13 @@
 matter, and keys to steer it — open a running trial's dashboard, prune it, pause launching,
 add a trial, stop the sweep.
 
-The driver only answers requests, so a worker asks for its status once a second and posts
-it here as a `SweepStatus` message (a newer one replaces one not yet handled). Steering
-commands go to the driver's socket from a worker; its answer comes back as `Replied`.
+A worker connects to the driver's socket and sends `subscribe`: the driver answers with its
+snapshot and then pushes each new one (a trial started, reported or ended, launching paused
+or resumed), which the connection's reader thread posts here as a `SweepStatus` message (a
+newer one replaces one not yet handled). No status is asked for again. While no driver
+answers (it is starting, the sweep has ended, the driver died) the view shows status.json
+and the worker tries to connect again every RECONNECT_EVERY_S. Steering commands go over the
+same connection from a worker; the driver's answer comes back as `Replied`.
 """
 
 from __future__ import annotations
@@ -24,16 +28,18 @@ from textual.worker import get_current_worker
 
 from puffer_tui.app import link_messages as lm
 from puffer_tui.app import navigation as nav
+from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.widgets.format import duration, metric
 from puffer_tui.app.widgets.importance_bars import ImportanceBars
 from puffer_tui.app.widgets.sweep_plot import SweepPlot
 from puffer_tui.app.widgets.trial_table import TrialTable
 from puffer_tui.engine.shared import sweep_settings as st
 from puffer_tui.engine.shared.protocol import FINAL_STATES, RunState
-from puffer_tui.engine.shared.sweep_control import ControlError, request
 from puffer_tui.screens.confirm import ChoiceDialog
 
-STATUS_EVERY_S = 1.0
+RECONNECT_EVERY_S = 1.0  # while no driver answers
+CONNECT_TIMEOUT_S = 3.0
+CANCEL_CHECK_S = 0.5  # how soon the worker notices the view has gone (its link is closed then)
 REQUEST_TIMEOUT_S = 6.0  # the driver answers steering between two looks at its trials
 STEERING = ("prune", "pause", "resume", "add", "stop")
 
@@ -72,6 +78,7 @@ class SweepScreen(Screen):
         self.sweep_dir = Path(sweep_dir)
         self.snapshot: dict = {}
         self.live = False
+        self.driver_link: EngineClient | None = None  # subscribed to the driver's snapshots
         self._state = ""
 
     def compose(self) -> ComposeResult:
@@ -84,22 +91,58 @@ class SweepScreen(Screen):
 
     def on_mount(self) -> None:
         self._show_header()
-        self._watch_status()
+        self._follow_driver()
 
-    # -- the driver's status ----------------------------------------------------------------
+    def on_unmount(self) -> None:
+        link = self.driver_link
+        if link is not None:
+            link.close()  # wakes the worker, which then ends
+
+    # -- the driver's snapshots -------------------------------------------------------------
 
     @work(thread=True, exclusive=True, group="sweep-status")
-    def _watch_status(self) -> None:
+    def _follow_driver(self) -> None:
         worker = get_current_worker()
         sock = self.sweep_dir / st.SOCKET_FILE
+        shown = None  # what was last posted from status.json since the link was lost
         while not worker.is_cancelled:
-            try:
-                self.post_message(lm.SweepStatus(request(sock, "status", timeout=3.0), True))
-            except ControlError:
-                saved = self._read_status_file()
-                if saved is not None:
-                    self.post_message(lm.SweepStatus(saved, False))
-            time.sleep(STATUS_EVERY_S)
+            link = self._subscribe(sock)
+            if link is not None:
+                self.driver_link = link
+                while not link.closed.wait(CANCEL_CHECK_S) and not worker.is_cancelled:
+                    pass
+                self.driver_link = None
+                link.close()
+                shown = None
+            # the driver's last word (or, before it wrote one, the last snapshot), not live
+            saved = self._read_status_file() or self.snapshot
+            if saved != shown:
+                self.post_message(lm.SweepStatus(None, saved))
+                shown = saved
+            time.sleep(RECONNECT_EVERY_S)
+
+    def _subscribe(self, sock: Path) -> EngineClient | None:
+        """Connect, subscribe and post the driver's snapshot; from then on the link's reader
+        thread posts every pushed one. None when no driver answers."""
+        link = None
+        try:
+            link = EngineClient.connect(sock, timeout=CONNECT_TIMEOUT_S)
+            reply = link.call("subscribe", timeout=CONNECT_TIMEOUT_S)
+        except EngineClientError:
+            if link is not None:
+                link.close()
+            return None
+        self.post_message(lm.SweepStatus(link, {k: v for k, v in reply.items()
+                                                if k not in ("id", "ok")}))
+        # pushes that came after the reply are handed over first, in order
+        link.subscribe(lambda push: self._pushed(link, push), lambda reason: None)
+        return link
+
+    def _pushed(self, link: EngineClient, push: dict) -> None:
+        """On the link's reader thread: a pushed snapshot, posted as a typed message."""
+        message = lm.message_for_push(link, push)
+        if isinstance(message, lm.SweepStatus):
+            self.post_message(message)
 
     def _read_status_file(self) -> dict | None:
         try:
@@ -214,10 +257,15 @@ class SweepScreen(Screen):
 
     @work(thread=True, group="sweep-requests")
     def _send(self, cmd: str, args: dict) -> None:
-        try:
-            reply = request(self.sweep_dir / st.SOCKET_FILE, cmd, args, timeout=REQUEST_TIMEOUT_S)
-        except ControlError as e:
-            reply = {"ok": False, "error": str(e)}
+        link = self.driver_link
+        if link is None:
+            reply = {"ok": False, "error": f"no sweep driver answers on "
+                                           f"{self.sweep_dir / st.SOCKET_FILE}"}
+        else:
+            try:
+                reply = link.request(cmd, timeout=REQUEST_TIMEOUT_S, **args)
+            except EngineClientError as e:
+                reply = {"ok": False, "error": f"the sweep driver did not answer: {e}"}
         self.post_message(lm.Replied(cmd, args, reply))
 
     @on(lm.Replied)

@@ -1,10 +1,10 @@
-"""The control server: an asyncio unix-socket server running in its own thread.
+"""The engine's control server: the protocol's LineServer (engine/shared/line_server.py, its
+own thread, the 0600 socket RUN_DIR/control.sock, limits, error replies) serving one engine.
 
-It accepts up to MAX_CLIENTS clients on RUN_DIR/control.sock (mode 0600), reads newline-delimited
-JSON requests (each at most 1 MiB), validates them, answers `hello`/`status`/`render` itself
-and queues `pause`/`resume`/`set`/`checkpoint`/`stop` for the trainer (engine/runtime/commands.py),
-whose replies it forwards. It pushes telemetry to every client at `rate_hz`, events as they
-happen, and frames to the clients that asked. See docs/protocol.md.
+It answers `hello`/`status`/`render` itself and queues `pause`/`resume`/`set`/`checkpoint`/
+`stop`/`diagnosis` for the trainer (engine/runtime/commands.py), whose replies it forwards. It
+pushes telemetry to every client at `rate_hz`, events as they happen, and frames to the
+clients that asked. See docs/protocol.md.
 
 Nothing a client sends can stall the trainer: the server never waits on the main thread, a
 slow client gets pushes dropped rather than buffered without bound, and every bad message
@@ -15,49 +15,35 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from puffer_tui.engine.runtime.commands import Command, CommandQueue
-from puffer_tui.engine.runtime.connection_tracker import ConnectionTracker, TrackedStreamProtocol
 from puffer_tui.engine.runtime.frame_source import FrameSource, frame_key
 from puffer_tui.engine.runtime.run_control import RunControl
+from puffer_tui.engine.shared.line_server import MAX_CLIENTS, Client, LineServer, ServerError
 from puffer_tui.engine.shared.protocol import (
+    COMMANDS,
     MAX_MESSAGE,
     PROTOCOL_VERSION,
     MessageType,
-    RequestError,
     check_render,
     check_render_fps,
     check_render_policy,
     check_render_view,
     check_set,
     encode,
-    error_reply,
     frame_message,
-    oversized_reply,
-    parse_request,
 )
-from puffer_tui.engine.shared.run_dir import socket_answers, unix_address
 
-__all__ = ["PROTOCOL_VERSION", "ControlServer", "ServerError"]
+__all__ = ["MAX_CLIENTS", "MAX_MESSAGE", "PROTOCOL_VERSION", "ControlServer", "ServerError"]
 
 TICK = 1 / 15  # frame cadence; telemetry goes out every few ticks
-PUSH_BACKLOG_LIMIT = 4 << 20  # a client this far behind misses pushes (replies still go)
-CLIENT_BACKLOG_LIMIT = 16 << 20  # ...and this far behind is disconnected
-MAX_CLIENTS = 32  # more are refused: with the limit above, at most 512 MiB of send buffers
 
 
-class ServerError(RuntimeError):
-    """The server could not start (e.g. another engine already serves this run)."""
-
-
-class _Client:
+class _Client(Client):
     def __init__(self, writer: asyncio.StreamWriter):
-        self.writer = writer
+        super().__init__(writer)
         self.render_env: int | None = None
         self.render_view = "env"  # "obs": the observation drawn as an image
         self.frame_interval = 0.0  # seconds between two frames sent to this client, at least
@@ -65,11 +51,9 @@ class _Client:
         self.frame_seq = 0
         self.policy = False  # frames carry the policy's view of the step
         self.saliency: str | None = None  # ...and its saliency ("action", "value")
-        self.pending: set = set()  # ids of queued requests not yet answered
-        self.closed = False
 
 
-class ControlServer:
+class ControlServer(LineServer):
     """Serve the control protocol for one engine. Requests go to `commands`; `state` gives
     the run state for hello; `frames` is told which envs clients render and is read for the
     frames to push; `hello_fn()` -> the static hello fields; `telemetry_fn()` -> a telemetry
@@ -89,7 +73,7 @@ class ControlServer:
     ):
         if not 4.0 <= rate_hz <= 10.0:
             raise ValueError(f"telemetry rate must be in [4, 10] Hz, got {rate_hz}")
-        self.path = Path(path)
+        super().__init__(path, COMMANDS, "engine", tick=TICK)
         self.commands = commands
         self.state = state
         self.frames = frames
@@ -98,181 +82,31 @@ class ControlServer:
         self.env_name = env_name
         self.num_envs = num_envs
         self.telemetry_every = max(1, round(1 / (rate_hz * TICK)))
-        self._clients: set[_Client] = set()
-        self._connections = ConnectionTracker()  # some never reach _serve_client
-        self._closing = False  # set by _shutdown: a connection served from now on is closed
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
-        self._ready = threading.Event()
-        self._stopping: asyncio.Event | None = None
-        self._main_task: asyncio.Task | None = None
-        self._server: asyncio.AbstractServer | None = None
-        self._listener: socket.socket | None = None
-        self._error: BaseException | None = None
+        self._ticks = 0
 
-    # -- lifecycle (main thread) -------------------------------------------------------------
+    def new_client(self, writer: asyncio.StreamWriter) -> _Client:
+        return _Client(writer)
 
-    def start(self, timeout: float = 10.0) -> None:
-        sock = self._bind()
-        self._thread = threading.Thread(target=self._run, args=(sock,), name="control-server",
-                                        daemon=True)
-        self._thread.start()
-        if not self._ready.wait(timeout):
-            raise ServerError("control server did not start")
-        if self._error is not None:
-            raise ServerError(f"control server failed to start: {self._error}")
+    def client_closed(self, client: _Client) -> None:
+        self._update_render_wishes()
 
-    def stop(self, final: dict | None = None, timeout: float = 2.0) -> None:
-        """Push `final` (e.g. the last telemetry) to everyone, flush, close, remove the socket."""
-        loop = self._loop
-        if loop is not None and self._thread is not None and self._thread.is_alive():
-            future = asyncio.run_coroutine_threadsafe(self._shutdown(final, timeout), loop)
-            try:
-                future.result(timeout + 1.0)
-            except Exception:
-                pass
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                # The loop is stuck (a hello_fn or telemetry_fn that blocks): end the
-                # connections from here, so no client waits on an engine that is going away.
-                self._connections.shut_down_all()
-        try:
-            if self.path.is_socket():
-                self.path.unlink()
-        except OSError:
-            pass
-
-    def _bind(self) -> socket.socket:
-        if self.path.exists():
-            if socket_answers(self.path):
-                raise ServerError(f"another engine is already serving {self.path}")
-        # Bind under a temporary name, restrict it to the owner, then rename it into place, so
-        # the socket is never reachable with looser permissions.
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.unlink(missing_ok=True)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        address, fd = unix_address(tmp)
-        try:
-            sock.bind(address)
-        finally:
-            if fd is not None:
-                os.close(fd)
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, self.path)
-        sock.listen(16)
-        sock.setblocking(False)
-        return sock
-
-    def _run(self, sock: socket.socket) -> None:
-        loop = asyncio.new_event_loop()
-        self._loop = loop
-        try:
-            loop.run_until_complete(self._main(sock))
-        except BaseException as e:  # surfaced by start() if it happens before ready
-            self._error = e
-            self._ready.set()
-        finally:
-            loop.close()
-
-    async def _main(self, sock: socket.socket) -> None:
-        self._stopping = asyncio.Event()
-        self._main_task = asyncio.current_task()
-        loop = asyncio.get_running_loop()
-        self._listener = sock
-        self._server = await loop.create_unix_server(
-            lambda: TrackedStreamProtocol(self._connections, self._serve_client), sock=sock)
-        self._ready.set()
-        tick = 0
-        try:
-            while not self._stopping.is_set():
-                # the stop wakes this at once: a sleep made every stop wait out the tick
-                try:
-                    async with asyncio.timeout(TICK):
-                        await self._stopping.wait()
-                    break
-                except TimeoutError:
-                    pass
-                tick += 1
-                if not self._clients:
-                    continue
-                if tick % self.telemetry_every == 0:
-                    self.broadcast_telemetry()
-                self._send_frames()
-        finally:
-            self._server.close()
-
-    async def _shutdown(self, final: dict | None, timeout: float) -> None:
-        # Stop accepting, but close the listener only once the connections asyncio already
-        # accepted have their transports: asyncio cannot make one for a closed server, and
-        # leaves that connection's socket open with nobody serving it (the client hangs).
-        # Those connections reach _serve_client, which closes them at once from now on.
-        self._closing = True
-        asyncio.get_running_loop().remove_reader(self._listener.fileno())
-        if final is not None:
-            self._broadcast(final)
-        for client in list(self._clients):
-            for request_id in list(client.pending):
-                self._send(client, error_reply(
-                    request_id, "the engine stopped before the command could run"))
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        for client in list(self._clients):
-            try:
-                await asyncio.wait_for(client.writer.drain(), max(0.0, deadline - loop.time()))
-            except (TimeoutError, ConnectionError, OSError):
-                pass
-            self._close(client)
-        await self._finish_tasks(loop.time() + 1.0)
-        self._server.close()  # the kernel resets the connections still in the backlog
-        # Whatever is still open never reached _serve_client (or outlived it): close it, and
-        # give the transports the loop turns in which they close their sockets.
-        self._connections.abort_all()
-        for _ in range(3):
-            await asyncio.sleep(0)
-        self._stopping.set()
-
-    async def _finish_tasks(self, deadline: float) -> None:
-        """Wait for the connection tasks (accepting, serving) to end, the ones they start
-        included; cancel those still running at `deadline`, so nothing is left pending when
-        the loop closes."""
-        loop = asyncio.get_running_loop()
-        skip = {asyncio.current_task(), self._main_task}
-        while True:
-            others = [t for t in asyncio.all_tasks() if t not in skip]
-            if not others:
-                return
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                for task in others:
-                    task.cancel()
-                await asyncio.wait(others, timeout=0.5)
-                return
-            await asyncio.wait(others, timeout=remaining)
+    def on_tick(self) -> None:
+        self._ticks += 1
+        if self._ticks % self.telemetry_every == 0:
+            self.broadcast_telemetry()
+        self._send_frames()
 
     # -- pushes (any thread) -------------------------------------------------------------------
 
     def publish_event(self, event: dict) -> None:
-        self._call_soon(self._broadcast, event)
+        self.publish(event)
 
     def publish_telemetry_now(self) -> None:
-        self._call_soon(self.broadcast_telemetry)
-
-    def _call_soon(self, fn, *args) -> None:
-        loop = self._loop
-        if loop is not None and not loop.is_closed():
-            try:
-                loop.call_soon_threadsafe(fn, *args)
-            except RuntimeError:  # the loop closed in between
-                pass
+        self.call_soon(self.broadcast_telemetry)
 
     def broadcast_telemetry(self) -> None:
         if self._clients:
-            self._broadcast({"type": MessageType.TELEMETRY, **self.telemetry_fn()}, droppable=True)
-
-    def _broadcast(self, message: dict, droppable: bool = False) -> None:
-        data = encode(message)
-        for client in list(self._clients):
-            self._write(client, data, droppable)
+            self.broadcast({"type": MessageType.TELEMETRY, **self.telemetry_fn()}, droppable=True)
 
     def _send_frames(self) -> None:
         frames = self.frames.frames
@@ -293,100 +127,16 @@ class ControlServer:
                 policy = seen[1] if seen is not None else None
                 if policy is not None and client.saliency is None and "saliency" in policy:
                     policy = {k: v for k, v in policy.items() if k != "saliency"}
-            self._write(client, encode(frame_message(env, frame, view, policy)), droppable=True)
+            self.write(client, encode(frame_message(env, frame, view, policy)), droppable=True)
 
-    def _send(self, client: _Client, message: dict) -> None:
-        self._write(client, encode(message), droppable=False)
+    # -- requests (the server's thread) -------------------------------------------------------
 
-    def _write(self, client: _Client, data: bytes, droppable: bool) -> None:
-        if client.closed:
-            return
-        backlog = client.writer.transport.get_write_buffer_size()
-        if backlog > CLIENT_BACKLOG_LIMIT:
-            # abort, not close: close() would keep the backlog until the client reads it
-            client.writer.transport.abort()
-            self._close(client)
-            return
-        if droppable and backlog > PUSH_BACKLOG_LIMIT:
-            return
-        try:
-            client.writer.write(data)
-        except (ConnectionError, OSError, RuntimeError):
-            self._close(client)
-
-    def _close(self, client: _Client) -> None:
-        if not client.closed:
-            client.closed = True
-            client.writer.close()
-        self._clients.discard(client)
-        self._update_render_wishes()
-
-    # -- requests ---------------------------------------------------------------------------
-
-    async def _serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        client = _Client(writer)
-        if self._closing:  # accepted just before the stop: the client sees the end at once
-            writer.transport.abort()
-            return
-        if len(self._clients) >= MAX_CLIENTS:
-            writer.write(encode(error_reply(
-                None, f"too many clients ({MAX_CLIENTS}) connected to this engine; "
-                "close one and connect again")))
-            writer.close()
-            return
-        self._clients.add(client)
-        buffer = bytearray()
-        discarding = False  # inside an oversized line: drop bytes up to its newline
-        try:
-            while not client.closed:
-                chunk = await reader.read(1 << 16)
-                if not chunk:
-                    break
-                buffer += chunk
-                while True:
-                    newline = buffer.find(b"\n")
-                    if newline < 0:
-                        break
-                    line = bytes(buffer[:newline])
-                    del buffer[: newline + 1]
-                    if discarding:
-                        discarding = False
-                        continue
-                    self._handle_line(client, line)
-                if len(buffer) > MAX_MESSAGE:
-                    if not discarding:
-                        self._send(client, oversized_reply())
-                    discarding = True
-                    buffer.clear()
-        except (ConnectionError, OSError):
-            pass
-        finally:
-            self._close(client)
-
-    def _handle_line(self, client: _Client, line: bytes) -> None:
-        if len(line) > MAX_MESSAGE:
-            self._send(client, oversized_reply())
-            return
-        if not line.strip():
-            return
-        request_id = None
-        try:
-            request_id, cmd, args = parse_request(line)
-            self._dispatch(client, request_id, cmd, args)
-        except RequestError as e:
-            # id 0 is an id like any other: only None means "no id to answer"
-            answer_id = e.request_id if e.request_id is not None else request_id
-            self._send(client, error_reply(answer_id, str(e)))
-        except Exception as e:  # a bug here must not take the engine down
-            self._send(client, error_reply(request_id,
-                                           f"internal error: {type(e).__name__}: {e}"))
-
-    def _dispatch(self, client: _Client, request_id: int, cmd: str, args: dict) -> None:
+    def answer(self, client: _Client, request_id: int, cmd: str, args: dict) -> None:
         if cmd == "hello":
-            self._send(client, {"id": request_id, "ok": True, **self.hello_fn(),
-                                "state": self.state.run_state})
+            self.send(client, {"id": request_id, "ok": True, **self.hello_fn(),
+                               "state": self.state.run_state})
         elif cmd == "status":
-            self._send(client, {"id": request_id, "ok": True, **self.telemetry_fn()})
+            self.send(client, {"id": request_id, "ok": True, **self.telemetry_fn()})
         elif cmd == "render":
             env, view = check_render(args, self.num_envs), check_render_view(args)
             client.frame_interval = 1.0 / check_render_fps(args)
@@ -394,28 +144,16 @@ class ControlServer:
             client.render_env, client.render_view = env, view
             client.frame_seq, client.frame_sent_at = 0, 0.0  # the new choice's first frame at once
             self._update_render_wishes()
-            self._send(client, {"id": request_id, "ok": True, "env": env, "view": view,
-                                "policy": client.policy, "saliency": client.saliency})
+            self.send(client, {"id": request_id, "ok": True, "env": env, "view": view,
+                               "policy": client.policy, "saliency": client.saliency})
         else:
             if cmd == "set":
                 args = check_set(args, self.env_name)
             self._queue(client, request_id, cmd, args)
 
     def _queue(self, client: _Client, request_id: int, cmd: str, args: dict) -> None:
-        loop = asyncio.get_running_loop()
-        client.pending.add(request_id)
-
-        def deliver(result: dict) -> None:
-            client.pending.discard(request_id)
-            self._send(client, {"id": request_id, **result})
-
-        def reply(result: dict) -> None:  # called on the main thread
-            try:
-                loop.call_soon_threadsafe(deliver, result)
-            except RuntimeError:  # the server already shut down
-                pass
-
-        self.commands.put(Command(cmd, args, reply))
+        # the trainer's thread answers at its next safe point
+        self.commands.put(Command(cmd, args, self.defer(client, request_id)))
 
     def _update_render_wishes(self) -> None:
         watching = [c for c in self._clients if c.render_env is not None]

@@ -8,6 +8,8 @@
   events.py         events.log
   presets.py        hyperparameter preset files (`--preset`, `sweep best`)
   sweep_settings.py, sweep_control.py  a sweep's directory and its socket's words
+  line_server.py, connection_tracker.py  the protocol's socket server (the engine's and a
+                    sweep driver's) and its connections
   resume_check.py, health.py, atomic_write.py
 
 Nothing here imports the algorithm, the engine process, vec envs or Textual (import-linter).

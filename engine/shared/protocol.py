@@ -66,6 +66,7 @@ class MessageType(StrEnum):
     EVENT = "event"
     FRAME = "frame"
     DIAGNOSIS = "diagnosis"
+    SWEEP = "sweep"  # a sweep driver's snapshot, to the clients that sent `subscribe`
     REPLY = "reply"
 
 # command -> the argument names it accepts
@@ -90,7 +91,8 @@ DIAGNOSIS_RULES = ("kl_blowup", "policy_collapse", "value_dominates", "critic_bl
                    "short_horizon", "env_bound")
 FIRED, CLEARED = "fired", "cleared"
 DIAGNOSES = "diagnoses"
-# a sweep driver's commands (engine/sweep/server.py, steering in engine/sweep/steering.py)
+# a sweep driver's commands (engine/sweep/server.py, steering in engine/sweep/steering.py);
+# `subscribe` answers with the snapshot, and each new one is then pushed as a SWEEP message
 SWEEP_COMMANDS = {
     "hello": {"client"},
     "status": set(),
@@ -99,6 +101,7 @@ SWEEP_COMMANDS = {
     "resume": set(),
     "prune": {"trial"},
     "add": {"trials"},
+    "subscribe": set(),
 }
 
 

@@ -33,7 +33,7 @@ from puffer_tui.engine.sweep.trial_run import TrialRun
 from puffer_tui.engine.vec.sizing import usable_cores
 
 TICK = 0.2  # seconds between looks at the running trials
-SNAPSHOT_EVERY = 1.0
+SNAPSHOT_EVERY = 1.0  # a new snapshot at least this often (its clocks move); at once on a change
 ORPHAN_CHECK_EVERY = 30.0
 IMPORTANCE_EVERY = 10.0
 REACHED = "reached"  # a time-to-reach trial stopped because it got there
@@ -54,7 +54,9 @@ class Driver:
         self.failures = 0
         self.started = time.time()
         self.study = None
+        self.server: SweepServer | None = None  # pushes each new snapshot to its subscribers
         self._snapshot: dict = {}
+        self._changed = False  # a trial started, reported or ended, or a client steered
         self._beats: dict[int, float] = {}
         self.cores = usable_cores()  # divided between the trials running at once
         self.steering = Steering(self)  # clients' pause/resume/prune/add, applied by the loop
@@ -76,11 +78,7 @@ class Driver:
         if failed:
             print(f"trials {failed} lost their driver: marked FAIL, not counted", flush=True)
         (self.dir / st.PID_FILE).write_text(f"{os.getpid()}\n")
-        server = SweepServer(self.dir / st.SOCKET_FILE, self.hello, lambda: self._snapshot,
-                             lambda: self.request_stop("stopped by a client"),
-                             self.steering.request)
-        self.refresh()
-        server.start()
+        server = self.serve()
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda signum, _f: self.request_stop(signal.Signals(signum).name))
         code = 0
@@ -97,10 +95,19 @@ class Driver:
             self.wind_down()
         finally:
             self.steering.refuse_all(f"the sweep has ended ({self.state})")
-            self.refresh()
-            server.close()
+            self.refresh()  # its subscribers get the final snapshot before the socket closes
+            server.stop()
             (self.dir / st.PID_FILE).unlink(missing_ok=True)
         return code
+
+    def serve(self) -> SweepServer:
+        """Start the driver's socket, its first snapshot made; each new one is pushed."""
+        self.server = SweepServer(
+            self.dir / st.SOCKET_FILE, self.hello, lambda: self._snapshot,
+            lambda: self.request_stop("stopped by a client"), self.steering.request)
+        self.refresh()
+        self.server.start()
+        return self.server
 
     def hello(self) -> dict:
         return {"sweep": self.settings.name, "sweep_dir": str(self.dir), "pid": os.getpid(),
@@ -127,6 +134,7 @@ class Driver:
             started = frozen.datetime_start.timestamp() if frozen.datetime_start else time.time()
             run = TrialRun.adopt(frozen.number, Path(frozen.user_attrs["run_dir"]), started)
             self.running[frozen.number] = (trial, run, slot)
+            self._changed = True
             print(f"trial {frozen.number} adopted: its driver died, its engine "
                   f"{'trains on' if run.process.poll() is None else 'has ended'} in "
                   f"{run.run_dir.name}", flush=True)
@@ -163,7 +171,8 @@ class Driver:
 
     def loop_once(self) -> None:
         """One look at everything; raises _Done when the sweep is over."""
-        self.steering.apply_pending()
+        if self.steering.apply_pending():
+            self._changed = True  # paused, resumed, a new target, a trial being pruned
         if self.stopping is None and self.steering.launching and not self.failures_exceeded():
             while len(self.running) < self.settings.parallel and self.launch_next():
                 pass
@@ -173,8 +182,7 @@ class Driver:
         if now >= self._next_orphans:
             self._next_orphans = now + ORPHAN_CHECK_EVERY
             sd.fail_orphans(self.study, stop_engine)
-        if now >= self._next_snapshot:
-            self._next_snapshot = now + SNAPSHOT_EVERY
+        if self._changed or now >= self._next_snapshot:
             self.refresh()
         if self.stopping is not None:
             self.wind_down()
@@ -226,6 +234,7 @@ class Driver:
             self.fail(trial, f"{type(e).__name__}: {e}")
             return True
         self.running[trial.number] = (trial, run, slot)
+        self._changed = True
         print(f"trial {trial.number} started in {run.run_dir.name}: {trial.params}", flush=True)
         return True
 
@@ -237,7 +246,10 @@ class Driver:
     def follow(self, number: int) -> None:
         trial, run, _slot = self.running[number]
         single = len(self.settings.directions()) == 1
-        for row in run.poll():
+        rows = run.poll()
+        if rows:
+            self._changed = True  # its latest epoch and score are in the next snapshot
+        for row in rows:
             score = obj.metric_value(row, self.settings.metric)  # env/<key> or its column
             epoch = row.get("epoch")
             if not isinstance(score, (int, float)) or not isinstance(epoch, int) or not single:
@@ -265,6 +277,7 @@ class Driver:
             self.finish(trial, run)  # a locked database raises here: told again next time
             del self.running[number]
             self._beats.pop(number, None)
+            self._changed = True
 
     def reached(self, rows: list[dict]) -> bool:
         return obj.reached_at(rows, self.settings.metric, self.settings.reach,
@@ -315,6 +328,7 @@ class Driver:
 
         trial.set_user_attr("error", error)
         self.study.tell(trial, state=TrialState.FAIL)
+        self._changed = True
         if not error.startswith("interrupted"):
             self.failures += 1
         print(f"trial {trial.number} failed: {error.splitlines()[0] if error else ''}",
@@ -332,10 +346,15 @@ class Driver:
                     run.settle_status()
                     self.finish(trial, run)
                     del self.running[number]
+            if self._changed:  # a stopped trial's end, shown while the others wind down
+                self.refresh()
             time.sleep(TICK)
 
     def refresh(self) -> None:
-        """The snapshot clients get, and status.json for those that only read files."""
+        """The snapshot clients get (pushed to the subscribed ones), and status.json for those
+        that only read files."""
+        self._changed = False
+        self._next_snapshot = time.monotonic() + SNAPSHOT_EVERY
         try:
             snap = snapshot(self.study, self.settings, self.running)
         except Exception as e:  # a database hiccup must not end the sweep
@@ -348,7 +367,8 @@ class Driver:
                     importance=self.importance(), importance_note=self._importance_note)
         self._snapshot = snap
         rd.write_json_atomic(self.dir / st.STATUS_FILE, snap)
-
+        if self.server is not None:
+            self.server.push_snapshot(snap)
 
     def importance(self) -> dict:
         """Optuna's parameter importances, recomputed at most every IMPORTANCE_EVERY seconds

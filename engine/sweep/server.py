@@ -1,118 +1,73 @@
-"""The sweep driver's control socket: the engine's JSON-lines protocol (engine/shared/protocol.py),
-commands `hello`, `status` (the trial table), `stop` (end the sweep; running trials are
-stopped and recorded as failed, so `--resume` runs them again), and the steering commands of
-engine/sweep/steering.py: `pause`/`resume` (launching new trials), `prune {"trial": N}` and
-`add {"trials": K}`.
+"""The sweep driver's control socket: the protocol's LineServer (engine/shared/line_server.py,
+the same server as an engine's: 0600 socket, limits, error replies) with the driver's commands,
+SWEEP_COMMANDS of engine/shared/protocol.py:
 
-Answers come from a snapshot the driver's loop refreshes, so a client never touches the
-database or waits on the loop. One thread per client; the socket is 0600 like the engine's.
+- `hello`; `status` (the snapshot of engine/sweep/snapshot.py: the trial table);
+- `subscribe`: the snapshot now, then every new one pushed as `{"type": "sweep", ...}` (the
+  driver makes one as soon as a trial starts, reports or ends, or the pause state changes,
+  and once a second for its clocks);
+- `stop` (end the sweep; running trials are stopped and recorded as failed, so `--resume`
+  runs them again);
+- the steering commands of engine/sweep/steering.py: `pause`/`resume` (launching new
+  trials), `prune {"trial": N}` and `add {"trials": K}`, answered by the driver's loop.
+
+Answers come from the snapshot the driver's loop keeps fresh, so a client never touches the
+database or waits on the loop.
 """
 
 from __future__ import annotations
 
 import os
-import socketserver
-import threading
 from collections.abc import Callable
-from pathlib import Path
 
+from puffer_tui.engine.shared.line_server import Client, LineServer
 from puffer_tui.engine.shared.protocol import (
     COMMANDS,
-    MAX_MESSAGE,
     PROTOCOL_VERSION,
     SWEEP_COMMANDS,
+    MessageType,
     RequestError,
     RunState,
-    encode,
-    error_reply,
-    oversized_reply,
-    parse_request,
 )
-from puffer_tui.engine.shared.run_dir import unix_address
-from puffer_tui.engine.sweep.steering import STEERING_COMMANDS
+from puffer_tui.engine.sweep.steering import ANSWER_WITHIN_S, STEERING_COMMANDS
 
 
-class SweepServer:
-    def __init__(self, path: Path, hello: Callable[[], dict], status: Callable[[], dict],
-                 stop: Callable[[], None],
-                 steer: Callable[[str, dict], dict] | None = None):
-        self.path = Path(path)
-        self.hello, self.status, self.stop_sweep = hello, status, stop
-        self.steer = steer
-        self._server: socketserver.UnixStreamServer | None = None
-        self._thread: threading.Thread | None = None
+class SweepServer(LineServer):
+    """`hello()` -> the driver's hello fields; `status()` -> its latest snapshot; `stop()` asks
+    it to end the sweep; `steer(cmd, args, reply)` queues a steering command for its loop
+    (all called on the server's thread)."""
 
-    def start(self) -> None:
-        if self.path.exists():
-            self.path.unlink()  # the caller checked that no live driver serves it
-        owner = self
+    def __init__(self, path: str | os.PathLike, hello: Callable[[], dict],
+                 status: Callable[[], dict], stop: Callable[[], None],
+                 steer: Callable[[str, dict, Callable[[dict], None]], None]):
+        # the engine's words too, so that one sent here gets the advice in `answer`
+        super().__init__(path, {**COMMANDS, **SWEEP_COMMANDS}, "sweep driver")
+        self.hello, self.status, self.stop_sweep, self.steer = hello, status, stop, steer
 
-        class Handler(socketserver.StreamRequestHandler):
-            def handle(self):
-                owner._serve(self.rfile, self.wfile)
+    def push_snapshot(self, snapshot: dict) -> None:
+        """From any thread: the driver's new snapshot, to every subscribed client."""
+        self.publish({"type": MessageType.SWEEP, **snapshot}, droppable=True,
+                     topic=MessageType.SWEEP)
 
-        class Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
-            daemon_threads = True
-
-        address, fd = unix_address(self.path)
-        old = os.umask(0o177)  # the socket file is created 0600
-        try:
-            self._server = Server(address, Handler)
-        finally:
-            os.umask(old)
-            if fd is not None:
-                os.close(fd)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True,
-                                        name="sweep-server")
-        self._thread.start()
-
-    def close(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        self.path.unlink(missing_ok=True)
-
-    def _serve(self, rfile, wfile) -> None:
-        while True:
-            try:
-                line = rfile.readline(MAX_MESSAGE + 1)
-                if not line:
-                    return
-                if len(line) > MAX_MESSAGE and not line.endswith(b"\n"):
-                    while line and not line.endswith(b"\n"):  # drop the rest of that line
-                        line = rfile.readline(MAX_MESSAGE)
-                    line = None
-            except OSError:
-                return
-            if line is None:
-                reply = oversized_reply()
-            else:
-                reply = self.answer(line.rstrip(b"\n"))
-            try:
-                wfile.write(encode(reply))
-                wfile.flush()
-            except OSError:
-                return
-
-    def answer(self, line: bytes) -> dict:
-        try:
-            # the engine's words too, so that one sent here gets the advice below
-            request_id, cmd, args = parse_request(line, {**COMMANDS, **SWEEP_COMMANDS})
-        except RequestError as e:
-            return error_reply(e.request_id, str(e))
+    def answer(self, client: Client, request_id: int, cmd: str, args: dict) -> None:
         if cmd not in SWEEP_COMMANDS:
-            return error_reply(request_id, f"{cmd} is an engine command; a sweep driver takes "
-                                           f"{', '.join(SWEEP_COMMANDS)} (steer a trial through "
-                                           f"its own run's socket)")
+            raise RequestError(f"{cmd} is an engine command; a sweep driver takes "
+                               f"{', '.join(SWEEP_COMMANDS)} (steer a trial through its own "
+                               f"run's socket)", request_id)
         if cmd == "hello":
-            return {"id": request_id, "ok": True, "protocol": PROTOCOL_VERSION, "kind": "sweep",
-                    **self.hello()}
-        if cmd == "status":
-            return {"id": request_id, "ok": True, **self.status()}
-        if cmd in STEERING_COMMANDS:
-            if self.steer is None:
-                return error_reply(request_id, f"{cmd}: this driver takes no steering")
-            return {"id": request_id, **self.steer(cmd, args or {})}
-        self.stop_sweep()
-        return {"id": request_id, "ok": True, "state": RunState.STOPPING}
+            self.send(client, {"id": request_id, "ok": True, "protocol": PROTOCOL_VERSION,
+                               "kind": "sweep", **self.hello()})
+        elif cmd == "status":
+            self.send(client, {"id": request_id, "ok": True, **self.status()})
+        elif cmd == "subscribe":
+            # the reply first: every push this client gets is newer than the snapshot in it
+            self.send(client, {"id": request_id, "ok": True, **self.status()})
+            self.subscribe(client, MessageType.SWEEP)
+        elif cmd in STEERING_COMMANDS:
+            self.steer(cmd, args, self.defer(
+                client, request_id, within=ANSWER_WITHIN_S,
+                late=f"{cmd}: the driver's loop did not take it within {ANSWER_WITHIN_S:g} s "
+                     f"(busy with the database?)"))
+        else:
+            self.stop_sweep()
+            self.send(client, {"id": request_id, "ok": True, "state": RunState.STOPPING})

@@ -1,14 +1,16 @@
 """Steering a running sweep: pause or resume launching trials, prune one trial, add trials.
 
-Requests arrive on the control server's threads; they are queued and carried out by the
-driver's own loop (between two looks at the running trials), so the driver's state is only
-ever changed by one thread. The client waits for the loop's answer.
+Requests arrive on the control server's thread with a reply to call; they are queued and
+carried out by the driver's own loop (between two looks at the running trials), so the
+driver's state is only ever changed by one thread. The server never waits for them: the loop
+calls the reply, and the server answers on its own when the loop has not within
+ANSWER_WITHIN_S (engine/sweep/server.py).
 """
 
 from __future__ import annotations
 
 import queue
-import threading
+from collections.abc import Callable
 
 from puffer_tui.engine.shared import sweep_settings as st
 
@@ -23,37 +25,33 @@ class Steering:
         self.launching = True  # False while a client has paused the sweep
         self._requests: queue.Queue = queue.Queue()
 
-    def request(self, cmd: str, args: dict) -> dict:
-        """From a server thread: queue `cmd` for the loop and wait for its answer."""
-        done, box = threading.Event(), {}
-        self._requests.put((cmd, args, box, done))
-        if not done.wait(ANSWER_WITHIN_S):
-            return {"ok": False, "error": f"{cmd}: the driver's loop did not take it within "
-                                          f"{ANSWER_WITHIN_S:g} s (busy with the database?)"}
-        return box["reply"]
+    def request(self, cmd: str, args: dict, reply: Callable[[dict], None]) -> None:
+        """From the server's thread: queue `cmd` for the loop, which answers through `reply`."""
+        self._requests.put((cmd, args, reply))
 
-    def apply_pending(self) -> None:
-        """On the driver's loop: carry out every queued request."""
+    def apply_pending(self) -> int:
+        """On the driver's loop: carry out every queued request; how many there were."""
+        applied = 0
         while True:
             try:
-                cmd, args, box, done = self._requests.get_nowait()
+                cmd, args, reply = self._requests.get_nowait()
             except queue.Empty:
-                return
+                return applied
             try:
-                box["reply"] = self._apply(cmd, args)
+                answer = self._apply(cmd, args)
             except Exception as e:  # a bad request must not end the sweep
-                box["reply"] = {"ok": False, "error": f"{cmd}: {type(e).__name__}: {e}"}
-            done.set()
+                answer = {"ok": False, "error": f"{cmd}: {type(e).__name__}: {e}"}
+            reply(answer)
+            applied += 1
 
     def refuse_all(self, why: str) -> None:
         """The loop has ended: answer whatever is still queued."""
         while True:
             try:
-                cmd, _args, box, done = self._requests.get_nowait()
+                cmd, _args, reply = self._requests.get_nowait()
             except queue.Empty:
                 return
-            box["reply"] = {"ok": False, "error": f"{cmd}: {why}"}
-            done.set()
+            reply({"ok": False, "error": f"{cmd}: {why}"})
 
     def _apply(self, cmd: str, args: dict) -> dict:
         driver = self.driver

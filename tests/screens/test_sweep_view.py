@@ -3,7 +3,6 @@ sweep screen (Pilot) against a real small bandit sweep driven through the comman
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -38,15 +37,11 @@ def fake_driver(tmp_path: Path, running=(3,)):
 
 
 def applied(steering: Steering, cmd: str, args: dict) -> dict:
-    """A request as the server thread makes it, answered by the 'loop' on another thread."""
+    """A request as the server queues it, answered by the 'loop' through its reply."""
     box = {}
-    asker = threading.Thread(target=lambda: box.update(steering.request(cmd, args)))
-    asker.start()
-    deadline = time.monotonic() + 5
-    while asker.is_alive():
-        steering.apply_pending()
-        assert time.monotonic() < deadline, "the request was never answered"
-        time.sleep(0.01)
+    steering.request(cmd, args, box.update)
+    assert not box, "answered before the loop took it"
+    assert steering.apply_pending() == 1
     return box
 
 
@@ -80,12 +75,10 @@ def test_add_raises_the_target_and_keeps_it_for_a_resume(tmp_path):
 def test_requests_left_when_the_loop_ends_are_refused_not_hung(tmp_path):
     steering = Steering(fake_driver(tmp_path))
     box = {}
-    asker = threading.Thread(target=lambda: box.update(steering.request("pause", {})))
-    asker.start()
-    wait_until(lambda: steering._requests.qsize() == 1, 5, "the queued request")
+    steering.request("pause", {}, box.update)
     steering.refuse_all("the sweep has ended (finished)")
-    asker.join(5)
     assert box == {"ok": False, "error": "pause: the sweep has ended (finished)"}
+    assert steering.apply_pending() == 0 and steering.launching
 
 
 def test_best_so_far_is_a_running_best_over_completed_trials():

@@ -351,9 +351,9 @@ def wait_for_slot(server, timeout=5.0):
 
 
 def test_a_client_that_never_reads_is_dropped_once_its_queue_is_full(server, monkeypatch):
-    from puffer_tui.engine.runtime import control_server
+    from puffer_tui.engine.shared import line_server
 
-    monkeypatch.setattr(control_server, "CLIENT_BACKLOG_LIMIT", 256 << 10)
+    monkeypatch.setattr(line_server, "CLIENT_BACKLOG_LIMIT", 256 << 10)
     sock = raw_socket(server)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     sock.settimeout(10.0)  # a server that keeps the client would block sendall: fail instead
