@@ -4,7 +4,7 @@ slower on another, and what differs is not only the clock: torch's "CPU capabili
 vector instructions its kernels dispatch to: AVX512, AVX2 or DEFAULT, lowered by
 ATEN_CPU_CAPABILITY) and whether the CPU multiplies bfloat16 natively (train.precision auto
 then trains in bfloat16 through autograd; without it in float32 through numpy,
-engine/algo/explicit_gradients.py).
+engine/algo/numpy_mlp.py).
 
     machine()       # {"cpu": "AMD EPYC", "cores": 2, "torch_cpu_capability": "AVX2", ...}
     machine_line()  # "AMD EPYC, 2 cores, torch CPU capability AVX2, no native bfloat16"

@@ -43,7 +43,7 @@ class SolveResult:
     sps: float = 0.0                    # mean agent steps per second over the run
     parameters: int = 0
     precision: str = ""                 # train.precision as the trainer ran it
-    math: str = ""                      # numpy (explicit_gradients.py) or torch
+    math: str = ""                      # numpy (numpy_mlp.py) or torch
     threads: int = 0                    # the collection's compute threads
     history: list = field(default_factory=list)
 
@@ -59,7 +59,7 @@ def train_until_solved(config, metric: str, threshold: float, min_episodes: int 
     with Trainer(config) as trainer:
         result.parameters = trainer.policy.num_parameters()
         result.precision = trainer.precision
-        result.math = "numpy" if trainer.learner.numpy_math else "torch"
+        result.math = "numpy" if trainer.numpy_math else "torch"
         result.threads = trainer.torch_threads[0]
         while not trainer.done:
             row = flatten(trainer.run_epoch())  # metrics.jsonl's columns: metric names as sweeps use

@@ -55,7 +55,7 @@ def measure(config, seconds: float) -> dict:
         totals = dict.fromkeys(TIMING_KEYS, 0.0)
         steps, epochs, elapsed = timed_epochs(trainer, seconds, totals)
         threads = trainer.torch_threads[0]  # what the trainer chose (train.torch_threads 0: auto)
-        precision, numpy_math = trainer.precision, trainer.learner.numpy_math
+        precision, numpy_math = trainer.precision, trainer.numpy_math
     finally:
         trainer.close()
     timed = sum(totals.values()) or 1.0

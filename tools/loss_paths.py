@@ -1,5 +1,5 @@
-"""Per-minibatch milliseconds of the three ways the learner can compute a plain MLP's PPO loss
-and gradients on the CPU: numpy written out (engine/algo/explicit_gradients.py), autograd
+"""Per-minibatch milliseconds of the three ways PPO can compute a plain MLP's loss and gradients
+on the CPU (engine/algo/minibatch_loss.py): NumpyLoss (engine/algo/numpy_mlp.py), AutogradLoss
 over engine/algo/ppo_loss.py eagerly, and the same under torch.compile (train.compile).
 
 Each timed minibatch is the whole step: loss, gradients, gradient clipping, Adam. The paths
@@ -11,16 +11,19 @@ alternate round by round and the medians of the rounds are printed, with the CPU
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import platform
 import statistics
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import torch
 from gymnasium import spaces
 
-from puffer_tui.engine.algo.explicit_gradients import ExplicitMLP
-from puffer_tui.engine.algo.learner import Learner, clip_gradients
+from puffer_tui.engine.algo.minibatch_loss import AutogradLoss, NumpyLoss
+from puffer_tui.engine.algo.minibatch_plan import Minibatch
+from puffer_tui.engine.algo.numpy_mlp import NumpyMLP
 from puffer_tui.engine.algo.optimizers import make_optimizer
 from puffer_tui.engine.algo.policy import Policy
 from puffer_tui.engine.algo.trainer_setup import set_compute_threads
@@ -32,7 +35,7 @@ CASES = (
     ("Pendulum-v1", 3, spaces.Box(-2.0, 2.0, (1,), np.float32), 128),
     ("HalfCheetah-v5", 17, spaces.Box(-1.0, 1.0, (6,), np.float32), 64),
 )
-ARGS = dict(clip_coef=0.2, vf_clip_coef=0.2, vf_coef=0.5, ent_coef=0.0)
+TRAIN = SimpleNamespace(clip_coef=0.2, vf_clip_coef=0.2, vf_coef=0.5, ent_coef=0.0)
 
 
 def cpu_name() -> str:
@@ -55,7 +58,9 @@ def _minibatch(obs_size: int, action_space, rows: int, rng: np.random.Generator)
                                    .astype(np.float32))
     f = lambda: torch.from_numpy(rng.normal(size=(rows, 1)).astype(np.float32))  # noqa: E731
     logprob = torch.from_numpy(rng.normal(-1.0, 0.1, size=rows).astype(np.float32))
-    return obs, actions, logprob, f(), f(), torch.ones(rows, 1)
+    starts = torch.zeros(obs.shape[:2], dtype=torch.bool)
+    return Minibatch(None, None, obs, actions.reshape(rows, 1, -1), logprob, starts,
+                     torch.ones(rows, 1), f(), f(), None)
 
 
 def _paths(obs_size: int, action_space):
@@ -66,28 +71,17 @@ def _paths(obs_size: int, action_space):
         policy = Policy(spaces.Box(-10.0, 10.0, (obs_size,), np.float32), action_space,
                         hidden_size=64, activation="tanh", separate_critic=True)
         optimizer = make_optimizer(policy, TrainConfig(learning_rate=1e-4))  # the trainer's
-        learner = Learner(policy, optimizer, compile_loss=name == "compiled")
         if name == "numpy":
-            explicit = ExplicitMLP.for_policy(policy)
-            assert explicit is not None, ExplicitMLP.reason_not(policy)
-
-            def step(mb, explicit=explicit, optimizer=optimizer):
-                obs, actions, logprob, adv, values, valid = mb
-                explicit.loss_and_gradients(obs.numpy(), actions.numpy(), logprob.numpy(),
-                                            adv.numpy(), values.numpy(), valid.numpy(),
-                                            None, *ARGS.values())
-                explicit.clip_gradients(0.5)
-                optimizer.step()
+            mlp = NumpyMLP.for_policy(policy)
+            assert mlp is not None, NumpyMLP.reason_not(policy)
+            gradients = NumpyLoss(mlp)
         else:
-            def step(mb, learner=learner, optimizer=optimizer):
-                obs, actions, logprob, adv, values, valid = mb
-                starts = torch.zeros(obs.shape[:2], dtype=torch.bool)
-                loss, *_ = learner.minibatch_loss(obs, None, starts, actions, logprob, adv,
-                                                  values, valid, None, *ARGS.values())
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                clip_gradients(learner.params, 0.5)
-                optimizer.step()
+            gradients = AutogradLoss(policy, optimizer, compile_loss=name == "compiled")
+
+        def step(mb, gradients=gradients, optimizer=optimizer):
+            gradients(mb, TRAIN)
+            gradients.clip(0.5)
+            optimizer.step()
         paths[name] = step
     return paths
 
@@ -103,15 +97,19 @@ def main() -> None:
     for env, obs_size, action_space, rows in CASES:
         mb = _minibatch(obs_size, action_space, rows, np.random.default_rng(0))
         paths = _paths(obs_size, action_space)
-        for step in paths.values():  # warm up (and compile)
+        # NumpyLoss gets numpy views, as PPO.update gives it
+        arrays = Minibatch(*(x.numpy() if isinstance(x, torch.Tensor) else x
+                             for x in dataclasses.astuple(mb)))
+        batches = {name: arrays if name == "numpy" else mb for name in paths}
+        for name, step in paths.items():  # warm up (and compile)
             for _ in range(20):
-                step(mb)
+                step(batches[name])
         times = {name: [] for name in paths}
         for _ in range(args.rounds):
             for name, step in paths.items():
                 start = time.perf_counter()
                 for _ in range(args.minibatches):
-                    step(mb)
+                    step(batches[name])
                 times[name].append((time.perf_counter() - start) * 1e3 / args.minibatches)
         ms = {name: statistics.median(t) for name, t in times.items()}
         row = ", ".join(f"{name} {value:.3f} ms" for name, value in ms.items())

@@ -7,10 +7,13 @@ Reading order, as a loop reads:
   normalization.py  running observation statistics and return-based reward scaling
   policy.py         encoder -> MLP/LSTM core -> action head + value head
     encoders.py, distributions.py, one_hot_sum.py
-  learner.py        Learner.update: the PPO update on one page (CleanRL's loop)
+  ppo.py            PPO.update: the update on one page (CleanRL's loop), and its parts:
     advantage.py    GAE with V-trace clipping (the native kernel or torch)
-    sampling.py     prioritized minibatches of whole segments
+    minibatch_plan.py  shuffled steps, or whole segments drawn by priority (sampling.py)
+    minibatch_loss.py  one minibatch's loss and gradients: autograd over ppo_loss.py (the
+                    reference), or numpy_mlp.py's for a plain MLP on the CPU
     ppo_loss.py     clipped surrogate, clipped value loss, entropy bonus
+    precision.py    float32 or bfloat16 autocast, for the update and the collection alike
   optimizers.py, schedule.py  Adam or Muon; the learning-rate and coefficient schedules
   distributed.py    several learners under torchrun (DDP)
   checkpoint_state.py  a checkpoint beyond the weights: whether it fits, the live fields a

@@ -11,7 +11,7 @@ from __future__ import annotations
 from puffer_tui.engine.native.pufferenv import IGNORED
 
 # Names an env said were not numbers, over the whole process: the engine warns of each once
-# (engine/diagnosis/doctor.py takes them), however many workers and epochs say it.
+# (engine/diagnosis/epoch_diagnosis.py takes them), however many workers and epochs say it.
 _ignored_said: set[str] = set()
 _ignored_new: list[str] = []
 

@@ -61,7 +61,7 @@ class FusedAdam:
             if set_to_none:
                 param.grad = None
             elif param.grad is not None:
-                # as torch.optim: a gradient made outside autograd (explicit_gradients.py's
+                # as torch.optim: a gradient made outside autograd (numpy_mlp.py's
                 # are views of one buffer) has nothing to detach, and views cannot be
                 if param.grad.grad_fn is not None:
                     param.grad.detach_()

@@ -8,7 +8,7 @@ The engine process passes `safe_point` (applies queued commands: pause, set, sto
 between env steps and between minibatches; time blocked there is not training time.
 
 Data flow of one step: recv() -> policy forward (inference mode) -> store in the
-[segments, horizon] buffer (engine/algo/rollout.py) -> send(). Then engine/algo/learner.py runs PPO.
+[segments, horizon] buffer (engine/algo/rollout.py) -> send(). Then engine/algo/ppo.py runs PPO.
 
 - Truncation is not termination. With same-step autoreset the observation that ended a
   truncated episode would be gone, so envs keep it in the vec env's `final_observations`;
@@ -50,10 +50,12 @@ from puffer_tui.engine.algo.allocator import keep_freed_memory
 from puffer_tui.engine.algo.distributed import World, check_together, reduce_epoch
 from puffer_tui.engine.algo.episode_log import EpisodeLog
 from puffer_tui.engine.algo.epoch_cut import EpochCut
-from puffer_tui.engine.algo.learner import Learner
+from puffer_tui.engine.algo.minibatch_loss import NumpyLoss, minibatch_gradients
 from puffer_tui.engine.algo.normalization import Normalization
 from puffer_tui.engine.algo.optimizers import make_optimizer
 from puffer_tui.engine.algo.policy import make_policy
+from puffer_tui.engine.algo.ppo import PPO
+from puffer_tui.engine.algo.precision import CollectionCasts, autocast
 from puffer_tui.engine.algo.rollout import RolloutBuffer, is_identity
 from puffer_tui.engine.algo.schedule import START, budget_moved, learning_rate, resumed_anchor
 from puffer_tui.engine.algo.score_window import ScoreWindow
@@ -159,7 +161,7 @@ class Trainer:
         self.policy = make_policy(obs_space, act_space, train).to(self.device)
         self.optimizer = make_optimizer(self.policy, train, self.device)
         step_fn, sequence_fn = self.policy.step, self.policy.forward_sequence
-        # train.compile: the learner compiles its whole minibatch loss, the policy's forward
+        # train.compile: the whole minibatch loss is compiled, the policy's forward
         # with it; under DDP (whose wrapper the loss would have to trace) the policy alone
         compile_loss = bool(train.compile) and not self.world.enabled
         if train.compile and not compile_loss:
@@ -167,13 +169,14 @@ class Trainer:
             sequence_fn = torch.compile(sequence_fn)
         sequence_fn = self.world.wrap(self.policy, sequence_fn)  # DDP averages the gradients
         self.precision = resolve_precision(train.precision, self.device)  # "auto" decided
-        self.learner = Learner(self.policy, self.optimizer, sequence_fn, self.precision,
-                               compile_loss=compile_loss)
-        # a plain MLP on the CPU: its forward in numpy, without Modules (explicit_gradients.py)
-        self._explicit = self.learner.explicit if not train.compile else None
-        if self._explicit is not None:
-            explicit = self._explicit
-            step_fn = lambda obs, state, starts: (*explicit.step(obs), None)  # noqa: E731
+        gradients = minibatch_gradients(self.policy, self.optimizer, sequence_fn,
+                                        self.precision, compile_loss, train.numpy_math)
+        self.ppo = PPO(self.optimizer, gradients)
+        # a plain MLP on the CPU collects in numpy too, without Modules (numpy_mlp.py)
+        self._numpy_mlp = gradients.mlp if isinstance(gradients, NumpyLoss) else None
+        if self._numpy_mlp is not None:
+            mlp = self._numpy_mlp
+            step_fn = lambda obs, state, starts: (*mlp.step(obs), None)  # noqa: E731
         self._step_fn = step_fn
 
         # running statistics (engine/algo/normalization.py); None where not asked for
@@ -232,6 +235,18 @@ class Trainer:
 
     # -- one epoch ----------------------------------------------------------------------------
 
+    def collection_casts(self) -> CollectionCasts:
+        """What a collection holds open: its forward passes in the update's precision."""
+        return CollectionCasts(list(self.policy.parameters()), self.device,
+                               self.precision == "bfloat16",
+                               lambda: autocast(self.precision, self.device))
+
+    @property
+    def numpy_math(self) -> bool:
+        """Whether the policy's arithmetic runs in numpy (engine/algo/numpy_mlp.py) rather
+        than through torch (what a benchmark reports beside its figures)."""
+        return self._numpy_mlp is not None
+
     def run_epoch(self) -> dict:
         """Collect one batch and run one PPO update; returns the epoch's metrics row."""
         if self._closed:
@@ -260,8 +275,8 @@ class Trainer:
         self.global_step = self._epoch_start_step + steps  # the steps of all ranks
         try:
             with self.timing.section("learn"), self._learning_threads():
-                stats = self.learner.update(data, lambda: self.config.train, self.global_step,
-                                            self._safe_point, self.schedule, self.adaptive_lr)
+                stats = self.ppo.update(data, lambda: self.config.train, self.global_step,
+                                        self._safe_point, self.schedule, self.adaptive_lr)
         except EpochCut:  # learnt from part of the batch: the epoch counts, cut short
             self.epoch += 1
             self.uptime = (self._uptime_start + time.perf_counter() - self._epoch_start
@@ -328,13 +343,13 @@ class Trainer:
         buffer, timing, vecenv, policy = self.buffer, self.timing, self.vecenv, self.policy
         buffer.start_batch()
         cuda = self._staging is not None
-        explicit = self._explicit
+        numpy_mlp = self._numpy_mlp
         # Sections timed by hand, not by Timing.section: at a few environments a step is
         # ~100 µs, and four context managers a step cost several of them. Nothing blocks
         # inside these sections (the safe point is outside), so nothing is to be excluded.
         clock, seconds = timing.clock, timing.seconds
         last_report = clock()
-        with self.learner.collection_casts(self.device) as casts:
+        with self.collection_casts() as casts:
             while not buffer.ready:
                 self._safe_point(between_steps=True)
                 casts.refresh()
@@ -354,8 +369,8 @@ class Trainer:
                     staging = self._staging[: len(env_ids)]
                     staging.copy_(torch.from_numpy(obs))
                     obs_t = staging.to(self.device, non_blocking=True)
-                else:  # the explicit path reads numpy (no tensor to make)
-                    obs_t = obs if explicit is not None else torch.from_numpy(obs)
+                else:  # the numpy MLP reads numpy (no tensor to make)
+                    obs_t = obs if numpy_mlp is not None else torch.from_numpy(obs)
                 if state is not None:
                     every_row = len(env_ids) == self.num_agents and is_identity(env_ids)
                     rows = None if every_row else torch.as_tensor(env_ids, device=self.device)
@@ -368,8 +383,8 @@ class Trainer:
                     final_values = self._final_values(env_ids, terminals, truncations, state)
                     if state is not None:
                         state = policy.reset_state(state, starts)
-                    if explicit is not None:  # the same draws, in numpy
-                        actions, logprobs, values, env_actions = explicit.collect(
+                    if numpy_mlp is not None:  # the same draws, in numpy
+                        actions, logprobs, values, env_actions = numpy_mlp.collect(
                             obs_t, buffer.exploration, env_ids)
                         new_state = None
                     else:

@@ -74,7 +74,7 @@ def auto_threads(config: Config, phase: str = "collect") -> int:
 @functools.cache
 def _blas_threads():
     """threadpoolctl's controller of the BLAS libraries loaded now (numpy's OpenBLAS: the
-    matrix products of engine/algo/explicit_gradients.py), looked up once."""
+    matrix products of engine/algo/numpy_mlp.py), looked up once."""
     from threadpoolctl import ThreadpoolController
 
     return ThreadpoolController()
@@ -82,7 +82,7 @@ def _blas_threads():
 
 def set_compute_threads(threads: int) -> None:
     """`threads` for torch's ops, one for numpy's BLAS (the matrix products of the plain-MLP
-    path, engine/algo/explicit_gradients.py). OpenBLAS's idle workers busy-wait long after
+    path, engine/algo/numpy_mlp.py). OpenBLAS's idle workers busy-wait long after
     each product, so a second BLAS thread holds the core that torch's pool, the env or
     another process needs: with both pools at 2 threads on 2 cores each switch between a numpy
     product and a torch op (erf_, Adam's fused step) waited for the other pool's spinning

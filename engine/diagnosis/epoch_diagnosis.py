@@ -188,7 +188,7 @@ class Doctor:
         steps = int(row.get("global_step", 0)) - self._last_step
         self._last_step = int(row.get("global_step", 0))
         signals = row_signals(row, steps)
-        update = getattr(trainer.learner, "last_update", None) or {}
+        update = getattr(trainer.ppo, "last_update", None) or {}
         if trainer.config.train.max_grad_norm > 0 and "grad_norm" in update:
             signals.update(grad_norm=update["grad_norm"], grad_clipped=update["grad_clipped"])
         train = trainer.config.train

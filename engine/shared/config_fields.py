@@ -49,6 +49,8 @@ class TrainConfig:
     torch_threads: int = _f(0, "CPU threads for torch (0: one per core not taken by env workers or other load)", 0, 512)
     compile: bool = _f(False, "torch.compile the learner's loss, the policy's forward in it "
                        "(under DDP the policy alone)")
+    numpy_math: bool = _f(True, "a plain MLP in float32 on the CPU runs its forward and gradients in "
+                          "numpy (false: through torch's autograd, the reference it is tested against)")
     policy: str = _f("auto", "policy network (auto: a CNN for image observations, else an MLP)",
                      choices=("auto", "mlp", "cnn", "lstm"))
     cnn_channels: int = _f(32, "CNN: channels of the first conv layer (the next two have twice "

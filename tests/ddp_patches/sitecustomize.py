@@ -64,12 +64,12 @@ if _CRASH_RANK == _RANK:
 if _KILL_RANK and _KILL_RANK.split(":")[0] == _RANK:
     import signal as _signal
 
-    from puffer_tui.engine.algo import learner as _learner
+    from puffer_tui.engine.algo import minibatch_loss as _minibatch_loss
     from puffer_tui.engine.algo import trainer as _trainer3
 
     _kill_epoch, _kill_minibatch = (int(x) for x in _KILL_RANK.split(":")[1:])
     _epoch_now, _minibatches = [0], [0]
-    _run_epoch3, _loss = _trainer3.Trainer.run_epoch, _learner.ppo_loss
+    _run_epoch3, _loss = _trainer3.Trainer.run_epoch, _minibatch_loss.ppo_loss
 
     def _counting_epoch(self):
         _epoch_now[0], _minibatches[0] = self.epoch + 1, 0
@@ -82,4 +82,4 @@ if _KILL_RANK and _KILL_RANK.split(":")[0] == _RANK:
         return _loss(*args, **kwargs)
 
     _trainer3.Trainer.run_epoch = _counting_epoch
-    _learner.ppo_loss = _killing_loss
+    _minibatch_loss.ppo_loss = _killing_loss

@@ -51,9 +51,9 @@ if _NAN_REWARD:
     _trainer.make_vecenv = lambda config: _NanRewards(_make(config))
 
 if _NAN_LOSS:
-    from puffer_tui.engine.algo import learner as _learner
+    from puffer_tui.engine.algo import minibatch_loss as _minibatch_loss
 
-    _loss, _calls = _learner.ppo_loss, [0]
+    _loss, _calls = _minibatch_loss.ppo_loss, [0]
 
     def _nan_once(*args, **kwargs):
         loss, stats, ratio = _loss(*args, **kwargs)
@@ -64,7 +64,7 @@ if _NAN_LOSS:
             stats = {**stats, "value_loss": stats["value_loss"] * nan}
         return loss, stats, ratio
 
-    _learner.ppo_loss = _nan_once
+    _minibatch_loss.ppo_loss = _nan_once
 
 if _DISK_FULL:
     from puffer_tui.engine.runtime import metrics as _metrics

@@ -28,14 +28,14 @@ FAULTS_PER_UPDATE = textwrap.dedent("""
                                      "train.checkpoint_interval": 0,
                                      "train.torch_threads": 1})
     trainer = Trainer(config)
-    update = trainer.learner.update
+    update = trainer.ppo.update
     faults = []
     def counted(*args, **kwargs):
         before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         row = update(*args, **kwargs)
         faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
         return row
-    trainer.learner.update = counted
+    trainer.ppo.update = counted
     for _ in range(12):
         trainer.run_epoch()
     trainer.close()

@@ -195,16 +195,16 @@ def test_stop_at_score_finishes_the_run_once_the_recent_mean_reaches_it():
 
 @pytest.mark.parametrize("refresh, calls", [(True, 8), (False, 1)])
 def test_advantages_are_computed_once_a_batch_unless_refreshed(monkeypatch, refresh, calls):
-    from puffer_tui.engine.algo import learner
+    from puffer_tui.engine.algo import ppo
 
     seen = []
-    real = learner.compute_advantage
+    real = ppo.compute_advantage
 
     def counting(values, *args, **kwargs):
         seen.append(values.clone())
         return real(values, *args, **kwargs)
 
-    monkeypatch.setattr(learner, "compute_advantage", counting)
+    monkeypatch.setattr(ppo, "compute_advantage", counting)
     config = load_config("cartpole", {**SCORING, "train.update_epochs": 2,
                                       "train.refresh_advantages": refresh})
     with Trainer(config) as trainer:  # 8 segments, 2 a minibatch, 2 epochs: 8 minibatches

@@ -49,8 +49,8 @@ def test_the_learner_takes_the_idle_workers_cores_and_collection_gets_them_back(
                                      "train.minibatch_size": 16, "train.hidden_size": 16})
     seen = []
     with trainer.Trainer(config) as t:
-        update = t.learner.update
-        monkeypatch.setattr(t.learner, "update",
+        update = t.ppo.update
+        monkeypatch.setattr(t.ppo, "update",
                             lambda *a, **k: (seen.append(torch.get_num_threads()), update(*a, **k))[1])
         t.run_epoch()
         assert seen == [3] and torch.get_num_threads() == 1  # 3 cores less 2 workers

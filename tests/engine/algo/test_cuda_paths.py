@@ -23,7 +23,7 @@ from puffer_tui.engine.algo.trainer import Trainer
 from puffer_tui.engine.algo.trainer_setup import resolve_precision
 from puffer_tui.engine.shared.config import load_config
 from puffer_tui.engine.shared.protocol import LOSSES
-from tests.engine.algo.test_learner_gpu_paths import _batch, _fill
+from tests.engine.algo.test_device_paths_on_cpu import _batch, _fill
 
 pytestmark = pytest.mark.cuda
 CUDA = torch.device("cuda")

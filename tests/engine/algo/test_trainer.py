@@ -213,7 +213,7 @@ def test_safe_point_runs_while_collecting_and_learning_and_blocked_time_is_not_u
         calls = []
 
         def safe_point():
-            calls.append(trainer.learner.optimizer.state_dict()["state"] != {})
+            calls.append(trainer.ppo.optimizer.state_dict()["state"] != {})
             if len(calls) == 1:
                 time.sleep(0.3)
 
@@ -321,7 +321,7 @@ def test_larger_batches_take_several_segments_per_agent():
 def _replay_checker(trainer, checked):
     """Wraps the learner's update: before it trains, replay every stored segment from its saved
     LSTM state with the policy that collected it, and compare with what collection stored."""
-    original = trainer.learner.update
+    original = trainer.ppo.update
 
     def update(data, *args, **kwargs):
         policy = trainer.policy
@@ -339,7 +339,7 @@ def _replay_checker(trainer, checked):
         checked.append((bool(starts[:, 1:].any()), int(torch.count_nonzero(data["state_h"]))))
         return original(data, *args, **kwargs)
 
-    trainer.learner.update = update
+    trainer.ppo.update = update
 
 
 def test_pooled_lstm_segments_replay_from_their_saved_state():
@@ -385,16 +385,16 @@ def test_device_auto_picks_cuda_only_when_present(monkeypatch):
 
 
 def test_reward_clamp_limits_the_rewards_the_advantages_see(monkeypatch):
-    from puffer_tui.engine.algo import learner
+    from puffer_tui.engine.algo import ppo
 
     seen = []
-    original = learner.compute_advantage
+    original = ppo.compute_advantage
 
     def spy(values, rewards, *args, **kwargs):
         seen.append(rewards.abs().max().item())
         return original(values, rewards, *args, **kwargs)
 
-    monkeypatch.setattr(learner, "compute_advantage", spy)
+    monkeypatch.setattr(ppo, "compute_advantage", spy)
     with small_trainer(env="cartpole", **{"train.reward_clamp": 0.25}) as trainer:
         trainer.run_epoch()  # cartpole pays 1 per step
         assert max(seen) == pytest.approx(0.25)
@@ -427,16 +427,16 @@ def test_global_step_counts_the_agents_that_stepped():
 
 
 def test_priorities_see_only_the_steps_of_live_agents(monkeypatch):
-    from puffer_tui.engine.algo import learner
+    from puffer_tui.engine.algo import minibatch_plan
 
     calls = []
-    original = learner.segment_priorities
+    original = minibatch_plan.segment_priorities
 
     def spy(advantages, alpha, valid=None):
         calls.append(None if valid is None else valid.clone())
         return original(advantages, alpha, valid)
 
-    monkeypatch.setattr(learner, "segment_priorities", spy)
+    monkeypatch.setattr(minibatch_plan, "segment_priorities", spy)
     with small_trainer("cpr", **DYING_AGENTS) as trainer:
         for _ in range(3):
             trainer.run_epoch()

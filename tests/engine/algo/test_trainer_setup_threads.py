@@ -1,5 +1,5 @@
 """Compute threads: torch's pool gets them, numpy's BLAS one thread, in collection and in the
-update alike, the plain-MLP (explicit_gradients.py) path included. OpenBLAS's idle workers
+update alike, the plain-MLP (numpy_mlp.py) path included. OpenBLAS's idle workers
 busy-wait: with both pools at N threads on N cores each took turns waiting for the other's
 spinning workers (a CartPole epoch several times slower), and a second BLAS thread alone held
 a core the rest needed."""
@@ -39,13 +39,13 @@ def test_collection_and_learning_never_run_two_threaded_pools(monkeypatch, preci
     config = load_config("cartpole", {**SMALL, "train.precision": precision})
     seen = {"collect": set(), "learn": set()}
     with Trainer(config) as trainer:
-        assert trainer.learner.numpy_math == numpy_math
-        update = trainer.learner.update
-        monkeypatch.setattr(trainer.learner, "update", lambda *a, **k: (
+        assert trainer.numpy_math == numpy_math
+        update = trainer.ppo.update
+        monkeypatch.setattr(trainer.ppo, "update", lambda *a, **k: (
             seen["learn"].add(trainer_setup.compute_threads()), update(*a, **k))[1])
         if numpy_math:
-            collect = trainer._explicit.collect
-            monkeypatch.setattr(trainer._explicit, "collect", lambda *a, **k: (
+            collect = trainer._numpy_mlp.collect
+            monkeypatch.setattr(trainer._numpy_mlp, "collect", lambda *a, **k: (
                 seen["collect"].add(trainer_setup.compute_threads()), collect(*a, **k))[1])
         else:
             step = trainer._step_fn

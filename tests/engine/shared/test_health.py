@@ -81,12 +81,12 @@ def test_disk_full_is_recognised_through_wrappers():
 
 def test_trainer_stops_at_a_nan_loss_and_its_state_cannot_be_checkpointed(tmp_path,
                                                                            monkeypatch):
-    from puffer_tui.engine.algo import learner
+    from puffer_tui.engine.algo import minibatch_loss
     from puffer_tui.engine.algo.trainer import Trainer
     from puffer_tui.engine.shared import checkpoint as ckpt
     from puffer_tui.engine.shared.config import load_config
 
-    real = learner.ppo_loss
+    real = minibatch_loss.ppo_loss
 
     def nan_value_loss(*args, **kwargs):
         loss, stats, ratio = real(*args, **kwargs)
@@ -99,7 +99,7 @@ def test_trainer_stops_at_a_nan_loss_and_its_state_cannot_be_checkpointed(tmp_pa
     with Trainer(config) as trainer:
         trainer.run_epoch()
         good = ckpt.save_checkpoint(tmp_path, trainer.state_dict())
-        monkeypatch.setattr(learner, "ppo_loss", nan_value_loss)
+        monkeypatch.setattr(minibatch_loss, "ppo_loss", nan_value_loss)
         with pytest.raises(health.NonFiniteError, match="value_loss") as e:
             trainer.run_epoch()
         assert not e.value.weights_finite

@@ -8,9 +8,10 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from puffer_tui.engine.algo import learner as learner_module
-from puffer_tui.engine.algo.learner import Learner
+from puffer_tui.engine.algo import ppo as ppo_module
+from puffer_tui.engine.algo.minibatch_loss import AutogradLoss
 from puffer_tui.engine.algo.policy import Policy
+from puffer_tui.engine.algo.ppo import PPO
 from puffer_tui.engine.shared.config import ConfigError, load_config
 from puffer_tui.engine.shared.config_fields import TrainConfig
 
@@ -41,7 +42,7 @@ def _data(seed: int = 0) -> dict:
     }
 
 
-def _learner(record: list) -> Learner:
+def _learner(record: list) -> PPO:
     torch.manual_seed(0)
     box = spaces.Box(-1e6, 1e6, (1,), np.float32)
     policy = Policy(box, spaces.Box(-1.0, 1.0, (1,), np.float32), hidden_size=8,
@@ -51,7 +52,8 @@ def _learner(record: list) -> Learner:
         record.append((tuple(obs.shape), obs.reshape(-1).long().tolist(), starts.shape))
         return policy.forward_sequence(obs, state, starts)
 
-    return Learner(policy, torch.optim.Adam(policy.parameters(), lr=1e-3), forward)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-3)
+    return PPO(optimizer, AutogradLoss(policy, optimizer, forward))
 
 
 def test_each_epoch_is_one_permutation_of_the_batchs_steps():
@@ -85,13 +87,13 @@ def test_refreshed_values_land_on_the_steps_they_were_computed_for(monkeypatch):
     """With refresh_advantages the next minibatch's advantages read the values the previous
     minibatch wrote back: exactly its own (shuffled) steps changed."""
     calls = []
-    real = learner_module.compute_advantage
+    real = ppo_module.compute_advantage
 
     def spy(values, *args, **kwargs):
         calls.append(values.clone())
         return real(values, *args, **kwargs)
 
-    monkeypatch.setattr(learner_module, "compute_advantage", spy)
+    monkeypatch.setattr(ppo_module, "compute_advantage", spy)
     seen: list = []
     data = _data()
     train = _train(refresh_advantages=True, update_epochs=1)

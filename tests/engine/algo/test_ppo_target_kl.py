@@ -9,8 +9,9 @@ import pytest
 import torch
 from gymnasium import spaces
 
-from puffer_tui.engine.algo.learner import Learner, kl_too_far
+from puffer_tui.engine.algo.minibatch_loss import NumpyLoss, minibatch_gradients
 from puffer_tui.engine.algo.policy import Policy
+from puffer_tui.engine.algo.ppo import PPO, kl_too_far
 from puffer_tui.engine.shared.config_fields import TrainConfig
 
 SEGMENTS, HORIZON = 8, 8
@@ -37,7 +38,7 @@ def _data() -> dict:
     }
 
 
-def _update(train: TrainConfig, explicit: bool) -> tuple[dict, int]:
+def _update(train: TrainConfig, numpy_math: bool) -> tuple[dict, int]:
     """The update's row, and how many optimizer steps it took."""
     torch.manual_seed(0)
     box = spaces.Box(-10.0, 10.0, (3,), np.float32)
@@ -45,9 +46,9 @@ def _update(train: TrainConfig, explicit: bool) -> tuple[dict, int]:
     optimizer = torch.optim.Adam(policy.parameters(), lr=train.learning_rate)
     steps = []
     optimizer.register_step_post_hook(lambda *_: steps.append(1))
-    forward = None if explicit else (lambda *a: policy.forward_sequence(*a))
-    learner = Learner(policy, optimizer, forward)
-    assert learner.numpy_math == explicit
+    gradients = minibatch_gradients(policy, optimizer, numpy_math=numpy_math)
+    assert isinstance(gradients, NumpyLoss) == numpy_math
+    learner = PPO(optimizer, gradients)
     data = _data()
     with torch.no_grad():  # the collecting policy's own log-probs: the first KL is 0
         rows = SEGMENTS * HORIZON
@@ -58,23 +59,23 @@ def _update(train: TrainConfig, explicit: bool) -> tuple[dict, int]:
     return learner.update(data, lambda: train, 0, lambda: None), len(steps)
 
 
-@pytest.mark.parametrize("explicit", [False, True], ids=["autograd", "numpy"])
-def test_off_runs_every_planned_minibatch(explicit):
-    row, steps = _update(_train(), explicit)
+@pytest.mark.parametrize("numpy_math", [False, True], ids=["autograd", "numpy"])
+def test_off_runs_every_planned_minibatch(numpy_math):
+    row, steps = _update(_train(), numpy_math)
     assert row["minibatches"] == steps == 4 * (SEGMENTS * HORIZON // 16)
 
 
-@pytest.mark.parametrize("explicit", [False, True], ids=["autograd", "numpy"])
-def test_a_kl_over_the_target_stops_the_update(explicit):
+@pytest.mark.parametrize("numpy_math", [False, True], ids=["autograd", "numpy"])
+def test_a_kl_over_the_target_stops_the_update(numpy_math):
     planned = 4 * (SEGMENTS * HORIZON // 16)
-    free, _ = _update(_train(), explicit)
+    free, _ = _update(_train(), numpy_math)
     assert free["approx_kl"] > 0.0
     # a target far below what the policy's steps reach: stopped after the first step
     # (the first minibatch's KL is 0, the policy unchanged since collection)
-    row, steps = _update(_train(target_kl=1e-9), explicit)
+    row, steps = _update(_train(target_kl=1e-9), numpy_math)
     assert row["minibatches"] == steps == 1 < planned
     # a loose target never trips
-    row, steps = _update(_train(target_kl=10.0), explicit)
+    row, steps = _update(_train(target_kl=10.0), numpy_math)
     assert row["minibatches"] == steps == planned
 
 

@@ -1,24 +1,23 @@
-"""The PPO minibatch of a plain MLP policy on the CPU with its gradients written out, in
-numpy, without autograd.
+"""A plain MLP policy on the CPU in numpy, without autograd: its forward and action draws for
+collection, and its PPO minibatch with the gradients written out.
 
-    explicit = ExplicitMLP.for_policy(policy)   # None where the policy is not a plain MLP
-    stats, ratio, values = explicit.loss_and_gradients(obs, actions, ...)  # sets param.grad
-    params, values = explicit.step(obs)          # Policy.step's outputs, for collection
+    mlp = NumpyMLP.for_policy(policy)   # None where the policy is not a plain MLP
+    stats, ratio, values = mlp.loss_and_gradients(obs, actions, ...)  # sets param.grad
+    params, values = mlp.step(obs)          # Policy.step's outputs, for collection
 
 Why: on the small MLPs of classic and continuous control (64 or 128 wide, minibatches of 64
 to 256) each operator's arithmetic takes a few microseconds, and the machinery around it
-more: autograd records a graph and runs a backward engine, and each torch operator costs
-2-4 µs of dispatch against numpy's ~0.5-1 µs. Pendulum-v1's minibatch of 64 (separate tanh
-actor and critic, gSDE) took 1.15 ms through autograd, 0.57 ms written out in torch
-operators, and ~0.2 ms written out in numpy (matrix products through numpy's BLAS).
+more: autograd records a graph and runs a backward engine, and each torch operator's dispatch
+costs several times numpy's. docs/speed.md gives the figures (tools/loss_paths.py measures a
+minibatch each way; `bench train` with and without `--train.numpy-math`).
 
-What "plain MLP" means (`ExplicitMLP.reason_not`): engine/algo/policy.py's Policy on the CPU
+What "plain MLP" means (`NumpyMLP.reason_not`): engine/algo/policy.py's Policy on the CPU
 without an LSTM, whose encoders are float-vector ObservationEncoders (one linear layer; no
 one-hot cells, images or structured leaves), with any of its activations and action heads
 (Discrete, MultiDiscrete, Box with Gaussian or gSDE noise), a shared trunk or a separate
-critic. Anything else trains through autograd as before. The function is
-Learner._minibatch_loss's followed by loss.backward(): tests/engine/algo/
-test_explicit_gradients.py compares the gradients of every such layout with autograd's.
+critic. Anything else trains through autograd. The function is
+engine/algo/minibatch_loss.py's AutogradLoss, the reference: tests/engine/algo/
+test_numpy_mlp.py compares the gradients of every such layout with it.
 
 The arrays are views of the torch tensors (no copies): the parameters the optimizer changes
 are what the next call reads, and the gradients land in each parameter's `.grad`, so
@@ -27,7 +26,6 @@ does: clamp passes it inside its bounds (inclusive), an elementwise max to the l
 argument (split in half between equal ones: in the policy term they are equal exactly where
 the ratio is inside the clip range, and both halves carry the same gradient there).
 """
-
 from __future__ import annotations
 
 import functools
@@ -136,7 +134,7 @@ class _Tower:
         _column_sums(g1, g_table_bias)
 
 
-class ExplicitMLP:
+class NumpyMLP:
     """Forward and backward of a plain MLP Policy over its own parameter tensors."""
 
     def __init__(self, policy):
@@ -171,7 +169,7 @@ class ExplicitMLP:
 
     @staticmethod
     def reason_not(policy) -> str:
-        """Why `policy` has no explicit gradients here ("" if it has)."""
+        """Why `policy` cannot run in numpy here ("" if it has)."""
         if getattr(policy, "recurrent", True):
             return "an LSTM policy"
         if _ACTIVATION_NAMES.get(getattr(policy, "activation", None)) is None:
@@ -190,7 +188,7 @@ class ExplicitMLP:
         return ""
 
     @classmethod
-    def for_policy(cls, policy) -> ExplicitMLP | None:
+    def for_policy(cls, policy) -> NumpyMLP | None:
         return None if cls.reason_not(policy) else cls(policy)
 
     def arrays(self) -> list[np.ndarray]:

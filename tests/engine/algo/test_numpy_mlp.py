@@ -1,18 +1,25 @@
-"""engine/algo/explicit_gradients.py against autograd: for every plain-MLP layout, the same
-loss statistics, ratios, values and parameter gradients as Learner._minibatch_loss followed
-by loss.backward()."""
+"""engine/algo/numpy_mlp.py against the reference: for every plain-MLP layout, NumpyLoss gives
+the same loss statistics, ratios, values and parameter gradients as AutogradLoss (the PPO loss
+of ppo_loss.py through autograd), both called through the one minibatch_loss.py interface."""
 
 from __future__ import annotations
 
 import itertools
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 from gymnasium import spaces
 
-from puffer_tui.engine.algo.explicit_gradients import ExplicitMLP
-from puffer_tui.engine.algo.learner import Learner, clip_gradients
+from puffer_tui.engine.algo.minibatch_loss import (
+    AutogradLoss,
+    NumpyLoss,
+    clip_gradients,
+    minibatch_gradients,
+)
+from puffer_tui.engine.algo.minibatch_plan import Minibatch
+from puffer_tui.engine.algo.numpy_mlp import NumpyMLP
 from puffer_tui.engine.algo.policy import Policy
 
 OBS = spaces.Box(-5.0, 5.0, (5,), np.float32)
@@ -51,24 +58,28 @@ def _batch(policy: Policy, rows: int = 6, cols: int = 4, seed: int = 1):
     return obs, actions.reshape(n, -1), old_logprob, adv, values, valid
 
 
-def _autograd(policy, batch, weights, coefs):
-    learner = Learner(policy, optimizer=None)
-    policy.zero_grad(set_to_none=True)
+def _gradients(implementation, policy, batch, weights, coefs):
+    """(stats, ratios, values, gradients) of one minibatch through the interface."""
     obs, actions, old_logprob, adv, values, valid = batch
-    loss, stats, ratio, new_value = learner.minibatch_loss(
-        obs, None, None, actions, old_logprob, adv, values, valid, weights, *coefs)
-    loss.backward()
+    rows, cols = valid.shape
+    mb = Minibatch(None, weights, obs, actions.reshape(rows, cols, -1), old_logprob, None,
+                   valid, adv, values, None)
+    train = SimpleNamespace(**dict(zip(("clip_coef", "vf_clip_coef", "vf_coef", "ent_coef"),
+                                       coefs, strict=True)))
+    policy.zero_grad(set_to_none=True)
+    stats, ratio, new_value = implementation(mb, train)
     grads = {name: p.grad.clone() for name, p in policy.named_parameters()}
-    return stats, ratio.detach(), new_value.detach(), grads
+    return ({k: float(v) for k, v in stats.items()}, torch.as_tensor(ratio),
+            torch.as_tensor(new_value), grads)
+
+
+def _autograd(policy, batch, weights, coefs):
+    return _gradients(AutogradLoss(policy, torch.optim.SGD(policy.parameters(), lr=0.0)),
+                      policy, batch, weights, coefs)
 
 
 def _explicit(policy, batch, weights, coefs):
-    policy.zero_grad(set_to_none=True)
-    obs, actions, old_logprob, adv, values, valid = batch
-    stats, ratio, new_value = ExplicitMLP(policy).loss_and_gradients(
-        obs, actions, old_logprob, adv, values, valid, weights, *coefs)
-    grads = {name: p.grad.clone() for name, p in policy.named_parameters()}
-    return stats, torch.from_numpy(ratio), torch.from_numpy(new_value), grads
+    return _gradients(NumpyLoss(NumpyMLP(policy)), policy, batch, weights, coefs)
 
 
 LAYOUTS = [
@@ -121,7 +132,7 @@ def test_step_matches_the_policy():
         obs = torch.randn(7, 5)
         with torch.no_grad():
             params, value, _ = policy.step(obs)
-        explicit_params, explicit_value = ExplicitMLP(policy).step(obs)
+        explicit_params, explicit_value = NumpyMLP(policy).step(obs)
         torch.testing.assert_close(explicit_params, params)
         torch.testing.assert_close(explicit_value, value)
 
@@ -130,7 +141,7 @@ def test_gradients_made_after_a_step_in_inference_mode_can_be_clipped():
     """Collection calls step() in inference mode first; the gradient buffers made then must
     still take clipping's in-place scaling (it failed: 'Inplace update to inference tensor')."""
     policy = _policy("box", True, "tanh", "gsde")
-    explicit = ExplicitMLP(policy)
+    explicit = NumpyMLP(policy)
     with torch.inference_mode():
         explicit.step(torch.randn(3, 5))
     obs, actions, old_logprob, adv, values, valid = _batch(policy)
@@ -148,7 +159,7 @@ def test_the_optimizer_zeroes_its_gradients_in_place():
     from puffer_tui.engine.algo.optimizers import FusedAdam
 
     policy = _policy("box", True, "tanh", "gsde")
-    explicit = ExplicitMLP(policy)
+    explicit = NumpyMLP(policy)
     explicit.loss_and_gradients(*_batch(policy), None, 0.2, 0.0, 0.5, 0.0)
     optimizer = FusedAdam(list(policy.parameters()), 1e-3, (0.9, 0.999), 1e-5)
     optimizer.step()
@@ -158,7 +169,7 @@ def test_the_optimizer_zeroes_its_gradients_in_place():
 
 def test_its_clipping_is_the_learners():
     policy = _policy("discrete", False, "gelu")
-    explicit = ExplicitMLP(policy)
+    explicit = NumpyMLP(policy)
     obs, actions, old_logprob, adv, values, valid = _batch(policy)
     explicit.loss_and_gradients(obs, actions, old_logprob, adv, values, valid, None,
                                 0.2, 0.0, 0.5, 0.0)
@@ -201,7 +212,7 @@ def test_collect_draws_what_the_policy_draws(squash):
             steps = []
             for _ in range(3):  # gSDE: new matrices after 2 steps of a row
                 if explicit:  # numpy out, as the rollout buffer takes them
-                    *drawn, env_actions = ExplicitMLP(policy).collect(obs, noise, rows)
+                    *drawn, env_actions = NumpyMLP(policy).collect(obs, noise, rows)
                     steps.append((*map(torch.from_numpy, drawn), env_actions))
                     continue
                 with torch.inference_mode():
@@ -226,30 +237,30 @@ def test_collection_follows_the_log_std_the_optimizer_wrote(exploration):
     from puffer_tui.engine.algo.optimizers import FusedAdam
 
     policy = _policy("box", True, "tanh", exploration)
-    explicit = ExplicitMLP(policy)
+    explicit = NumpyMLP(policy)
     obs = torch.randn(4, 5)
     with torch.inference_mode():
         explicit.collect(obs)
     explicit.loss_and_gradients(*_batch(policy), None, 0.2, 0.0, 0.5, 0.01)
     FusedAdam(list(policy.parameters()), 0.5, (0.9, 0.999), 1e-5).step()
     outputs = []
-    for fresh in (False, True):  # the same ExplicitMLP, and one made after the step
+    for fresh in (False, True):  # the same NumpyMLP, and one made after the step
         torch.manual_seed(7)
         with torch.inference_mode():
-            outputs.append((explicit if not fresh else ExplicitMLP(policy)).collect(obs))
+            outputs.append((explicit if not fresh else NumpyMLP(policy)).collect(obs))
     for kept, made in zip(*outputs, strict=True):
         np.testing.assert_array_equal(kept, made)
 
 
 def test_other_policies_keep_autograd():
     grid = spaces.Box(0, 3, (4, 4), np.uint8)  # small-integer cells: one-hot encoded
-    assert ExplicitMLP.for_policy(Policy(grid, spaces.Discrete(3), 16)) is None
+    assert NumpyMLP.for_policy(Policy(grid, spaces.Discrete(3), 16)) is None
     lstm = Policy(OBS, spaces.Discrete(3), 16, recurrent=True)
-    assert "LSTM" in ExplicitMLP.reason_not(lstm)
+    assert "LSTM" in NumpyMLP.reason_not(lstm)
     image = spaces.Box(0, 255, (40, 40, 3), np.uint8)
-    assert "ImageEncoder" in ExplicitMLP.reason_not(Policy(image, spaces.Discrete(3), 16))
+    assert "ImageEncoder" in NumpyMLP.reason_not(Policy(image, spaces.Discrete(3), 16))
     with pytest.raises(ValueError, match="not a plain MLP"):
-        ExplicitMLP(lstm)
+        NumpyMLP(lstm)
 
 
 SMALL_RUN = {"train.horizon": 16, "train.minibatch_size": 64, "train.hidden_size": 16,
@@ -260,17 +271,29 @@ SMALL_RUN = {"train.horizon": 16, "train.minibatch_size": 64, "train.hidden_size
     ({}, True),  # Pendulum-v1's preset: separate tanh MLPs, gSDE
     ({"train.compile": "true"}, False),  # the compiled loss goes through autograd
     ({"train.precision": "bfloat16"}, False),  # autocast is autograd's
+    ({"train.numpy_math": "false"}, False),  # asked for the reference
 ])
-def test_a_trainer_picks_the_explicit_path_where_it_applies(overrides, explicit):
+def test_a_trainer_picks_numpy_where_it_applies(overrides, explicit):
     from puffer_tui.engine.algo.trainer import Trainer
     from puffer_tui.engine.shared.config import load_config
 
     config = load_config("gym:Pendulum-v1", {**SMALL_RUN, "vec.num_envs": 4, **overrides})
     with Trainer(config) as trainer:
-        assert (trainer.learner.explicit is not None) == explicit
-        assert (trainer._explicit is not None) == explicit
+        assert isinstance(trainer.ppo.gradients, NumpyLoss) == explicit
+        assert (trainer._numpy_mlp is not None) == explicit == trainer.numpy_math
         if explicit:
             losses = trainer.run_epoch()["losses"]
             assert all(np.isfinite(v) for v in losses.values()) and losses["value_loss"] > 0
             for p in trainer.policy.parameters():
                 assert p.grad is not None and torch.isfinite(p.grad).all()
+
+
+def test_numpy_runs_only_where_it_applies_and_is_allowed():
+    mlp = _policy("box", True, "tanh")
+    optimizer = torch.optim.Adam(mlp.parameters())
+    assert isinstance(minibatch_gradients(mlp, optimizer), NumpyLoss)
+    assert isinstance(minibatch_gradients(mlp, optimizer, numpy_math=False), AutogradLoss)
+    assert isinstance(minibatch_gradients(mlp, optimizer, precision="bfloat16"), AutogradLoss)
+    lstm = Policy(OBS, ACTIONS["discrete"], hidden_size=16, recurrent=True)
+    assert isinstance(minibatch_gradients(lstm, torch.optim.Adam(lstm.parameters())),
+                      AutogradLoss)

@@ -1,4 +1,4 @@
-"""The learner's options: `train.optimizer` (adam, muon) with checkpoints that carry its
+"""The trainer's options: `train.optimizer` (adam, muon) with checkpoints that carry its
 state, `train.precision bfloat16` (autocast), and the policy's fused heads."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from puffer_tui.engine.algo.learner import clip_gradients
+from puffer_tui.engine.algo.minibatch_loss import clip_gradients
 from puffer_tui.engine.algo.optimizers import (
     FusedAdam,
     MuonWithAdam,
@@ -131,7 +131,7 @@ def test_muon_takes_the_hidden_matrices_and_adam_the_rest():
         assert muon == {id(named["hidden.weight"])}
         assert muon.isdisjoint(adam) and muon | adam == {id(p) for p in named.values()}
         # one learning rate drives both (the learner sets it on every group)
-        trainer.learner.set_learning_rate(0.005)
+        trainer.ppo.set_learning_rate(0.005)
         assert {g["lr"] for g in opt.param_groups} == {0.005}
 
 
@@ -242,7 +242,7 @@ def test_a_trainer_with_auto_precision_runs_what_it_resolved_and_says_so(monkeyp
     for native, precision in ((True, "bfloat16"), (False, "float32")):
         monkeypatch.setattr(trainer_setup, "cpu_has_native_bf16", lambda n=native: n)
         with _trainer(**{"train.precision": "auto"}) as trainer:
-            assert trainer.precision == trainer.learner.precision == precision
+            assert trainer.precision == trainer.ppo.gradients.precision == precision
             assert TrainerFeed.of(trainer).device == ("cpu bf16" if native else "cpu")
 
 
@@ -360,7 +360,7 @@ def test_a_bfloat16_collection_casts_each_weight_once_not_once_a_step(monkeypatc
     with _trainer(**{"train.precision": "bfloat16"}) as trainer:
         trainer.run_epoch()
         counter = _CountCasts(trainer.policy.hidden.weight)
-        update = trainer.learner.update
+        update = trainer.ppo.update
 
         def update_uncounted(*args, **kwargs):  # the learner casts a changed weight anew
             counter.paused = True
@@ -369,7 +369,7 @@ def test_a_bfloat16_collection_casts_each_weight_once_not_once_a_step(monkeypatc
             finally:
                 counter.paused = False
 
-        monkeypatch.setattr(trainer.learner, "update", update_uncounted)
+        monkeypatch.setattr(trainer.ppo, "update", update_uncounted)
         with counter:
             trainer.run_epoch()
         assert trainer.config.train.horizon == 8 and counter.count == 1
@@ -382,7 +382,7 @@ def test_collection_casts_drop_their_copies_when_a_weight_changes_in_place():
         policy = trainer.policy
         space = trainer.vecenv.single_observation_space
         obs = torch.as_tensor(np.stack([space.sample() for _ in range(4)]))
-        casts = trainer.learner.collection_casts(trainer.device)
+        casts = trainer.collection_casts()
         with casts:
             with casts.step():
                 before = policy.step(obs)[1]
@@ -413,7 +413,7 @@ def test_collection_casts_cast_a_weight_once_where_a_context_a_step_casts_it_eac
             for _ in range(3):
                 with torch.inference_mode(), torch.autocast("cpu", dtype=torch.bfloat16):
                     policy.step(obs)
-        casts = trainer.learner.collection_casts(trainer.device)
+        casts = trainer.collection_casts()
         with profile(record_shapes=True) as held, casts:
             for _ in range(3):
                 casts.refresh()
