@@ -47,7 +47,7 @@ class TrainConfig:
     seed: int = _f(1, "seed for torch, numpy and the envs", 0, 2**31 - 1)
     device: str = _f("auto", "torch device (auto: CUDA when present)", choices=("auto", "cpu", "cuda"))
     torch_threads: int = _f(0, "CPU threads for torch (0: one per core not taken by env workers or other load)", 0, 512)
-    compile: bool = _f(False, "torch.compile the learner's loss, the policy's forward in it "
+    compile: bool = _f(False, "torch.compile the PPO loss, the policy's forward in it "
                        "(under DDP the policy alone)")
     numpy_math: bool = _f(True, "a plain MLP in float32 on the CPU runs its forward and gradients in "
                           "numpy (false: through torch's autograd, the reference it is tested against)")
