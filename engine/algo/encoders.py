@@ -133,9 +133,8 @@ class ImageEncoder(nn.Module):
         with torch.no_grad():
             flat = self.convs(torch.zeros(1, c, h, w)).shape[1]
         self.linear = _init(nn.Linear(flat, hidden_size))
-        # Channels-last kernels: oneDNN's (and cuDNN's) fast path. Measured on the 2-core dev
-        # box, one update of the Nature CNN on 256 Atari frames: 1.17x faster in float32,
-        # and 1.66x with train.precision bfloat16 (AVX512-BF16). Same weights, same results.
+        # Channels-last kernels: oneDNN's (and cuDNN's) fast path, faster in float32 and
+        # more so in bfloat16 (docs/measurement-log.md). Same weights, same results.
         self.convs.to(memory_format=torch.channels_last)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:

@@ -4,10 +4,9 @@
 
 One-hot grids are mostly zeros (squared: 5 non-zero cells of 121), so the layer adds the table
 rows of the non-zero cells instead of multiplying a mostly-zero matrix. PyTorch's embedding_bag
-does the forward well, but its backward sorts every index and took ~1.5 ms of a 11 ms PPO
-minibatch of squared; the C kernels (engine/native/one_hot.pyx) walk the cells in place both
-ways, skipping zeros 8 at a time (forward + backward on 4096 squared rows: 1.5 ms against
-embedding_bag's 3.6 ms on the dev box).
+does the forward well, but its backward sorts every index, a large share of a squared
+minibatch; the C kernels (engine/native/one_hot.pyx) walk the cells in place both ways,
+skipping zeros 8 at a time, in well under half embedding_bag's time (docs/measurement-log.md).
 """
 
 from __future__ import annotations

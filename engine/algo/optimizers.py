@@ -5,7 +5,8 @@
 adam: one Adam over every parameter; its fused kernel where torch has one for the device
 (CPU and CUDA: one pass over all parameters instead of a dozen small ops per tensor), called
 by `FusedAdam` below rather than through torch.optim.Adam, whose first step imports
-torch._dynamo: about 1 s of CPU in every run's start-up, for nothing an eager trainer uses.
+torch._dynamo: a second or so of CPU in every run's start-up, for nothing an eager trainer
+uses.
 
 muon: `torch.optim.Muon` (momentum + Newton-Schulz orthogonalised updates; PufferLib 3.0's
 default) for the hidden 2-D weight matrices, and Adam for the rest. Muon only takes 2-D

@@ -345,7 +345,7 @@ class Trainer:
         cuda = self._staging is not None
         numpy_mlp = self._numpy_mlp
         # Sections timed by hand, not by Timing.section: at a few environments a step is
-        # ~100 µs, and four context managers a step cost several of them. Nothing blocks
+        # short, and four context managers a step cost a noticeable share of it. Nothing blocks
         # inside these sections (the safe point is outside), so nothing is to be excluded.
         clock, seconds = timing.clock, timing.seconds
         last_report = clock()

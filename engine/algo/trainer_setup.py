@@ -26,8 +26,8 @@ def resolve_device(name: str) -> torch.device:
 def resolve_precision(name: str, device: torch.device) -> str:
     """train.precision as the learner runs it: "auto" is bfloat16 where the device multiplies
     bfloat16 natively (a CUDA GPU from Ampere on; a CPU with AVX512-BF16 or AMX-BF16, where
-    oneDNN's bf16 products run 2-2.7x faster than float32 on the dev box), else float32 (an
-    emulated bfloat16 is slower than float32)."""
+    oneDNN's bf16 products run well ahead of float32: docs/measurement-log.md), else float32
+    (an emulated bfloat16 is slower than float32)."""
     if name != "auto":
         return name
     if device.type == "cuda":  # natively from Ampere (compute capability 8) on
@@ -55,10 +55,10 @@ def auto_threads(config: Config, phase: str = "collect") -> int:
     """Torch threads for `train.torch_threads = 0`: the cores this process may use, less the
     cores env workers take, less the cores other processes keep busy right now (measured:
     engine/algo/cpu_load.py). Oversubscribing is far worse than idling a core: each parallel
-    op then waits for a descheduled thread (measured on a busy 2-core box: 2 threads train
-    3-5x slower than 1). For the "learn" phase the workers' cores count as free: they wait
-    for the next actions while the learner updates (a CNN update on 2 threads instead of 1:
-    1.6x faster on the dev box)."""
+    op then waits for a descheduled thread (on a busy 2-core box 2 threads trained several
+    times slower than 1: docs/measurement-log.md). For the "learn" phase the workers' cores
+    count as free: they wait for the next actions while PPO updates (a CNN update gains from
+    the second thread)."""
     # learner ranks on this machine (torchrun) share its cores; then the cores are already
     # shared out, and the sibling ranks starting alongside must not be counted again as load
     ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
@@ -86,11 +86,9 @@ def set_compute_threads(threads: int) -> None:
     each product, so a second BLAS thread holds the core that torch's pool, the env or
     another process needs: with both pools at 2 threads on 2 cores each switch between a numpy
     product and a torch op (erf_, Adam's fused step) waited for the other pool's spinning
-    worker to be descheduled. On a 2-core AMD EPYC, a 512 x 128 erf_ after a numpy product took
-    5.8 ms at 2 + 2 threads and 0.07 ms at 2 + 1; `bench train cartpole` in float32 (the
-    explicit path: a CPU without AVX512-BF16), at load ~2.5, ran 7-24k agent-steps/s at
-    2 + 2, 14k at 1 torch + 2 BLAS, 92k at 2 + 1 and 131k at 1 + 1. Unlimited, OpenBLAS also
-    takes every core (CartPole-v1, 100k steps on 2 cores: 16 s of CPU for 9 s of wall)."""
+    worker to be descheduled; unlimited, OpenBLAS also takes every core. The figures (an erf_
+    after a numpy product, `bench train cartpole` at each split of threads) are on
+    docs/measurement-log.md."""
     torch.set_num_threads(threads)
     _blas_threads().limit(limits=1, user_api="blas")
 
