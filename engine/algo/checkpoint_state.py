@@ -15,7 +15,10 @@ uint8 tensors, numpy arrays (NumPy's RNG key array too) as tensors.
 
 Not exact (and said so in docs/exact-resume.md): wrapped Gymnasium envs (no state to save:
 their episodes start afresh), a multiprocessing pool (batch_size < num_envs: which workers
-come back first is timing), and CUDA kernels that are not deterministic."""
+come back first is timing), and CUDA kernels that are not deterministic.
+
+Tested in: tests/engine/algo/test_exact_resume.py, tests/engine/algo/test_resume_settings.py.
+"""
 
 from __future__ import annotations
 

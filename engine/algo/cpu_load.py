@@ -5,6 +5,8 @@ one finished sees the old run's load) and in some VMs it never drops below 1 on 
 machine (this project's 2-core dev box reads 1.0 with both cores 99% idle), which made the
 trainer take one torch thread of two. Instead: the busy time of the usable cores over a short
 window, less the time this process and its children spent in it.
+
+Tested in: tests/engine/algo/test_core_count.py.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ Rules the engine keeps (docs/many-machines.md):
 - A checkpoint holds rank 0's model, optimizer, envs and RNG streams. On resume (any world
   size) rank 0 restores them; every other rank starts fresh episodes and reseeds its RNG
   streams from (seed, rank, global_step), so a resume is reproducible but not bit-exact.
+
+Tested in: tests/engine/runtime/test_ddp.py, tests/engine/algo/test_exit_rank.py.
 """
 
 from __future__ import annotations

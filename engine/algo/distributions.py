@@ -22,6 +22,8 @@ variance f(s)^2 @ sigma^2 per action: that is the log-prob. The features are det
 SB3 does by default): the variance trains sigma only, not the layers that compute f. The
 action params carry the features after the mean: [mean | f(s)], so that the learner and the
 collector need no other input.
+
+Tested in: tests/engine/algo/test_gsde.py, tests/engine/algo/test_continuous_control.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,8 @@
 """An epoch ended early by a stop that could not wait for its end (no torch: the engine
-process catches it before it has imported the trainer)."""
+process catches it before it has imported the trainer).
+
+Tested in: tests/engine/runtime/test_process_stop_long_epoch.py.
+"""
 
 
 class EpochCut(Exception):

@@ -7,6 +7,8 @@ rows of the non-zero cells instead of multiplying a mostly-zero matrix. PyTorch'
 does the forward well, but its backward sorts every index, a large share of a squared
 minibatch; the C kernels (engine/native/one_hot.pyx) walk the cells in place both ways,
 skipping zeros 8 at a time, in well under half embedding_bag's time (docs/measurement-log.md).
+
+Tested in: tests/engine/algo/test_policy.py.
 """
 
 from __future__ import annotations

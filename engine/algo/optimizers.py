@@ -15,6 +15,8 @@ input table (an embedding: one row per cell value), convolution kernels, the act
 heads. Muon's step is scaled to match Adam's update size (`adjust_lr_fn="match_rms_adamw"`),
 so one `train.learning_rate` drives both; it has no weight decay, like the Adam beside it.
 `MuonWithAdam` drives the two as one optimizer; its state_dict holds both states.
+
+Tested in: tests/engine/algo/test_trainer_options.py.
 """
 
 from __future__ import annotations

@@ -19,6 +19,8 @@ writes go through numpy views, which index far faster than torch on CPU. With `d
 storage lives on that device instead (the trainer's choice on CUDA): the policy's outputs are
 written where they were computed, with no copy back to the host on every step, and the batch
 is handed to the learner as is. Both storages hold the same batch for the same steps.
+
+Tested in: tests/engine/algo/test_trainer.py, tests/engine/algo/test_device_paths_on_cpu.py.
 """
 
 from __future__ import annotations

@@ -12,6 +12,8 @@ alone, so a checkpoint (which saves the stream, at an epoch boundary) resumes wi
 ones without saving them. Within a collection a row draws new eps after `sample_freq` of its
 own steps (0: never, the whole collection on one W, as SB3's sde_sample_freq -1); rows are
 counted separately because a vec env may return only some rows on a step.
+
+Tested in: tests/engine/algo/test_gsde.py.
 """
 
 from __future__ import annotations
