@@ -15,7 +15,8 @@ def space_text(space) -> str:
     if name == "Discrete":
         return f"Discrete({space.n})"
     if name == "MultiDiscrete":
-        return f"MultiDiscrete{list(space.nvec.ravel())}"
+        # plain ints: numpy 2 writes a list of its scalars as [np.int64(3), np.int64(3)]
+        return f"MultiDiscrete[{' '.join(str(n) for n in space.nvec.ravel().tolist())}]"
     return str(space)
 
 

@@ -62,3 +62,9 @@ def test_bench_envs_on_the_command_line_runs_this_module(capsys):
     assert list(printed["envs"]) == ["squared"]
     assert printed["envs"]["squared"]["num_envs"] == 2
     assert "machine" in printed
+
+
+def test_a_refusal_on_the_command_line_is_one_line_and_exit_2(capsys):
+    assert cli_main(["bench", "envs", "--env", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("unknown env(s): nope; available: "), err
