@@ -23,7 +23,8 @@ class TimingBars(TextPanel):
         if not self.seconds and not self.percent:
             return Text("waiting for the first epoch", style="dim")
         show_secs = self.size.width >= 34  # drop the seconds column before the bars get tiny
-        width = max(self.size.width - (22 if show_secs else 14), 3)
+        # the bar gets what the key (8), the percent (6) and the seconds (9) leave
+        width = max(self.size.width - (23 if show_secs else 14), 3)
         total = sum(v for v in self.seconds.values() if isinstance(v, (int, float))) or 0.0
         lines = []
         for key in TIMING_KEYS:
