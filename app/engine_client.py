@@ -12,6 +12,9 @@ From a thread (blocking calls):
 Callbacks: `client.on_push(fn)` calls `fn(push)` on the reader thread for every push (a Textual
 app would hop back with `app.call_from_thread`). When the engine goes away, pending requests
 fail with EngineDisconnected, `pushes()` ends and `client.closed` is set.
+
+Tested in: tests/engine/runtime/test_control_server.py (against the engine's server),
+tests/engine/runtime/test_control_server_shutdown.py, tests/app/test_app_engine.py
 """
 
 from __future__ import annotations

@@ -14,6 +14,9 @@ With `train.nproc` > 1 the engine is started through torchrun (`python -m torch.
 --standalone --nproc-per-node N -m puffer_tui.engine RUN_DIR`): the handle's process is then
 torchrun's agent, which starts the ranks and stops them all when one dies; rank 0 serves the
 socket and echoes the launch id this module gives it, so the wait knows the engine is ours.
+
+Tested in: tests/engine/runtime/test_process.py (launch, start errors, terminate),
+tests/app/test_cli_stop.py, tests/app/test_attach_stop_choice.py (engine_running)
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ SIGHUP (a dropped SSH connection) reach this command only: it passes them on as 
 engine to outlive the command. Every way out prints one line saying what became of the
 engine; output that can no longer be written (the pipe's reader died of the same Ctrl-C, the
 terminal hung up) is dropped, never fatal.
+
+Tested in: tests/app/test_headless_progress.py, tests/app/test_headless_signals.py,
+tests/app/test_headless_engine_death.py, tests/app/test_headless_earlier_events.py,
+tests/app/test_cli_train.py
 """
 
 from __future__ import annotations

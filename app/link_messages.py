@@ -16,6 +16,8 @@ load the app processes the newest state, not a backlog. Events and replies never
 
 Each message is a dataclass (Textual calls Message.__post_init__ for them); eq=False keeps
 messages compared by identity, as Textual's queue expects.
+
+Tested in: tests/app/test_app_messages.py
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ renamed method would break only at runtime); it posts one of these and PufferApp
 (app/app.py) handles it: each message bubbles from the screen to the App.
 tests/screens/test_navigation_messages.py checks that no screen or widget calls the App's own
 methods, and tests/screens/test_launcher_open_run.py that posting one opens the screen.
+
+Tested in: tests/screens/test_navigation_messages.py
 """
 
 from __future__ import annotations

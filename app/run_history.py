@@ -2,6 +2,8 @@
 
 A client that attaches to a run (or reopens it) shows the loss curves and events from before
 it connected; the engine only pushes what happens from then on.
+
+Tested in: tests/app/test_app_state.py (missing history, events out of order)
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ The app feeds the link's messages in (`ingest`, on the app's thread) and tells t
 what changed; they read from here when they redraw, at their own pace, so a burst of
 telemetry never turns into a burst of redraws. Nothing here touches Textual, which keeps it
 easy to test.
+
+Tested in: tests/app/test_app_store.py, tests/app/test_app_state.py
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""A modal question with a few labelled answers (stop? detach or stop?)."""
+"""A modal question with a few labelled answers (stop? detach or stop?).
+
+Tested in: tests/screens/test_quit_finished_run.py, tests/screens/test_launcher_open_run.py,
+tests/app/test_app_state.py (a stop question left open)"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Shown when the engine dies or hangs up: its traceback, and the way back (resume)."""
+"""Shown when the engine dies or hangs up: its traceback, and the way back (resume).
+
+Tested in: tests/app/test_app_engine.py (a real engine's crash), tests/app/test_app_store.py
+(last_error_text), tests/screens/test_app_snapshots.py"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""The keys, and what each one does."""
+"""The keys, and what each one does.
+
+Tested in: tests/screens/test_app_keys.py, tests/screens/test_app_snapshots.py"""
 
 from __future__ import annotations
 

@@ -5,6 +5,9 @@ Live fields are editable: each keystroke is checked against the field's type and
 check passed (the engine checks it once more at its door, the one check that types it), and
 the engine's reply (with when the value applies, in the engine's own words) is shown
 under the field. Other fields are read-only: they are fixed when a run starts.
+
+Tested in: tests/screens/test_app_editor.py, tests/screens/test_editor_focus.py,
+tests/screens/test_editor_refusals.py, tests/screens/test_editor_typing.py
 """
 
 from __future__ import annotations

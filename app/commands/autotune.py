@@ -4,6 +4,8 @@
     puffer-tui train gym:CartPole-v1 --preset cartpole-fast.toml
 
 The measuring is in puffer_tui.benchmarks.autotune_run; this module is the command line.
+
+Tested in: tests/benchmarks/test_autotune.py (the command end to end, its saved preset trained with)
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""`puffer-tui bench KIND`: benchmarks, each a module in puffer_tui.benchmarks."""
+"""`puffer-tui bench KIND`: benchmarks, each a module in puffer_tui.benchmarks.
+
+Tested in: tests/benchmarks/test_env_speed.py (a kind mapped to its module, a refusal's exit 2),
+tests/benchmarks/test_vec_bench.py, tests/benchmarks/test_bench_learn.py,
+tests/benchmarks/test_bench_peer.py"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""`puffer-tui envs`: the registered environments and their spaces."""
+"""`puffer-tui envs`: the registered environments and their spaces.
+
+Tested in: tests/app/test_cli_listing.py (the table at 80 columns), tests/envs/test_env_plugin.py
+(--json with a plugin's envs)"""
 
 from __future__ import annotations
 

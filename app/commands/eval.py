@@ -5,6 +5,9 @@
     puffer-tui eval runs/.../checkpoints/step-...pt --render ascii --fps 10
     puffer-tui eval squared-20261122-001401 --record best.gif   # into RUN/recordings/
     puffer-tui eval runs/cartpole-... --record ./cartpole.mp4 --episodes 1 --fps 50
+
+Tested in: tests/app/test_cli_eval.py, tests/app/test_cli_eval_start.py,
+tests/app/test_recording_defaults.py
 """
 
 from __future__ import annotations

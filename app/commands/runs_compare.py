@@ -1,4 +1,7 @@
-"""`puffer-tui runs --compare A B ...`: the runs' config differences and final figures."""
+"""`puffer-tui runs --compare A B ...`: the runs' config differences and final figures.
+
+Tested in: tests/app/test_cli_listing.py (the differences, the figures, --json, refusals),
+tests/app/test_compare_data_steps.py"""
 
 from __future__ import annotations
 

@@ -11,6 +11,8 @@ them (at most --timeout seconds), printing one line per run: where its checkpoin
 there is none. Exit status (engine/shared/exit_codes.py): 0 all stopped, 1 one could not be
 reached or did not stop in time, 2 bad input (no such run, a run that is not training), 130
 Ctrl-C while waiting.
+
+Tested in: tests/app/test_cli_stop.py, tests/app/test_attach_stop_choice.py (which run is picked)
 """
 
 from __future__ import annotations

@@ -7,6 +7,9 @@
 
 Everything is checked before the sweep directory exists; then the driver (python -m
 puffer_tui.engine.sweep) starts in its own session and this command watches it.
+
+Tested in: tests/engine/sweep/test_sweep_driver.py (real sweeps through the command line),
+tests/engine/sweep/test_sweep_space.py, tests/app/test_cli_refusals.py
 """
 
 from __future__ import annotations

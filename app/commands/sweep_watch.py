@@ -1,6 +1,9 @@
 """Start a sweep's driver and watch it headless: a live rich table on a terminal, one line per
 trial state change otherwise, then a summary. Ctrl-C stops the sweep (the driver records the
-running trials as failed so `--resume` runs them again); a second Ctrl-C leaves it running."""
+running trials as failed so `--resume` runs them again); a second Ctrl-C leaves it running.
+
+Tested in: tests/engine/sweep/test_sweep_driver_logic.py (the table and summary),
+tests/engine/sweep/test_sweep_driver.py (watching a real sweep)"""
 
 from __future__ import annotations
 

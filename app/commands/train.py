@@ -5,6 +5,9 @@
     puffer-tui train --from squared-20261122-001401/best.pt --train.learning-rate 1e-3
 
 Without --headless the Textual dashboard opens (puffer_tui.app.app.run_app).
+
+Tested in: tests/app/test_cli_train.py, tests/app/test_cli_resume_checks.py,
+tests/app/test_extend_run.py, tests/app/test_cli_no_terminal.py, tests/app/test_cli_env_specs.py
 """
 
 from __future__ import annotations

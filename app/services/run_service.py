@@ -5,6 +5,9 @@ preset under a `--preset` file under the flags, the preflight checks, the run di
 every reason to refuse a resume, each found before anything is written. `puffer-tui train`
 (app/commands/train.py) and the launcher (app/run_preparation.py) both call it; it imports neither.
 No Textual, no argparse.
+
+Tested in: tests/app/test_extend_run.py, tests/app/test_cli_resume_checks.py,
+tests/app/test_cli_refusals.py (closest_flag's suggestions), tests/app/test_resume_config_fit.py
 """
 
 from __future__ import annotations

@@ -1,5 +1,7 @@
 """One metric of several runs overlaid: a colour per run, a legend, and the live
-hyperparameter changes as vertical lines in the colour of their run."""
+hyperparameter changes as vertical lines in the colour of their run.
+
+Tested in: tests/screens/test_compare_screen.py, tests/app/test_compare_data.py (thinned)"""
 
 from __future__ import annotations
 

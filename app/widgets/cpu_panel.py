@@ -1,4 +1,7 @@
-"""Per-core CPU bars (every core, in columns, btop-like) plus process CPU, RAM and GPU."""
+"""Per-core CPU bars (every core, in columns, btop-like) plus process CPU, RAM and GPU.
+
+Tested in: tests/app/test_app_store.py (every core, the processes, the GPU),
+tests/screens/test_app_snapshots.py"""
 
 from __future__ import annotations
 

@@ -6,6 +6,8 @@ diagnoses follow from it (folded under it: a learning rate far too high also col
 policy and blows up the value loss; the line names the cause) and how many other causes. The dashboard's keys act on that one (`a` applies its suggestion with
 the ordinary live `set`, `x` dismisses it: silenced for the run, `d` opens the evidence);
 this module holds what those keys do, so the screen only binds them.
+
+Tested in: tests/screens/test_diagnosis_app.py
 """
 
 from __future__ import annotations

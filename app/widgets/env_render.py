@@ -4,6 +4,8 @@ images in half blocks (app/widgets/frame_drawing.py), text frames with their col
 Every renderer (this panel, `eval --render ascii`, the raylib window) draws the same inputs:
 a `Frame` decoded from the protocol's `frame` message and a palette decoded from its wire form
 (engine/shared/protocol.py), so none of them touches an env.
+
+Tested in: tests/app/test_render_drawing.py, tests/screens/test_render_fit.py
 """
 
 from __future__ import annotations

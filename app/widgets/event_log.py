@@ -1,4 +1,6 @@
-"""The run's event log: checkpoints, value changes, warnings and errors, newest last."""
+"""The run's event log: checkpoints, value changes, warnings and errors, newest last.
+
+Tested in: tests/app/test_app_state.py (events out of order, old wrapping)"""
 
 from __future__ import annotations
 

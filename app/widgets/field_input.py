@@ -2,6 +2,8 @@
 
 The check is Textual's Validator over the schema's own FieldSpec.coerce (the rules the engine
 applies), so the launcher's overrides and the live editor cannot disagree with the engine.
+
+Tested in: tests/screens/test_app_editor.py, tests/app/test_help_text_markup.py
 """
 
 from __future__ import annotations

@@ -1,4 +1,6 @@
-"""Number and duration formatting shared by the widgets."""
+"""Number and duration formatting shared by the widgets.
+
+Tested in: tests/app/test_app_store.py (test_formatting), tests/app/test_duration_format.py"""
 
 from __future__ import annotations
 

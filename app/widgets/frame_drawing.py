@@ -7,6 +7,8 @@ An RGB image is drawn two pixels per cell: the upper half block with the top pix
 foreground colour and the bottom pixel as its background, in true colour. Images are shrunk to
 the space by area averaging (engine/native/frames.py says why) and grown by whole-number
 repeats, so a small observation (a 7 x 7 MiniGrid view) stays crisp instead of blurred.
+
+Tested in: tests/app/test_render_drawing.py
 """
 
 from __future__ import annotations

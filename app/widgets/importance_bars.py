@@ -1,4 +1,6 @@
-"""Which parameters matter: Optuna's importances (computed by the sweep driver) as bars."""
+"""Which parameters matter: Optuna's importances (computed by the sweep driver) as bars.
+
+Tested in: tests/engine/sweep/test_importance_note.py"""
 
 from __future__ import annotations
 

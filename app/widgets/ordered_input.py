@@ -9,6 +9,8 @@ an app busy with telemetry) then apply out of order: backspaces pressed before `
 after it and eat its zeros. Here the input runs its own bindings where the character would
 be inserted, so every key applies in the order it was pressed (Textual issue #6605), through
 app/widgets/ordered_keys.py, as the launcher's lists do.
+
+Tested in: tests/app/test_input_ellipsis.py, tests/app/test_serve_tab.py
 """
 
 from __future__ import annotations

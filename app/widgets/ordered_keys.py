@@ -11,6 +11,8 @@ field only after the characters typed behind it had reached the env list, which 
 `OrderedKeys` runs the binding of a key where the key arrives (the focused widget's binding
 chain, as the app would), and hands a key that arrives after the focus has moved on to the
 widget that has it now. app/widgets/ordered_input.py's input is one, for its editing keys.
+
+Tested in: tests/screens/test_tab_order.py, tests/app/test_serve_tab.py
 """
 
 from __future__ import annotations

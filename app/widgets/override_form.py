@@ -2,6 +2,9 @@
 
 The launcher uses it for a new run's overrides: the preset's values are filled in, and only
 fields whose text differs from the preset are returned as overrides.
+
+Tested in: tests/screens/test_app_launcher.py, tests/screens/test_launcher_form_switch.py,
+tests/screens/test_branch_form.py
 """
 
 from __future__ import annotations

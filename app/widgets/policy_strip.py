@@ -10,6 +10,8 @@ critic's error as one number, and for flat observations the saliency as ranked b
 80 x 24 the env panel gives it three or four lines under the frame, at 200 x 60 a column
 beside it. The env panel (app/widgets/env_render.py) and `eval --render` draw it with the
 same function; `PolicyStrip` is the widget of it.
+
+Tested in: tests/screens/test_policy_strip_sizes.py
 """
 
 from __future__ import annotations

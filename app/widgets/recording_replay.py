@@ -7,6 +7,8 @@
     replay.frame_at(seconds)          # the frame to show that long after the start (None: over)
 
 Files are decoded by engine/evaluation/recording.py (imageio), in a worker thread of the dashboard.
+
+Tested in: tests/app/test_app_eval_replay.py
 """
 
 from __future__ import annotations

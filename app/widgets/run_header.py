@@ -1,4 +1,7 @@
-"""The dashboard's top lines: run identity, state, progress, speed, time."""
+"""The dashboard's top lines: run identity, state, progress, speed, time.
+
+Tested in: tests/screens/test_dashboard_starting_header.py, tests/app/test_app_state.py,
+tests/screens/test_dashboard_autopilot.py"""
 
 from __future__ import annotations
 

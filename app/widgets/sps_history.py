@@ -1,4 +1,6 @@
-"""Steps per second over the last few minutes: a summary line over Textual's Sparkline."""
+"""Steps per second over the last few minutes: a summary line over Textual's Sparkline.
+
+Tested in: tests/app/test_app_state.py, tests/engine/shared/test_telemetry_snapshot.py"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """The sweep's progress as a plot: best score so far by trial (one objective), or every
-finished trial's score against its wall-clock cost with the Pareto front marked (pareto)."""
+finished trial's score against its wall-clock cost with the Pareto front marked (pareto).
+
+Tested in: tests/screens/test_sweep_view.py"""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """The sweep's trials as a table: number, state, score, cost (agent steps), duration and
-the sampled parameters; sorted by any column, keeping the cursor on the same trial."""
+the sampled parameters; sorted by any column, keeping the cursor on the same trial.
+
+Tested in: tests/screens/test_sweep_view.py"""
 
 from __future__ import annotations
 
