@@ -5,6 +5,9 @@ as the engine does (engine/diagnosis/epoch_diagnosis.py measures the signals in 
 
 A rule fires once, when its condition starts to hold, and is cleared when it stops; a
 silenced rule says nothing more in this run (an active one is cleared as it is silenced).
+
+Tested in: tests/engine/diagnosis/test_rules.py (fired, cleared and silenced on recorded epochs),
+tests/engine/diagnosis/test_autopilot.py
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@ the whole evaluation: the Evaluator keeps its own torch random stream and swaps 
 around each action, so the process's generators (a training run's) are left as they were.
 `restart(seed)` plays afresh on the same envs (the engine's evaluation during training builds
 them once; engine/evaluation/periodic_eval.py).
+
+Tested in: tests/engine/evaluation/test_eval_quota.py,
+tests/engine/evaluation/test_periodic_eval.py, tests/engine/evaluation/test_recording.py,
+tests/app/test_cli_eval.py
 """
 
 from __future__ import annotations

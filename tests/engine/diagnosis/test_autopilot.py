@@ -10,7 +10,7 @@ import pytest
 
 from puffer_tui.engine.diagnosis.autopilot import COOLDOWN, WATCH, Autopilot
 from puffer_tui.engine.diagnosis.state import Diagnoser
-from tests.engine.diagnosis.test_diagnosis_rules import FIXTURES, HEALTHY
+from tests.engine.diagnosis.test_rules import FIXTURES, HEALTHY
 
 
 def epochs(name: str) -> list[dict]:
