@@ -6,6 +6,10 @@ started from; empty for a fresh run). Every field has a type, default, bounds, o
 (may change while training). A config is built from defaults, then the env's `config.toml`
 preset, then overrides (`train.learning_rate=3e-4` or CLI `--train.learning-rate 3e-4`), and
 validated; the CLI flags and the app's hyperparameter editor are generated from `schema()`.
+
+Tested in: tests/engine/shared/test_field_rules.py, tests/engine/shared/test_presets_base.py,
+tests/app/test_config_encoding.py, tests/app/test_resume_config_fit.py,
+tests/app/test_cli_refusals.py, tests/engine/sweep/test_sweep_space.py (the schema's search ranges)
 """
 
 from __future__ import annotations

@@ -1,6 +1,9 @@
 """The typed sections of a run's configuration: every field with its default, bounds, help,
 whether it may change live, and its default sweep range. engine/shared/config.py builds,
 checks and stores configs of these sections.
+
+Tested in: tests/engine/shared/test_field_rules.py, tests/engine/sweep/test_sweep_space.py (the
+default ranges), tests/test_cli_reference.py (every field's flag and help in docs/cli.md)
 """
 
 from __future__ import annotations

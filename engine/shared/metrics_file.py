@@ -2,6 +2,10 @@
 
 The engine's writer (engine/runtime/metrics.py) appends one flattened row per epoch with
 `append_whole`; `grouped` turns a line back into the trainer's nested row for the app.
+
+Tested in: tests/engine/runtime/test_metrics.py (the torn tail, whole appends),
+tests/engine/runtime/test_process_resume.py (truncate_after),
+tests/engine/runtime/test_wandb_tracker.py (scalar_tags), tests/app/test_compare_data.py
 """
 
 from __future__ import annotations

@@ -2,6 +2,9 @@
 
 The engine writes them (engine/evaluation/recording.py); the app's replay and `eval` read them
 with what is here, which needs imageio but nothing of the engine.
+
+Tested in: tests/engine/evaluation/test_recording.py, tests/engine/evaluation/test_periodic_eval.py,
+tests/screens/test_dashboard_replay.py
 """
 
 from __future__ import annotations

@@ -8,6 +8,8 @@ the engine with a traceback and marked a finished run `error`. So before a resum
 starts anything, the settings the checkpoint was trained with (saved in it) are compared with
 what config.toml resolves to: a field that config.toml lacks must resolve to the checkpoint's
 value, and the env and the fields that shape the saved weights must not differ at all.
+
+Tested in: tests/app/test_resume_config_fit.py
 """
 
 from __future__ import annotations

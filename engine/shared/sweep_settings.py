@@ -5,6 +5,9 @@
     control.sock   the driver's socket (JSON lines, engine/shared/protocol.py framing)
     driver.pid / driver.out / status.json   the driver process, its output, its state
     trials/        one ordinary run directory per trial started by this driver
+
+Tested in: tests/engine/sweep/test_sweep_driver_logic.py, tests/engine/sweep/test_sweep_driver.py,
+tests/screens/test_sweep_view.py, tests/screens/test_app_launcher.py (the launcher's sweeps)
 """
 
 from __future__ import annotations

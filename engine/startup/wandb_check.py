@@ -2,6 +2,8 @@
 
 The tracker itself (engine/runtime/wandb_tracker.py) runs in the engine; this check runs in the
 CLI's process, so it imports nothing of the engine process.
+
+Tested in: tests/engine/runtime/test_wandb_tracker.py
 """
 
 from __future__ import annotations
