@@ -5,6 +5,8 @@ puffer_tui.envs.NAME.binding) and an __init__.py defining the env's class, the o
 `name = "NAME"`. The folders are read as text (ast), so listing envs imports no env module
 and one half-written env cannot stop the others from being listed. Env lists show them by
 the class's `order = N` (a literal; lower first, then by name; default 100).
+
+Tested in: tests/envs/test_env_new_folder.py
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@ A package registers its env in its own pyproject.toml (see examples/puffer_tui_p
     my_env = "my_package:MyEnv"     # a NativeEnv subclass
 
 Entry points are read once per process; loading one imports only that package.
+
+Tested in: tests/envs/test_env_plugin.py
 """
 
 from __future__ import annotations

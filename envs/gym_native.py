@@ -4,6 +4,8 @@
     obs, info = env.reset()
     obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
     print(env.render())
+
+Tested in: tests/envs/test_gymnasium_interop.py
 """
 
 from __future__ import annotations

@@ -3,6 +3,9 @@
 A spec is a built-in name, a plugin's name (entry-point group `puffer_tui.envs`), or a
 `gym:` / `pz:` / `module:callable` spec (envs/env_spec.py); every kind answers the native
 class API (settings_schema, resolve, layout, palette, description).
+
+Tested in: tests/envs/test_env_plugin.py, tests/envs/test_env_new_folder.py,
+tests/envs/test_env_spec_sources.py, tests/envs/test_env_reset_contract.py
 """
 
 from __future__ import annotations

@@ -17,6 +17,9 @@ is a TOML file here (FAMILY.toml), in the format `puffer-tui sweep best` writes:
 best file can take a family file's place (its env_name line is ignored here). `sweep best`
 writes only the values that differ from the preset the sweep started from, so to make them a
 family's defaults, put them into that family's file over its values.
+
+Tested in: tests/envs/test_env_spec_sources.py (presets by id, then namespace, then family),
+tests/envs/test_preset_base.py
 """
 
 from __future__ import annotations
