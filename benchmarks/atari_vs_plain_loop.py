@@ -21,6 +21,8 @@ CPU time per agent step is recorded too (this process, and the env worker proces
 barely depends on other load: `idle_sps` projects each side's speed on idle cores from it,
 assuming synchronous steps (the main process waits while the workers step in parallel):
 1 / (main CPU + worker CPU / workers) per step.
+
+Tested in: tests/envs/test_atari_preprocessing.py (both sides with tiny sizes)
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ multiprocessing workers (workers x envs per worker), synchronously (batch = all 
 overlapped (batch = half the envs: the trainer runs the policy on one half while the other
 half steps), with zero-copy batches (contiguous blocks of workers) or gathered ones.
 Every layout is timed through the same vec env the trainer builds (trainer_setup.make_vecenv).
+
+Tested in: tests/benchmarks/test_autotune.py (the layouts it tries)
 """
 
 from __future__ import annotations

@@ -11,6 +11,8 @@ start-ups of workers and trainers included, so the whole run is bounded):
    load slow some epochs): the number training feels.
 The best is the fastest in phase 3 (phase 2 when no layout could be trained in time), or
 serial when nothing beats it by 10%.
+
+Tested in: tests/benchmarks/test_autotune.py (how it picks the best, end to end)
 """
 
 from __future__ import annotations

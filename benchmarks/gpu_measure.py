@@ -10,6 +10,9 @@ peak memory torch allocated and the GPU's utilisation sampled while the rounds r
 
 A process per case: a crashing env or a CUDA error ends that case only, a hung one is killed
 by gpu_check's timeout, and each case's peak memory is its own.
+
+Tested in: tests/benchmarks/test_gpu_check.py (gpu_check's CPU dry run runs each case through this
+module)
 """
 
 from __future__ import annotations

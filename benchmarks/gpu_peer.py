@@ -14,6 +14,8 @@ Each timed case runs in its own process (`python -m puffer_tui.benchmarks.gpu_pe
 through PufferLib's own entry points (pufferl.load_config, load_env, load_policy, PuffeRL),
 with its dashboard's output sent to a log: modes "preset" (its config file as shipped) and
 "matched" (the model set to ours: hidden size and recurrence; its env counts kept).
+
+Tested in: tests/benchmarks/test_gpu_check.py
 """
 
 from __future__ import annotations

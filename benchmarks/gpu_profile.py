@@ -6,6 +6,8 @@ phase is kernels or Python and launch overhead).
 
 One warm-up epoch is run first and not profiled. On CUDA the profile holds CPU and CUDA
 activity; on the CPU (a dry run) only CPU activity.
+
+Tested in: tests/benchmarks/test_gpu_check.py (the profiler tables)
 """
 
 from __future__ import annotations

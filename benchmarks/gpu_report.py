@@ -1,4 +1,6 @@
-"""gpu_check's Markdown table, from its JSON report (benchmarks/gpu_check.py)."""
+"""gpu_check's Markdown table, from its JSON report (benchmarks/gpu_check.py).
+
+Tested in: tests/benchmarks/test_gpu_check.py"""
 
 from __future__ import annotations
 

@@ -14,6 +14,8 @@ What is compared, the same way for both sides (benchmarks/learn_report.py):
 - wall time and CPU seconds of the training process tree (start-up included), and agent
   steps per second of the training loop.
 Medians over seeds with their min..max; returns as ours - SB3, times and rates as ours / SB3.
+
+Tested in: tests/benchmarks/test_bench_learn.py
 """
 
 from __future__ import annotations

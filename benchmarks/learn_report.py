@@ -8,6 +8,8 @@ the mean over the newest whole chunks ending at or before the mark that together
 `window` episodes (all finished so far when fewer have): the same rule for both sides. The 100%
 mark is the end of the run (each side completes its last epoch or rollout, so it may pass the
 budget by less than one of them).
+
+Tested in: tests/benchmarks/test_bench_learn.py (the report's arithmetic, merged outputs)
 """
 
 from __future__ import annotations

@@ -7,6 +7,8 @@ so). SB3 runs `python -m puffer_tui.benchmarks.learn_sb3 train|eval`. Each proce
 from start to exit (wall) and its CPU seconds are those of its whole process tree that it
 waited for (os.wait4: the engine and its env workers count for ours). A process that outlives
 its wall-time guard is killed with its engine, and the run is reported as failed.
+
+Tested in: tests/benchmarks/test_bench_learn.py (the process guard, a run killed at its time limit)
 """
 
 from __future__ import annotations

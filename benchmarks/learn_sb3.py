@@ -12,6 +12,8 @@ and DIR/vecnormalize.pkl; while it trains, DIR/progress.json holds the returns s
 plays the saved policy on one fresh env (normalization statistics frozen, rewards raw) for
 the env's eval episodes, in sequence, and writes DIR/eval.json. The parent
 (benchmarks/learn.py) times each process and reads the files.
+
+Tested in: tests/benchmarks/test_bench_learn.py (threads, device, one tiny real run)
 """
 
 from __future__ import annotations

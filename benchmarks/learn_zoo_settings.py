@@ -9,6 +9,9 @@ Stable-Baselines3 arguments the way rl_zoo3's ExperimentManager does.
 Where the zoo has no entry for the version we run, the closest one is used and said so:
 HalfCheetah-v5 and Hopper-v5 take the zoo's tuned -v4 entries (same bodies, same rewards
 apart from v5's bug fixes); Pong and Breakout take the zoo's `atari` defaults.
+
+Tested in: tests/benchmarks/test_bench_learn.py (the zoo's settings as SB3 arguments),
+tests/benchmarks/test_validation.py
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """How a bench prints its result: `{name: result, "machine": ...}` as JSON with --json, else a
 rich table whose first column is the row's label (left) and the others figures (right), then
-the machine measured on (benchmarks/machine.py)."""
+the machine measured on (benchmarks/machine.py).
+
+Tested in: tests/benchmarks/test_machine.py, tests/benchmarks/test_env_speed.py"""
 
 from __future__ import annotations
 

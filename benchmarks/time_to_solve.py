@@ -8,6 +8,8 @@ Used by the learning tests. "Solved" means the episode mean of `metric` reached 
 in two consecutive epochs that each finished at least `min_episodes` episodes (one epoch's
 handful of early finishers is not a solve); the reported step and uptime are those of the
 first of the two.
+
+Tested in: tests/benchmarks/test_machine.py, tests/learning/test_learning.py
 """
 
 from __future__ import annotations

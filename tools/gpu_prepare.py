@@ -16,6 +16,8 @@ with the command. So the folder holds, as py3.12 manylinux wheels:
   Python), heavyball < 2 (ForeachMuon, its default optimizer), pyro-ppl, rich-argparse.
 Left out, because the target has them and they are large: TARGET_HAS. The check resolves the
 whole set with pip (`--dry-run --no-index`) against the folder plus those, for Python 3.12.
+
+Tested in: tests/benchmarks/test_gpu_check.py (the wheel set, the peer build)
 """
 
 from __future__ import annotations
