@@ -1,4 +1,4 @@
-"""Imports of puffer_tui made inside a function each say why (issue 25, step 2).
+"""Imports of puffer_tui made inside a function each say why.
 
 An import inside a function hides a dependency from a reader and from the import checks'
 first glance, so it is kept only for a reason: a heavy dependency the module does not load

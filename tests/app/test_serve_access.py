@@ -1,6 +1,6 @@
 """`puffer-tui serve` is private: the page, its files and its websocket need the token serve
 printed; another site's page is refused by its Origin even with the token; another local
-user gets nowhere (issue 22, item 1)."""
+user gets nowhere."""
 
 import json
 import os

@@ -1,4 +1,4 @@
-"""A page of `puffer-tui serve` may not choose code to run as the owner (issue 22, item 1):
+"""A page of `puffer-tui serve` may not choose code to run as the owner of the server:
 specs that import a module they name are refused in a served app unless serve was started
 with --allow-code-specs; built-in names, plugins and plain Gymnasium ids are not."""
 

@@ -114,7 +114,7 @@ def test_resolve_checkpoint(tmp_path):
         ckpt.resolve_checkpoint(tmp_path / "checkpoints")
 
 
-# -- checksums, non-finite weights, leftovers of killed writers (issue 10, items 8 and 12) ----
+# -- checksums, non-finite weights, leftovers of killed writers ------------------------------
 
 
 def flip_bytes_in_tensor(path, count=16):

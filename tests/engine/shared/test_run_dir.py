@@ -96,7 +96,7 @@ def test_list_runs_skips_non_runs(tmp_path):
     assert [p.name for p in rd.list_runs(tmp_path)] == [p.name for p in tmp_path.glob("squared-*")]
 
 
-# -- issue 10, item 12: what the run dir reveals, and what killed engines leave behind --------
+# -- what the run dir reveals to other users, and what killed engines leave behind -----------
 
 
 def test_run_dir_is_private_whatever_the_umask(tmp_path):

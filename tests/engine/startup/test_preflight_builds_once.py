@@ -1,5 +1,6 @@
 """A new run of a Python env builds that env once before its checks refuse or pass it, and
-never resets or steps it there (issue 22, item 5: the memory check must not allocate first).
+never resets or steps it there (a run too big for memory is refused from its spaces' sizes,
+before anything is allocated).
 
 The user's module counts its constructions and resets in a file; the command line is run as a
 user runs it, from the module's folder.
