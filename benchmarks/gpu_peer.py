@@ -206,7 +206,7 @@ def main(argv=None) -> int:
         return _run(args)
     except BaseException:
         # PufferLib's vec workers and threads would keep a failed child up until gpu_check's
-        # timeout (45 s on the H100): say why, then end it now
+        # timeout: say why, then end it now
         import traceback
 
         traceback.print_exc()

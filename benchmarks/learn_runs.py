@@ -270,8 +270,7 @@ def ours_torch_threads(env: BenchEnv) -> int:
     """The torch threads ours trains `env` with by default: its preset's train.torch_threads
     (0: automatic, the cores other processes leave free). SB3 gets as many unless told
     (`--sb3-threads`): the same cores for both sides' learners. SB3 left at torch's default (a
-    thread per core) spins them on the small MLPs: MountainCarContinuous-v0 took 271 s CPU on
-    two threads against 142 s on one, at the same 143 s wall, on the quiet 2-core dev box."""
+    thread per core) spins them on the small MLPs: more CPU for the same wall time."""
     # lazy: pulls gymnasium to read the env's spaces, which this module does not load
     from puffer_tui.engine.shared.config import load_config
 

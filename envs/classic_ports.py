@@ -5,9 +5,9 @@
 gym:Acrobot-v1, gym:CartPole-v1 and gym:Pendulum-v1 are simulated by envs/acrobot,
 envs/cartpole_v1 and envs/pendulum: Gymnasium's
 equations in its operand order and precision (their tests compare every step with
-Gymnasium's), all of a vector's envs in one C call. One Gymnasium Acrobot-v1 step costs ~100
-µs of Python on the 2-core dev box, more than the whole training step of its small network;
-the port's is under 1 µs. What differs from Gymnasium: the random stream of the start states,
+Gymnasium's), all of a vector's envs in one C call. One Gymnasium Acrobot-v1 step of Python
+costs more than the whole training step of its small network; the port's step costs a small
+fraction of it. What differs from Gymnasium: the random stream of the start states,
 and the autoreset (same-step, as every native env). `--env.native false` steps Gymnasium's
 own env instead, as does any setting the port does not know (it is Gymnasium's then).
 

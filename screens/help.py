@@ -100,6 +100,6 @@ class HelpScreen(ModalScreen[None]):
     def compose(self) -> ComposeResult:
         with VerticalScroll():
             # one widget drawing Rich's Markdown: Textual's Markdown widget made ~200 widgets
-            # of this text (one per paragraph and list item), ~1 s to style before it showed
+            # of this text (one per paragraph and list item), each styled before it showed
             yield Static(RichMarkdown(HELP), id="help-text")
         yield Footer(compact=True)  # `esc Close` in sight: the text's own hint is at its end

@@ -77,8 +77,8 @@ class FieldInput(Horizontal):
         field = OrderedInput(id=self.input_id, compact=True, validators=[self.validator],
                              validate_on=("changed", "submitted"))
         # The text it starts with, without its watchers: given as `value`, an Input not yet
-        # mounted styled itself to place its cursor (~5-25 ms each; the editor's and the
-        # launcher's forms have dozens). Cursor at the end, as `value` would put it.
+        # mounted styled itself to place its cursor, a cost the editor's and the launcher's
+        # forms pay dozens of times. Cursor at the end, as `value` would put it.
         field.set_reactive(Input.value, self.initial_text)
         field.set_reactive(Input.selection, Selection.cursor(len(self.initial_text)))
         yield field

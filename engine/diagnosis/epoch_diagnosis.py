@@ -145,7 +145,7 @@ def batch_signals(buffer, normalized_observations: bool, observations: bool = Tr
             or obs.shape[-1] < 2:
         return signals
     # whole segments, spread over the batch: each is one contiguous block the cache reads
-    # ahead (rows strided over the whole buffer cost a cache miss each: 0.4 ms on breakout)
+    # ahead (rows strided over the whole buffer cost a cache miss each)
     every = max(1, obs.shape[0] * obs.shape[1] // SAMPLE_ROWS)
     sample = _array(obs[::every]).reshape(-1, obs.shape[-1])
     scales = np.abs(sample).max(0).astype(np.float64)

@@ -71,7 +71,7 @@ def load_evaluator(target: str, runs_dir: str | None, num_envs: int, seed: int,
 def use_threads(config) -> int:
     """Torch's and BLAS's threads as training sets them (train.torch_threads, else the cores
     free of other load): torch's default, one per core, waits on descheduled threads on a
-    busy box (100 CartPole episodes on a loaded 2-core AMD EPYC: 15 s, 4 s on one thread)."""
+    busy box, and then plays slower than one thread does."""
     # lazy: pulls torch, which this module does not load
     from puffer_tui.engine.algo.trainer_setup import auto_threads, set_compute_threads
 

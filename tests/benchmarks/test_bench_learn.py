@@ -267,8 +267,8 @@ def test_a_missing_package_skips_the_env_naming_the_extra(monkeypatch):
 @pytest.mark.parametrize("flag, threads", [((), 1), (("--sb3-threads", "3"), 3)])
 def test_sb3_learns_on_as_many_torch_threads_as_ours(monkeypatch, tmp_path, flag, threads):
     """SB3 gets the threads of ours' preset (CartPole-v1: one), not one per free core, unless
-    --sb3-threads says: on a quiet 2-core box two threads made SB3 about 2x slower on small
-    MLPs, a gap of the benchmark's making."""
+    --sb3-threads says: on a 2-core box two threads slowed SB3's small MLPs down, a gap of the
+    benchmark's making."""
     import argparse
 
     from puffer_tui.benchmarks import learn_runs

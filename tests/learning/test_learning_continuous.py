@@ -1,7 +1,7 @@
 """Learning proof for continuous control: gym:Pendulum-v1 with its defaults
 (envs/gym_presets/Pendulum-v1.toml: rl-zoo's layout with gSDE, separate tanh actor and critic,
 clipped Box actions) reaches a mean episode return of -400 well within 150k agent steps
-(seed 1: -318 by 50k; 30-60 s on 2 shared cores); gym:MountainCarContinuous-v0 with its
+(seed 1: -318 by 50k); gym:MountainCarContinuous-v0 with its
 defaults reaches the flag by half the zoo's 20k-step budget. Marked `learning`."""
 
 import pytest

@@ -26,7 +26,7 @@ from sweep_harness import (
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared import sweep_settings as st
 
-# bandit trials long enough to be caught running (about 10-20 s each on 2 busy cores)
+# bandit trials long enough to be caught running
 LONGER = ["--train.total-timesteps", "400000", "--vec.num-envs", "64",
           "--train.minibatch-size", "1024", "--train.checkpoint-interval", "0",
           "--sweep.train.hidden-size", "16,64,log", *ONE_THREAD]
