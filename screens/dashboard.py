@@ -147,8 +147,8 @@ class DashboardScreen(Screen):
 
     def on_mount(self) -> None:
         # What exists now (the app, its modules, the screens) lives as long as the app: out of
-        # the collector's sight. A full collection scanned it all, a pause of 0.1-0.4 s that
-        # landed on a key (h, ?) as its screen's widgets were being made.
+        # the collector's sight. A full collection scanned it all, a pause that landed on a
+        # key (h, ?) as its screen's widgets were being made.
         gc.freeze()
         self._set_render_env(self.render_env)
         for render in self.query(EnvRender):

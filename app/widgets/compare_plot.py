@@ -48,7 +48,7 @@ class ComparePlot(Drawn, Widget):
     x_axis: reactive[int] = reactive(0)
 
     def compose(self) -> ComposeResult:
-        # lazy: plotext is ~0.15 s of the app's start, and the launcher plots nothing
+        # lazy: plotext takes a share of the app's start to import, and the launcher plots nothing
         from textual_plotext import PlotextPlot
 
         yield PlotextPlot()

@@ -77,7 +77,7 @@ class LossPanel(Drawn, Widget):
             f"lr {rate:.3g} · {self.BORDER_SUBTITLE}"
 
     def compose(self) -> ComposeResult:
-        # lazy: plotext is ~0.15 s of the app's start, and the launcher plots nothing
+        # lazy: plotext takes a share of the app's start to import, and the launcher plots nothing
         from textual_plotext import PlotextPlot
 
         yield PlotextPlot()

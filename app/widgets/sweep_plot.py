@@ -45,7 +45,7 @@ class SweepPlot(Drawn, Widget):
     snapshot: reactive[dict] = reactive(dict)
 
     def compose(self) -> ComposeResult:
-        # lazy: plotext is ~0.15 s of the app's start, and the launcher plots nothing
+        # lazy: plotext takes a share of the app's start to import, and the launcher plots nothing
         from textual_plotext import PlotextPlot
 
         yield PlotextPlot()

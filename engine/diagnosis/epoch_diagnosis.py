@@ -33,7 +33,7 @@ from puffer_tui.engine.shared.protocol import DIAGNOSES, ENV, LOSSES, TIMING, TI
 SAMPLE_ROWS = 1024  # observation rows measured per epoch at most (a column 1000x
 # the others shows in any thousand rows)
 # the share of training time under which the observation scan runs every epoch; above it,
-# on the epochs that bring the doctor back under (breakout's 0.06 s epochs: about 1 in 2)
+# on the epochs that bring the doctor back under (on breakout's short epochs about every other)
 SCAN_BUDGET = 0.004
 SCAN_EVERY = 3  # the scan runs every third epoch at least (a run's first epochs cost most)
 RETURN_SEGMENTS = 256  # segments whose returns are computed per epoch at most

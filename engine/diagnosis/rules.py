@@ -288,8 +288,8 @@ def plateau(history, ctx, active):
     """The return has not risen in 30 scored epochs since the start, nor in the first
     quarter of the run's budget (train.total_timesteps): learning never took off (a run that
     rose and then levelled off at its best is not a plateau here). The budget's share is for
-    envs with short epochs: breakout's default run has 30 epochs in 500k steps (2 s), while
-    its score first rises at about 800k."""
+    envs with short epochs: breakout's default run has 30 epochs in 500k steps, while its
+    score first rises at about 800k."""
     rose = score_rose(history, ctx, margin=0.1)
     if rose is None or rose:
         return None
