@@ -45,11 +45,11 @@ def test_the_pairs_allowed_to_share_a_name_still_do():
 
 
 def test_a_name_in_two_rooms_is_caught_and_package_files_are_not(tmp_path):
-    for path in ("app/commands/export.py", "engine/evaluation/export.py", "app/__init__.py",
+    for path in ("app/commands/report.py", "engine/evaluation/report.py", "app/__init__.py",
                  "engine/__init__.py", "engine/__main__.py", "envs/sweep/__main__.py"):
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text("")
     assert shared_names(tmp_path, {}) == {
-        "export.py": ["app/commands/export.py", "engine/evaluation/export.py"]}
-    allowed = {"export.py": {"app/commands/export.py", "engine/evaluation/export.py"}}
+        "report.py": ["app/commands/report.py", "engine/evaluation/report.py"]}
+    allowed = {"report.py": {"app/commands/report.py", "engine/evaluation/report.py"}}
     assert shared_names(tmp_path, allowed) == {}
