@@ -128,7 +128,7 @@ def test_the_observation_scan_runs_every_third_epoch_at_least_when_over_budget()
                                      "train.normalize_observations": False})
     trainer = types.SimpleNamespace(
         config=config,
-        global_step=0, num_agents=segments, buffer=buffer, learner=None,
+        global_step=0, num_agents=segments, buffer=buffer, ppo=None,
         vecenv=types.SimpleNamespace(single_action_space=types.SimpleNamespace(n=2)))
     events = types.SimpleNamespace(emit=lambda *a: None, info=lambda *a: None)
     doctor = Doctor(trainer, events)
