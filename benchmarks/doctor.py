@@ -15,6 +15,11 @@ against its training time.
 
     python -m puffer_tui.benchmarks.doctor [--seeds 3] [--only kl_blowup,healthy]
         [--json doctor.json] [--fixtures tests/fixtures/diagnosis]
+    python -m puffer_tui.benchmarks.doctor --report doctor.json   # its Markdown table
+
+The JSON keeps the date, machine, load, commit and command beside the results
+(benchmarks/run_record.py); `--report` prints the table on the docs' Diagnosis page from it
+(benchmarks/doctor_report.py).
 
 Each run's signals (PUFFER_TUI_DIAGNOSIS_TRACE) are kept; `--fixtures DIR` copies them there
 for the rules' tests. Runs are niced (`nice -n 5` of the whole command is still advised on a
@@ -26,8 +31,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -36,7 +43,7 @@ from pathlib import Path
 from puffer_tui.app.engine_client import EngineClient
 from puffer_tui.app.engine_launcher import launch_engine
 from puffer_tui.app.run_preparation import prepare_new_run
-from puffer_tui.engine.diagnosis.doctor import TRACE_ENV, row_signals
+from puffer_tui.engine.diagnosis.epoch_diagnosis import TRACE_ENV, row_signals
 from puffer_tui.engine.runtime.metrics import read_metrics
 from puffer_tui.engine.shared import run_dir as rd
 from puffer_tui.engine.shared.metrics_file import grouped
@@ -272,11 +279,23 @@ def main(argv: list[str] | None = None) -> int:
                         help="seeds of each fix comparison (default 3; other cases run once)")
     parser.add_argument("--only", default="", help="comma-separated case names or rules")
     parser.add_argument("--json", type=Path, help="write the results here as JSON")
+    parser.add_argument("--report", action="append", type=Path, metavar="FILE",
+                        help="run nothing: print the Markdown table of an earlier --json FILE "
+                             "(repeatable), with its date, machine and commands")
     parser.add_argument("--fixtures", type=Path, help="copy each case's first trace here")
     parser.add_argument("--runs-dir", type=Path, help="keep the runs here (default: a temp dir)")
     parser.add_argument("--trace-from", nargs=2, type=Path, metavar=("RUN_DIR", "OUT"),
                         help="write RUN_DIR's metrics.jsonl as a trace to OUT, and stop")
     args = parser.parse_args(argv)
+    if args.report:
+        # lazy: the table's module, which a benchmark run does not need
+        from puffer_tui.benchmarks.doctor_report import report
+
+        try:
+            print(report(args.report))
+        except SystemExit as refused:  # a file that is not a doctor JSON: its one line
+            parser.exit(2, f"{refused.code}\n")
+        return 0
     if args.trace_from:
         run, out = args.trace_from
         if not (run / "metrics.jsonl").is_file():
@@ -291,6 +310,11 @@ def main(argv: list[str] | None = None) -> int:
                     "doctor: --seeds must be at least 1\n")
     cases = [c for c in CASES if not wanted or c.name in wanted or c.rule in wanted
              or ("healthy" in wanted and c.rule is None)]
+    # lazy: torch (the CPU capability) and git, which --report and --trace-from do not need
+    from puffer_tui.benchmarks.run_record import finish, record
+
+    run_info = record(shlex.join(["python", "-m", "puffer_tui.benchmarks.doctor",
+                                  *(sys.argv[1:] if argv is None else argv)]))
     root = args.runs_dir or Path(tempfile.mkdtemp(prefix="puffer-doctor-"))
     results, rows = [], []
     try:
@@ -306,7 +330,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{' --only ' + args.only if args.only else ''}  ({time.strftime('%Y-%m-%d')})")
     print(table(rows))
     if args.json:
-        args.json.write_text(json.dumps({"date": time.strftime("%Y-%m-%d"), "rows": rows,
+        args.json.write_text(json.dumps({**finish(run_info), "rows": rows,
                                          "results": results}, indent=1))
     return 0
 

@@ -8,6 +8,8 @@ counted) and stops early once the mean length of its last 100 finished episodes 
 episodes). Reported for both: training agent-steps/s, and the seconds and agent steps to
 that mean length; then ours against SB3 as ratios (a side that never got there makes its
 ratio a bound).
+
+Tested in: tests/benchmarks/test_bench_peer.py
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass
 
+from puffer_tui.benchmarks.vec_runners import tree_cpu_seconds
 from puffer_tui.engine.runtime.metrics import flatten
 
 ENV_SPEC = "gym:CartPole-v1"
@@ -33,6 +36,7 @@ class PeerResult:
     reach_seconds: float | None = None
     reach_steps: int | None = None
     last_mean_length: float | None = None
+    cpu_seconds: float | None = None  # this process's threads and its workers', while training
 
 
 def require_sb3():
@@ -65,6 +69,7 @@ def train_ours(config, budget: float) -> PeerResult:
     epochs: list[tuple[float, int]] = []
     elapsed = 0.0
     with Trainer(config) as trainer:
+        cpu = tree_cpu_seconds()
         start = time.perf_counter()
         while not trainer.done:
             row = flatten(trainer.run_epoch())
@@ -80,6 +85,7 @@ def train_ours(config, budget: float) -> PeerResult:
             if elapsed >= budget:
                 break
         result.steps = trainer.global_step
+        result.cpu_seconds = tree_cpu_seconds() - cpu
     result.seconds = elapsed
     result.sps = result.steps / max(elapsed, 1e-9)
     return result
@@ -96,6 +102,7 @@ def train_sb3(budget: float, seed: int) -> PeerResult:
         """Stops at the budget, or at the step after a rollout whose window reached REACH."""
 
         def _on_training_start(self) -> None:
+            self.cpu = tree_cpu_seconds()
             self.start = time.perf_counter()
 
         def _on_step(self) -> bool:
@@ -116,6 +123,7 @@ def train_sb3(budget: float, seed: int) -> PeerResult:
     watch = Watch()
     model.learn(total_timesteps=10**12, callback=watch)
     result.seconds = time.perf_counter() - watch.start
+    result.cpu_seconds = tree_cpu_seconds() - watch.cpu
     result.steps = model.num_timesteps
     result.sps = result.steps / max(result.seconds, 1e-9)
     model.get_env().close()
@@ -141,10 +149,9 @@ def ratios(ours: PeerResult, peer: PeerResult) -> dict:
     return out
 
 
-def run_peer(config, budget: float, as_json: bool) -> int:
-    """Both sides in turn (SB3 first, with torch's thread count as it found it), then the
-    comparison."""
-    import json
+def measure_peer(config, budget: float) -> dict:
+    """Both sides in turn (SB3 first, with torch's thread count as it found it), and the
+    comparison: what `bench train --peer sb3 --json` writes under "peer"."""
     import sys
 
     import torch
@@ -163,32 +170,40 @@ def run_peer(config, budget: float, as_json: bool) -> int:
     print(f"training puffer-tui on {ENV_SPEC} (budget {budget:g} s)...", file=sys.stderr,
           flush=True)
     ours = train_ours(config, budget)
-    summary = {"reach": REACH, "window": WINDOW, "budget": budget, "sb3_torch_threads": threads,
-               "ours": asdict(ours), "peer": asdict(peer), "ratios": ratios(ours, peer)}
-    if as_json:
-        print(json.dumps({"peer": summary}, indent=2))
-    else:
-        print_table(ours, peer, summary["ratios"])
-    return 0
+    return {"reach": REACH, "window": WINDOW, "budget": budget, "sb3_torch_threads": threads,
+            "ours": asdict(ours), "peer": asdict(peer), "ratios": ratios(ours, peer)}
 
 
-def print_table(ours: PeerResult, peer: PeerResult, r: dict) -> None:
+def reach_text(result: PeerResult, key: str) -> str:
+    """The seconds or steps a side took to the mean length; "> what it spent" if it never got
+    there."""
+    value = result.reach_seconds if key == "seconds" else result.reach_steps
+    if value is None:
+        spent = result.seconds if key == "seconds" else result.steps
+        return f"> {spent:,.1f}" if key == "seconds" else f"> {spent:,}"
+    return f"{value:,.1f}" if key == "seconds" else f"{value:,}"
+
+
+def ratio_text(r: dict, key: str) -> str:
+    """A ratio of `ratios()`, marked ">= " or "<= " where it is a bound."""
+    value, bound = r.get(key), r.get(f"{key}_bound", "exact")
+    if value is None:
+        return "-"
+    return {"lower": ">= ", "upper": "<= "}.get(bound, "") + (
+        f"{value:.1f}x" if value >= 1 else f"{value:.2f}x")
+
+
+def print_table(summary: dict) -> None:
+    """The terminal table of `measure_peer`'s summary."""
     from rich.console import Console
     from rich.table import Table
 
-    def reach(result, key):
-        value = result.reach_seconds if key == "seconds" else result.reach_steps
-        if value is None:
-            spent = result.seconds if key == "seconds" else result.steps
-            return f"> {spent:,.1f}" if key == "seconds" else f"> {spent:,}"
-        return f"{value:,.1f}" if key == "seconds" else f"{value:,}"
+    ours, peer = PeerResult(**summary["ours"]), PeerResult(**summary["peer"])
+    r = summary["ratios"]
+    reach = reach_text
 
     def ratio(key):
-        value, bound = r.get(key), r.get(f"{key}_bound", "exact")
-        if value is None:
-            return "-"
-        return {"lower": ">= ", "upper": "<= "}.get(bound, "") + (
-            f"{value:.1f}x" if value >= 1 else f"{value:.2f}x")
+        return ratio_text(r, key)
 
     table = Table(title=f"PPO on CartPole-v1: puffer-tui vs Stable-Baselines3 (mean length of "
                         f"the last {WINDOW} episodes >= {REACH:g})")

@@ -4,7 +4,9 @@ For each workload every backend gets the same total number of envs and a few set
 best setting of each backend is compared. Gymnasium's AsyncVectorEnv runs one process per
 env; ours pack several envs into each of a few workers ("mp inline": worker 0's block is
 stepped by the caller, so that the processes do not outnumber the cores). Timings on a shared machine are
-noisy: use --repeat to keep the best of several runs.
+noisy: use --repeat to keep the best of several runs. `--json FILE` keeps every setting's
+figures with the date, machine, load and command (benchmarks/run_record.py), and `--report
+FILE` prints them as the Markdown table on the docs (benchmarks/vec_report.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 import warnings
 from dataclasses import asdict, dataclass, field
 from functools import partial
+from pathlib import Path
 
 from puffer_tui.benchmarks import vec_runners
 from puffer_tui.benchmarks.vec_workloads import workloads
@@ -41,7 +44,13 @@ class Result:
 
 
 def add_arguments(p):
-    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help="write every setting's figures, the machine and the command to FILE "
+                        "as JSON (the table is printed as well); with no FILE, print the JSON "
+                        "instead of the table")
+    p.add_argument("--report", action="append", type=Path, metavar="FILE",
+                   help="run nothing: print the Markdown table of an earlier --json FILE "
+                        "(repeatable), with its date, machine and command")
     p.add_argument("--seconds", type=float, default=1.5, help="time per setting (default 1.5)")
     p.add_argument("--repeat", type=int, default=1,
                    help="rounds per setting, taken in turn across settings (default 1)")
@@ -237,16 +246,30 @@ def select_workloads(names, sizes):
 
 
 def run(args) -> int:
+    if args.report:
+        # lazy: kept off the benchmark's own path
+        from puffer_tui.benchmarks.vec_report import report
+
+        print(report(args.report))
+        return 0
     # lazy: pulls the vectorizer, which this module does not load
     from puffer_tui.engine.vec.sizing import available_cores
 
     if args.seconds <= 0 or args.repeat < 1:
         raise SystemExit("--seconds must be > 0 and --repeat >= 1")
+    out_file = None if args.json in (None, "-") else Path(args.json)
+    if out_file is not None and not out_file.parent.is_dir():
+        raise SystemExit(f"puffer-tui bench vec: error: --json {out_file}: no directory "
+                         f"{out_file.parent}")
     sizes = (args.squared_envs, args.cartpole_envs, args.delay_envs, args.pong_envs)
     if min(sizes) < 1:
         raise SystemExit("--squared-envs, --cartpole-envs, --delay-envs and --pong-envs must "
                          "be >= 1")
     cores = available_cores()
+    # lazy: torch (the CPU capability), which the vectorizers' measurements do not need
+    from puffer_tui.benchmarks.run_record import finish, record, typed_command
+
+    run_info = record(typed_command("puffer-tui", "bench", "vec"))
 
     def log(text):
         print(f"  {text}", file=sys.stderr, flush=True)
@@ -256,18 +279,19 @@ def run(args) -> int:
         results += run_workload(workload, args.seconds, args.repeat, cores, log, args.stat)
     summary = ratios(results)
     peers = against_envpool(results)
-    # lazy: torch (the CPU capability), which the vectorizers' measurements do not need
-    from puffer_tui.benchmarks.machine import machine, machine_line
+    from puffer_tui.benchmarks.machine import machine_line
 
-    info = machine()
-    if args.json:
-        print(json.dumps({
-            "cores": cores, "machine": info, "stat": args.stat, "repeat": args.repeat,
-            "results": [asdict(r) for r in results],
+    data = {**finish(run_info), "cores": cores, "stat": args.stat, "repeat": args.repeat,
+            "seconds": args.seconds, "results": [asdict(r) for r in results],
             "best": [{"workload": w, "backend": b, **v} for (w, b), v in summary.items()],
-            "against_envpool": peers,
-        }, indent=2))
+            "against_envpool": peers}
+    if args.json == "-":
+        print(json.dumps(data, indent=2))
         return 0
+    if out_file is not None:
+        out_file.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"wrote {out_file}", file=sys.stderr)
+    info = run_info["machine"]
     # lazy: kept off the CLI's fast path (puffer-tui --help, runs, stop)
     from puffer_tui.benchmarks.vec_table import print_peers, print_table
 

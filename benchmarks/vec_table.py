@@ -15,6 +15,17 @@ LABELS = {
 }
 
 
+def setting_label(result) -> str:
+    """The backend's short label, with what tells its settings apart (a pool's batches
+    zero-copy or gathered; inline workers overlapped)."""
+    label = LABELS.get(result.backend, result.backend)
+    if result.backend == "multiprocessing-pool":
+        label += " zero-copy" if result.zero_copy else " gathered"
+    if result.backend == "multiprocessing-inline" and result.batch_size < result.num_envs:
+        label += " pool"
+    return label
+
+
 def _ratio(value) -> str:
     return "" if value is None else f"{value:.2f}x"
 
@@ -35,16 +46,13 @@ def print_table(results, best, summary, cores: int) -> None:
         table.add_column(col, justify="left" if col in ("workload", "backend") else "right")
     workloads = list(dict.fromkeys(r.workload for r in results))
     for workload in workloads:
-        for backend, label in LABELS.items():
+        for backend in LABELS:
             r = best.get((workload, backend))
             if r is None:
                 continue
             ratio = summary[(workload, backend)]
             sps = f"[red]{r.error}[/red]" if r.error and not r.sps else _sps(r.sps)
-            if backend == "multiprocessing-pool":
-                label += " zero-copy" if r.zero_copy else " gathered"
-            if backend == "multiprocessing-inline" and r.batch_size < r.num_envs:
-                label += " pool"
+            label = setting_label(r)
             cpu = "" if r.cpu_us_per_step is None else f"{r.cpu_us_per_step:,.1f}"
             table.add_row(workload, label, str(r.num_envs), str(r.num_workers),
                           str(r.batch_size), sps, cpu, _ratio(ratio["vs_gymnasium_best"]),
