@@ -11,6 +11,8 @@ A page holds each table between two markers; the first names the command that pr
 their output between the markers; `--check` changes nothing and exits 1 when a page differs
 from what its commands print (tests/docs/test_benchmark_pages.py runs that check). A report's
 own Markdown title (`# ...`) becomes a level-4 heading, so that it sits under the page's own.
+
+Tested in: tests/docs/test_benchmark_pages.py
 """
 
 from __future__ import annotations
@@ -61,11 +63,11 @@ def main(argv=None) -> int:
         text = page.read_text()
         fresh = render(text)
         if fresh != text:
-            stale.append(page.relative_to(ROOT))
+            stale.append(os.path.relpath(page, ROOT))
             if not args.check:
                 page.write_text(fresh)
     if args.check and stale:
-        print("not what their report commands print: " + ", ".join(map(str, stale))
+        print("not what their report commands print: " + ", ".join(stale)
               + " (python tools/docs_reports.py rewrites them)", file=sys.stderr)
         return 1
     for page in stale if not args.check else ():

@@ -22,6 +22,44 @@ def test_the_benchmark_pages_have_report_blocks():
     assert all(m.group("body").count("\n| ") >= 2 for m in blocks)  # each holds a table
 
 
+def _commands(page: str) -> list[str]:
+    text = (ROOT / "docs" / page).read_text()
+    return [m.group("command") for m in docs_reports.BLOCK.finditer(text)]
+
+
+def test_the_speed_and_diagnosis_tables_are_report_blocks():
+    """bench vec's, bench train's and the doctor's tables come from their committed JSON."""
+    speed = _commands("speed.md")
+    assert any("bench vec --report" in c for c in speed), speed
+    assert sum("bench train --report" in c for c in speed) >= 2, speed  # alone, and --peer sb3
+    diagnosis = _commands("diagnosis.md")
+    assert any("benchmarks.doctor --report" in c for c in diagnosis), diagnosis
+    for page in ("speed.md", "diagnosis.md"):
+        text = (ROOT / "docs" / page).read_text()
+        bodies = [m.group("body") for m in docs_reports.BLOCK.finditer(text)]
+        assert all(body.count("\n| ") >= 2 and "- machine: " in body for body in bodies), page
+
+
+def test_a_stale_block_fails_the_check_and_is_rewritten(tmp_path, monkeypatch, capsys):
+    """A figure changed by hand in a block is what --check catches; a plain run puts back what
+    the command prints, and the check passes again."""
+    speed = (ROOT / "docs" / "speed.md").read_text()
+    block = next(m for m in docs_reports.BLOCK.finditer(speed)
+                 if "bench train --report" in m.group("command"))
+    page = tmp_path / "speed.md"
+    line = next(x for x in block.group("body").splitlines() if x.startswith("| ") and "---" not in x
+                and not x.startswith("| env") and not x.startswith("| measure"))
+    typed = line.replace(" | ", " | 1", 1)  # a figure typed over the printed one
+    page.write_text(block.group(0).replace(line, typed))
+    monkeypatch.setattr(docs_reports, "DOCS", tmp_path)
+    assert docs_reports.main(["--check"]) == 1
+    assert "speed.md" in capsys.readouterr().err
+    assert typed in page.read_text()  # --check changes nothing
+    assert docs_reports.main([]) == 0
+    assert page.read_text() == block.group(0)
+    assert docs_reports.main(["--check"]) == 0
+
+
 def test_every_report_block_is_what_its_command_prints():
     for page in docs_reports.pages():
         text = page.read_text()
