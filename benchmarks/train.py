@@ -151,6 +151,7 @@ def run(args) -> int:
 def _write(data: dict, json_arg, out_file: Path | None) -> bool:
     """The JSON where --json asked for it, the run's load at its end added; True when the
     table is to be printed too (not with a bare --json, whose JSON goes to stdout)."""
+    # lazy: torch (the CPU capability) and git, as in run()
     from puffer_tui.benchmarks.run_record import finish
 
     finish(data)
@@ -165,6 +166,7 @@ def _write(data: dict, json_arg, out_file: Path | None) -> bool:
 
 def print_table_of(data: dict) -> None:
     """The terminal table of one measured run, then the machine it ran on."""
+    # lazy: torch (the CPU capability, in the machine line), as in run()
     from puffer_tui.benchmarks.output import print_result
 
     result = data["train"]

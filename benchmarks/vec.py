@@ -15,32 +15,19 @@ import json
 import statistics
 import sys
 import warnings
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from functools import partial
 from pathlib import Path
 
 from puffer_tui.benchmarks import vec_runners
+from puffer_tui.benchmarks.vec_report import report
+from puffer_tui.benchmarks.vec_table import Result, best_by_backend, ratios
 from puffer_tui.benchmarks.vec_workloads import workloads
 
 # serial-pool: the serial backend with batch_size < num_envs, for envs that pool themselves in
 # the caller's process (ALE ids: ale-py's C++ threads, engine/vec/async_block.py)
 OURS = ("serial", "serial-pool", "multiprocessing", "multiprocessing-pool",
         "multiprocessing-inline")
-GYMNASIUM = ("gymnasium-sync", "gymnasium-async")
-
-
-@dataclass
-class Result:
-    workload: str
-    backend: str
-    num_envs: int
-    num_workers: int
-    batch_size: int
-    sps: float
-    zero_copy: bool | None = None
-    error: str | None = None
-    cpu_us_per_step: float | None = None  # process-tree CPU microseconds an agent step
-    rounds: list = field(default_factory=list)  # [steps/s, CPU µs/step] of each round
 
 
 def add_arguments(p):
@@ -204,32 +191,6 @@ def against_envpool(results: list[Result]) -> dict[str, dict]:
     return out
 
 
-def best_by_backend(results: list[Result]) -> dict[tuple[str, str], Result]:
-    best: dict[tuple[str, str], Result] = {}
-    for r in results:
-        key = (r.workload, r.backend)
-        if key not in best or r.sps > best[key].sps:
-            best[key] = r
-    return best
-
-
-def ratios(results: list[Result]) -> dict[tuple[str, str], dict[str, float]]:
-    """Each backend's best against Gymnasium's best and against our synchronous mode."""
-    best = best_by_backend(results)
-    out = {}
-    for (workload, backend), r in best.items():
-        gym = max((best[(workload, g)].sps for g in GYMNASIUM if (workload, g) in best),
-                  default=0.0)
-        sync = best.get((workload, "multiprocessing"))
-        serial = best.get((workload, "serial"))
-        out[(workload, backend)] = {
-            "vs_gymnasium_best": r.sps / gym if gym else None,
-            "vs_our_sync": r.sps / sync.sps if sync and sync.sps else None,
-            "vs_our_serial": r.sps / serial.sps if serial and serial.sps else None,
-        }
-    return out
-
-
 def select_workloads(names, sizes):
     chosen = workloads(*sizes)
     if not names:
@@ -248,7 +209,6 @@ def select_workloads(names, sizes):
 def run(args) -> int:
     if args.report:
         # lazy: kept off the benchmark's own path
-        from puffer_tui.benchmarks.vec_report import report
 
         print(report(args.report))
         return 0
@@ -279,6 +239,7 @@ def run(args) -> int:
         results += run_workload(workload, args.seconds, args.repeat, cores, log, args.stat)
     summary = ratios(results)
     peers = against_envpool(results)
+    # lazy: torch (the CPU capability), as run_record above
     from puffer_tui.benchmarks.machine import machine_line
 
     data = {**finish(run_info), "cores": cores, "stat": args.stat, "repeat": args.repeat,

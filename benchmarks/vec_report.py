@@ -14,8 +14,7 @@ import json
 from pathlib import Path
 
 from puffer_tui.benchmarks.run_record import header
-from puffer_tui.benchmarks.vec import Result, best_by_backend, ratios
-from puffer_tui.benchmarks.vec_table import LABELS, setting_label
+from puffer_tui.benchmarks.vec_table import LABELS, Result, best_by_backend, ratios, setting_label
 
 COLUMNS = ("workload", "backend (best setting)", "envs", "workers", "batch", "steps/s",
            "CPU µs/step", "x Gymnasium's best", "x mp sync", "x serial")

@@ -1,6 +1,51 @@
-"""The readable table of `puffer-tui bench vec`: the best setting of each backend per workload."""
+"""A `puffer-tui bench vec` measurement (Result), the best setting of each backend per workload
+with its ratios against the peers, and the short labels of the readable table."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+GYMNASIUM = ("gymnasium-sync", "gymnasium-async")
+
+
+@dataclass
+class Result:
+    workload: str
+    backend: str
+    num_envs: int
+    num_workers: int
+    batch_size: int
+    sps: float
+    zero_copy: bool | None = None
+    error: str | None = None
+    cpu_us_per_step: float | None = None  # process-tree CPU microseconds an agent step
+    rounds: list = field(default_factory=list)  # [steps/s, CPU µs/step] of each round
+
+
+def best_by_backend(results: list[Result]) -> dict[tuple[str, str], Result]:
+    best: dict[tuple[str, str], Result] = {}
+    for r in results:
+        key = (r.workload, r.backend)
+        if key not in best or r.sps > best[key].sps:
+            best[key] = r
+    return best
+
+
+def ratios(results: list[Result]) -> dict[tuple[str, str], dict[str, float]]:
+    """Each backend's best against Gymnasium's best and against our synchronous mode."""
+    best = best_by_backend(results)
+    out = {}
+    for (workload, backend), r in best.items():
+        gym = max((best[(workload, g)].sps for g in GYMNASIUM if (workload, g) in best),
+                  default=0.0)
+        sync = best.get((workload, "multiprocessing"))
+        serial = best.get((workload, "serial"))
+        out[(workload, backend)] = {
+            "vs_gymnasium_best": r.sps / gym if gym else None,
+            "vs_our_sync": r.sps / sync.sps if sync and sync.sps else None,
+            "vs_our_serial": r.sps / serial.sps if serial and serial.sps else None,
+        }
+    return out
 
 # backend -> short label for the table
 LABELS = {
