@@ -34,10 +34,10 @@ from puffer_tui.engine.vec.mp.block import InlineBlock
 from puffer_tui.engine.vec.mp.crash_log import CrashLog
 from puffer_tui.engine.vec.mp.hang_limit import HangLimit, heartbeat_interval
 from puffer_tui.engine.vec.mp.inline_watch import InlineHung, InlineWatch
-from puffer_tui.engine.vec.mp.worker_exit import describe_death, shutdown_workers
 from puffer_tui.engine.vec.mp.main_module import creator_needs_main, main_module_hidden
 from puffer_tui.engine.vec.mp.shared_memory import SharedLayout, SharedMemoryFile
 from puffer_tui.engine.vec.mp.worker import worker_main
+from puffer_tui.engine.vec.mp.worker_exit import describe_death, shutdown_workers
 from puffer_tui.engine.vec.pool_base import WorkerPool
 from puffer_tui.engine.vec.sizing import available_cores, plan_workers
 
