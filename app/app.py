@@ -45,7 +45,7 @@ from puffer_tui.screens.crash import CrashScreen, last_error_text
 from puffer_tui.screens.dashboard import DashboardScreen
 from puffer_tui.screens.help import HelpScreen
 from puffer_tui.screens.launcher.screen import LauncherScreen
-from puffer_tui.screens.sweep import SweepScreen
+from puffer_tui.screens.sweep_view import SweepScreen
 
 WATCH_S = 0.25  # how often the watchdog looks at how long the engine has been quiet
 SILENCE_PING_S = 1.0  # after this much quiet, ask for status to tell "paused" from "hung"

@@ -25,7 +25,7 @@ import subprocess
 import sys
 import threading
 
-from puffer_tui.benchmarks.train import timed_epochs
+from puffer_tui.benchmarks.train_speed import timed_epochs
 from puffer_tui.engine.shared.config import ConfigError, load_config
 from puffer_tui.engine.shared.protocol import TIMING_KEYS
 

@@ -13,7 +13,7 @@ benchmark write these beside their results, and their reports print them above e
 Older JSON may hold the machine as a sentence and several `commands`: both are printed as
 they are.
 
-Tested in: tests/benchmarks/test_vec_report.py, tests/benchmarks/test_train_report.py,
+Tested in: tests/benchmarks/test_vec_report.py, tests/benchmarks/test_train_speed_report.py,
 tests/benchmarks/test_doctor_report.py (the header of each report, the command a run keeps).
 """
 

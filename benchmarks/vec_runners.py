@@ -2,6 +2,8 @@
 
 Every loop feeds actions from a fixed pre-generated array (so the RNG is not measured), runs
 a short warm-up, then counts agent-steps for `seconds` of wall time.
+
+Tested in: tests/benchmarks/test_vec_bench.py (bench vec end to end)
 """
 
 from __future__ import annotations

@@ -3,6 +3,8 @@
 Each workload fixes the total number of envs, so every backend is compared on the same
 amount of simulation. Gymnasium-based workloads also give a picklable `gym_creator` for
 Gymnasium's own vectorizers.
+
+Tested in: tests/benchmarks/test_vec_bench.py
 """
 
 from __future__ import annotations

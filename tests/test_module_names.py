@@ -10,12 +10,9 @@ ROOT = Path(__file__).resolve().parents[1]
 ROOMS = ("app", "screens", "engine", "envs", "benchmarks", "_pkg", "tools")
 PACKAGE_FILES = {"__init__.py", "__main__.py"}
 
-# Pairs that still share a name because their files are being edited elsewhere; one of each
-# pair is to be renamed, and then its entry removed (the test below asks for that).
-STILL_SHARED = {
-    "sweep.py": {"app/commands/sweep.py", "screens/sweep.py"},
-    "train.py": {"app/commands/train.py", "benchmarks/train.py"},
-}
+# Pairs allowed to share a name while one of them is being renamed elsewhere (none now); the
+# test below asks for an entry's removal once its pair no longer shares the name.
+STILL_SHARED: dict[str, set[str]] = {}
 
 
 def modules_by_name(root: Path) -> dict[str, set[str]]:

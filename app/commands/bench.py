@@ -22,8 +22,8 @@ KINDS = {
 }
 
 # kinds whose module is named for what it measures: no two modules of the package share a name
-# (tests/test_module_names.py), and `envs` is also the command app/commands/envs.py
-MODULES = {"envs": "env_speed"}
+# (tests/test_module_names.py), and `envs` and `train` are also commands (app/commands/)
+MODULES = {"envs": "env_speed", "train": "train_speed"}
 
 
 def add_parser(sub, name, help_text):

@@ -6,5 +6,5 @@ server.py (its control socket: the engine's LineServer with the driver's command
 each new snapshot to subscribed clients), steering.py (pause, resume, prune, add),
 objective.py (a trial's worth). The settings and the sweep directory are
 engine/shared/sweep_settings.py. No Textual, no app: the app's sweep screen
-(screens/sweep.py) is a client of the driver's socket.
+(screens/sweep_view.py) is a client of the driver's socket.
 """

@@ -6,6 +6,9 @@ their control socket, and tells the study how each ended: COMPLETE, PRUNED, or F
 error text as the trial's `error` attribute). It runs in its own session, so the terminal and
 the app can go; SIGINT/SIGTERM or a `stop` on its socket stop the running trials (recorded as
 FAIL, so a resume runs them again) and end it. Exit status 0, or 1 when it gave up on errors.
+
+Tested in: tests/engine/sweep/test_sweep_driver.py (real sweeps),
+tests/engine/sweep/test_sweep_driver_logic.py, tests/engine/sweep/test_sweep_faults.py
 """
 
 from __future__ import annotations

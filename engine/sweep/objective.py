@@ -6,6 +6,8 @@
     time-to-reach   training seconds until the metric first reached `reach` (minimized): what
                     "solves faster" means; the trial stops there. One that never got there
                     costs over twice its whole run, more the further it stayed.
+
+Tested in: tests/engine/sweep/test_sweep_driver_logic.py
 """
 
 from __future__ import annotations

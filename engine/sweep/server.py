@@ -13,6 +13,8 @@ SWEEP_COMMANDS of engine/shared/protocol.py:
 
 Answers come from the snapshot the driver's loop keeps fresh, so a client never touches the
 database or waits on the loop.
+
+Tested in: tests/engine/sweep/test_sweep_server.py, tests/screens/test_sweep_view_push.py
 """
 
 from __future__ import annotations

@@ -6,6 +6,8 @@
      "trials_total": int (a study of over MAX_ROWS trials lists only some in "trials")}
 
 `best` is the best trial (single objective) or the Pareto front (several).
+
+Tested in: tests/engine/sweep/test_importance_note.py, tests/screens/test_sweep_view.py
 """
 
 from __future__ import annotations

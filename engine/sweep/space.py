@@ -7,6 +7,8 @@ then `--sweep.FIELD low,high[,log]` override them; `off` removes a field; a fiel
 
     space = build_space(config, preset_sweep, {"train.learning_rate": "1e-4,1e-2,log"})
     overrides = suggest(trial, space)      # {"train.learning_rate": 0.0031, ...}
+
+Tested in: tests/engine/sweep/test_sweep_space.py
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@ carried out by the driver's own loop (between two looks at the running trials), 
 driver's state is only ever changed by one thread. The server never waits for them: the loop
 calls the reply, and the server answers on its own when the loop has not within
 ANSWER_WITHIN_S (engine/sweep/server.py).
+
+Tested in: tests/engine/sweep/test_sweep_server.py, tests/screens/test_sweep_view.py
 """
 
 from __future__ import annotations

@@ -4,6 +4,9 @@ Trials are RUNNING in the database while a driver runs them. A driver that dies 
 RUNNING: a driver on the same host finds them by the dead pid recorded on each trial (and
 stops their engines), drivers elsewhere by the storage heartbeat going stale; either way they
 become FAIL (error attribute says why) and are not counted as done.
+
+Tested in: tests/engine/sweep/test_sweep_driver_logic.py, tests/engine/sweep/test_sweep_postgres.py,
+tests/engine/sweep/test_sweep_faults.py (a locked study)
 """
 
 from __future__ import annotations

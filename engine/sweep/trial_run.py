@@ -4,6 +4,8 @@ The engine is started exactly as `puffer-tui train` starts it (`python -m puffer
 RUN_DIR`, own session, output in engine.out); app/engine_launcher.py cannot be imported here
 (the engine never imports the app), and the driver does not wait for the socket anyway: it
 follows the run through metrics.jsonl and status.json and stops it through its socket.
+
+Tested in: tests/engine/sweep/test_sweep_driver_logic.py
 """
 
 from __future__ import annotations

@@ -218,7 +218,7 @@ async def test_a_typed_spec_completes_is_remembered_and_starts(tmp_path):
 
 async def test_the_launcher_lists_sweeps_and_enter_opens_the_sweep_view(tmp_path):
     from puffer_tui.engine.shared import sweep_settings as st
-    from puffer_tui.screens.sweep import SweepScreen
+    from puffer_tui.screens.sweep_view import SweepScreen
 
     sweep = st.sweep_dir("night", tmp_path)
     sweep.mkdir(parents=True)

@@ -16,7 +16,7 @@ from puffer_tui.app.widgets.trial_table import TrialTable
 from puffer_tui.engine.shared import sweep_settings as st
 from puffer_tui.engine.sweep.steering import Steering
 from puffer_tui.screens.dashboard import DashboardScreen
-from puffer_tui.screens.sweep import SweepScreen
+from puffer_tui.screens.sweep_view import SweepScreen
 
 # -- steering rules (a stand-in driver: the rules, not the processes) ---------------------------
 

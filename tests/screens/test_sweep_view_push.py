@@ -12,7 +12,7 @@ from puffer_tui.app.app import PufferApp
 from puffer_tui.app.widgets.trial_table import TrialTable
 from puffer_tui.engine.shared import sweep_settings as st
 from puffer_tui.engine.sweep.server import SweepServer
-from puffer_tui.screens.sweep import SweepScreen
+from puffer_tui.screens.sweep_view import SweepScreen
 
 
 class CountingServer(SweepServer):

@@ -11,8 +11,7 @@ import pytest
 import torch
 from engine_harness import TINY, kill_engine, wait_until
 
-from puffer_tui.engine.algo.schedule import learning_rate
-from puffer_tui.engine.algo.schedule import Anchor
+from puffer_tui.engine.algo.schedule import Anchor, learning_rate
 from puffer_tui.engine.algo.trainer import Trainer
 from puffer_tui.engine.runtime.metrics import flatten, read_metrics
 from puffer_tui.engine.shared import checkpoint as ckpt

@@ -5,7 +5,7 @@ epochs over their wall time; the breakdown is the trainer's own timing of those 
 the CPU per step that of this process's threads and its env workers over the same epochs.
 `--json FILE` keeps the result with the date, machine, load and command
 (benchmarks/run_record.py); `--report FILE` prints it as the Markdown table on the docs
-(benchmarks/train_report.py).
+(benchmarks/train_speed_report.py).
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def measure(config, seconds: float) -> dict:
 def run(args) -> int:
     if args.report:
         # lazy: kept off the benchmark's own path
-        from puffer_tui.benchmarks.train_report import report
+        from puffer_tui.benchmarks.train_speed_report import report
 
         print(report(args.report))
         return 0

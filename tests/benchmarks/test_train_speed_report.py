@@ -5,7 +5,7 @@ import json
 import subprocess
 import sys
 
-from puffer_tui.benchmarks import train_report
+from puffer_tui.benchmarks import train_speed_report
 
 RECORD = {"date": "2026-12-02 15:00:00 +0000", "commit": "abc1234",
           "machine": {"cpu": "Test CPU 9000", "cores": 2, "torch_cpu_capability": "AVX2",
@@ -42,7 +42,7 @@ def _cells(text, first):
 
 
 def test_a_run_alone_gives_its_rate_cpu_per_step_and_shares():
-    text = train_report.markdown(ALONE)
+    text = train_speed_report.markdown(ALONE)
     row = _cells(text, "squared")
     assert row[1:] == ["1,024 (multiprocessing, 2 workers)", "float32, torch, 1 thread",
                        "250,000", "3,932,160 (60)", "15.7", "7.0", "10", "25", "5", "59", "1"]
@@ -53,7 +53,7 @@ def test_a_run_alone_gives_its_rate_cpu_per_step_and_shares():
 
 
 def test_the_peer_run_gives_ours_against_sb3_with_its_bounds():
-    text = train_report.markdown(PEER)
+    text = train_speed_report.markdown(PEER)
     assert _cells(text, "training agent-steps/s")[1:] == ["20,000", "2,000", "10.0x"]
     # CPU per step: ours 60 µs against SB3's 500 µs
     assert _cells(text, "CPU µs/step")[1:] == ["60.0", "500.0", "0.12x"]
@@ -67,7 +67,7 @@ def test_an_older_peer_json_without_cpu_figures_still_reports():
     old = json.loads(json.dumps(PEER))
     for side in ("ours", "peer"):
         del old["peer"][side]["cpu_seconds"]
-    assert _cells(train_report.markdown(old), "CPU µs/step")[1:] == ["-", "-", "-"]
+    assert _cells(train_speed_report.markdown(old), "CPU µs/step")[1:] == ["-", "-", "-"]
 
 
 def bench_train(*argv, timeout=180):
@@ -81,8 +81,8 @@ def test_the_cli_prints_each_report_and_refuses_another_json_in_one_line(tmp_pat
     peer.write_text(json.dumps(PEER))
     printed = bench_train("--report", str(alone), "--report", str(peer))
     assert printed.returncode == 0, printed.stderr
-    assert printed.stdout.strip() == (train_report.markdown(ALONE) + "\n\n"
-                                      + train_report.markdown(PEER))
+    assert printed.stdout.strip() == (train_speed_report.markdown(ALONE) + "\n\n"
+                                      + train_speed_report.markdown(PEER))
     other = tmp_path / "other.json"
     other.write_text(json.dumps({"results": []}))
     refused = bench_train("--report", str(other))
@@ -100,7 +100,7 @@ def test_json_file_keeps_the_run_with_its_cpu_per_step(tmp_path):
     result = data["train"]
     assert result["sps"] > 0 and result["cpu_us_per_step"] > 0
     assert result["cpu_us_per_step"] == 1e6 * result["cpu_seconds"] / result["steps"]
-    assert "| squared |" in train_report.markdown(data)
+    assert "| squared |" in train_speed_report.markdown(data)
 
 
 def test_a_bare_json_still_prints_the_json_alone():
