@@ -41,7 +41,11 @@ MAX_EPISODE = 10_000  # steps of one episode kept for its value-vs-return series
 SERIES_POINTS = 120  # points of the series sent (the chart is at most this wide)
 RANKED_DIMS = 16  # flat observations: the dimensions listed, most salient first
 MAX_HEADS, MAX_ACTIONS = 64, 256  # what a push holds at most (wider spaces are cut)
-SALIENCY_INTERVAL = 0.25  # seconds a saliency map is reused for (4 a second at most)
+SALIENCY_INTERVAL = 0.25  # seconds a saliency map is reused for at least (4 a second at most)
+# ... and at least as long as keeps its backward passes within this share of the trainer's time:
+# a map that took 5 ms is reused for 1 s (the forward behind the strip is a tenth of it and
+# runs at the viewer's frame rate)
+SALIENCY_SHARE = 0.005
 
 
 class PolicyWatch:
@@ -57,6 +61,7 @@ class PolicyWatch:
         self.env, self.agent, self.row = 0, 0, 0
         self.saliency: str | None = None
         self._salient = None
+        self._saliency_cost = 0.0  # seconds the last saliency map took
         self.observed = 0  # steps recorded (each a copy of one row)
         self.computed = 0  # views computed (each a forward of one row)
         self._clear()
@@ -75,11 +80,15 @@ class PolicyWatch:
         """Watch agent `agent` of env `env` from now on (the series start afresh when either
         changes); `saliency` None, "action" or "value"."""
         row = env * self.agents_per_env + min(max(agent, 0), self.agents_per_env - 1)
+        saliency = saliency if saliency in SALIENCY_OF else None
+        if row != self.row or saliency != self.saliency:
+            # (when, of what, the map) of the last saliency computed: kept while the same row
+            # and kind are followed (the frame source repeats its wish at every capture)
+            self._salient = None
         if row != self.row:
             self._clear()
         self.env, self.agent, self.row = env, agent, row
-        self.saliency = saliency if saliency in SALIENCY_OF else None
-        self._salient = None  # (when, of what, the map) of the last saliency computed
+        self.saliency = saliency
 
     # -- each step (the trainer's thread) ------------------------------------------------------
 
@@ -172,12 +181,17 @@ class PolicyWatch:
         return out
 
     def _saliency_now(self) -> dict | None:
-        """The saliency map, recomputed at most every SALIENCY_INTERVAL seconds (a backward
-        pass costs three forwards; the map changes with the observation, not each frame)."""
+        """The saliency map, recomputed at most every SALIENCY_INTERVAL seconds, and no sooner
+        than its own cost allows (SALIENCY_SHARE): a backward pass costs three forwards, and
+        the map changes with the observation, not each frame."""
         now = time.monotonic()
         cached = self._salient
-        if cached is None or cached[1] != self.saliency or now - cached[0] >= SALIENCY_INTERVAL:
-            self._salient = cached = (now, self.saliency, self.saliency_map(self.saliency))
+        interval = max(SALIENCY_INTERVAL, self._saliency_cost / SALIENCY_SHARE)
+        if cached is None or cached[1] != self.saliency or now - cached[0] >= interval:
+            began = time.perf_counter()
+            salient = self.saliency_map(self.saliency)
+            self._saliency_cost = time.perf_counter() - began
+            self._salient = cached = (now, self.saliency, salient)
         return cached[2]
 
     def saliency_map(self, of: str = "action") -> dict | None:

@@ -2,6 +2,8 @@
 nothing is computed without a viewer, the critic's error on an episode tells a trained critic
 from a fresh one, and the saliency of a trained squared policy lights the target."""
 
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -175,3 +177,72 @@ def test_multi_discrete_and_box_heads_are_read_per_head():
 def test_a_series_longer_than_the_chart_is_averaged_down():
     series = policy_view._series(np.arange(1000, dtype=float))
     assert len(series) == policy_view.SERIES_POINTS and series[0] < series[-1]
+
+
+def test_a_costly_saliency_map_is_reused_for_longer(monkeypatch):
+    """A map whose backward pass took 10 ms is kept for 10 ms / SALIENCY_SHARE (2 s), not
+    recomputed at every SALIENCY_INTERVAL: the viewer's cost stays a bounded share of training."""
+    trainer = small_trainer()
+    try:
+        watch = PolicyWatch(trainer.policy, lambda: 0.99, 1, (5, 5))
+        obs = np.zeros((1, 25), np.uint8)
+        obs[0, 3], obs[0, 17] = 1, 2
+        watch.observe(obs, np.array([0]), np.array([0]), np.zeros(1), np.zeros(1),
+                      np.zeros(1, bool), np.zeros(1, bool))
+        watch.follow(0, saliency="action")
+        made = []
+
+        def costly(of="action"):
+            time.sleep(0.01)
+            made.append(of)
+            return {"of": of}
+
+        monkeypatch.setattr(watch, "saliency_map", costly)
+        clock = {"now": 100.0}
+        monkeypatch.setattr(policy_view.time, "monotonic", lambda: clock["now"])
+        for _ in range(8):  # 8 frames at 4 a second: 1.75 s
+            assert watch.view()["saliency"] == {"of": "action"}
+            clock["now"] += 0.25
+        assert len(made) == 1
+        clock["now"] += 10 * 0.01 / policy_view.SALIENCY_SHARE  # well past its interval
+        watch.view()
+        assert len(made) == 2
+    finally:
+        trainer.close()
+
+
+def test_the_frame_sources_repeated_wish_keeps_the_saliency_map(monkeypatch):
+    """The frame source repeats its wish (follow) at every capture: that alone must not throw
+    the map away, or it is recomputed at every frame whatever its interval."""
+    made = []
+    original = PolicyWatch.saliency_map
+
+    def counted(self, of="action"):
+        made.append(of)
+        return original(self, of)
+
+    monkeypatch.setattr(PolicyWatch, "saliency_map", counted)
+    monkeypatch.setattr(frame_source, "FRAME_INTERVAL", 0.0)  # a capture at every safe point
+
+    class FrozenClock:  # the watch's clock stands still: every map is younger than its interval
+        perf_counter = staticmethod(time.perf_counter)
+        monotonic = staticmethod(lambda: 100.0)
+
+    monkeypatch.setattr(policy_view, "time", FrozenClock)
+    holder = {}
+    frames = FrameSource(lambda env, view="env": holder["trainer"].frame(env, view),
+                         lambda: holder["trainer"])
+    frames.policy_interval = 0.0  # a view at every capture
+    trainer = small_trainer(lambda between_steps=False: frames.capture() if frames.due() else None)
+    holder["trainer"] = trainer
+    try:
+        frames.want(frozenset({0}), {0: "action"})
+        trainer.run_epoch()
+        watch = frames.watches[0]
+        assert watch.computed > 5 and made == ["action"]
+        assert frames.views[0][1]["saliency"]["of"] == "action"
+        frames.want(frozenset({0}), {0: "value"})  # a new kind asked for: a new map at once
+        trainer.run_epoch()
+        assert made == ["action", "value"]
+    finally:
+        trainer.close()
