@@ -179,6 +179,15 @@ def _save_screen(rl, path: Path) -> None:
         rl.unload_image(image)
 
 
+def _pass_keys(rl, on_key: Callable[[str], str | None]) -> None:
+    """Each key pressed since the last frame, as its character, to `on_key`."""
+    while key := rl.get_key_pressed():
+        if 32 <= key < 127:
+            title = on_key(chr(key).lower())
+            if title:
+                rl.set_window_title(title)
+
+
 def run_window(
     next_frame: Callable[[], Frame | None],
     palette: dict[int, tuple[str, str]],
@@ -186,12 +195,15 @@ def run_window(
     fps: int = 30,
     screenshot: Path | str | None = None,
     screenshot_after: int = 10,
+    on_key: Callable[[str], str | None] | None = None,
 ) -> int:
     """Show frames from `next_frame()` until it returns None or the window is closed.
 
     `fps` caps the frame rate (0: uncapped). With `screenshot`, the window is saved as a PNG
-    after `screenshot_after` frames and the function returns. Returns the frames drawn.
-    Raises WindowUnavailableError when no window can be opened (no display).
+    after `screenshot_after` frames and the function returns. `on_key(char)` is told each
+    printable key pressed in the window (lower case) and may return a new window title.
+    Returns the frames drawn. Raises WindowUnavailableError when no window can be opened (no
+    display).
     """
     if fps < 0:
         raise ValueError(f"fps must be >= 0 (0: uncapped), got {fps}")
@@ -239,6 +251,8 @@ def run_window(
                 canvas.draw(picture)  # both buffers now hold this frame, whichever one is read
                 _save_screen(rl, Path(screenshot))
                 break
+            if on_key is not None:
+                _pass_keys(rl, on_key)
             frame = next_frame()
     finally:
         if canvas is not None:

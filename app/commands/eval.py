@@ -52,8 +52,9 @@ def add_parser(sub, name, help_text):
                         'pip install "puffer-tui[record]"); a bare name goes into the run\'s '
                         "recordings/ folder; plays one env")
     p.add_argument("--overlay", action="store_true",
-                   help="with --record: draw the policy's view into each frame (action "
-                        "probabilities, V(s), value against return, saliency heat)")
+                   help="with --record or --render window: draw the policy's view into each "
+                        "frame (action probabilities, V(s), value against return, saliency "
+                        "heat; in the window the g key turns the heat to V(s), then off)")
     p.add_argument("--scale", metavar="K", type=int, default=None,
                    help="with --record: pixels per tile, or per image pixel (default: about "
                         "400 pixels wide)")
@@ -93,8 +94,9 @@ def run(args) -> int:
         return _fail("--screenshot needs --render window")
     if args.view != "env" and not (args.render or args.record):
         return _fail(f"--view {args.view} needs --render ascii, --render window or --record")
-    if args.overlay and not args.record:
-        return _fail("--overlay needs --record (--render ascii shows the policy's view anyway)")
+    if args.overlay and not (args.record or args.render == "window"):
+        return _fail("--overlay needs --record or --render window (--render ascii shows the "
+                     "policy's view anyway)")
     if args.scale is not None and not args.record:
         return _fail("--scale needs --record")
     if args.record and args.render:
@@ -164,7 +166,8 @@ def run(args) -> int:
             from puffer_tui.app.render_window import WindowUnavailableError
 
             try:
-                play_in_window(evaluator, args.fps, args.screenshot, args.screenshot_after)
+                play_in_window(evaluator, args.fps, args.screenshot, args.screenshot_after,
+                               args.overlay)
             except (WindowUnavailableError, ValueError) as e:
                 return _fail(str(e))
         else:
@@ -281,25 +284,56 @@ def progress_text(evaluator) -> str:
             f"({evaluator.steps:,} steps)")
 
 
+SALIENCY_CYCLE = {"action": "value", "value": None, None: "action"}  # the g key, as the dashboard's
+
+
 def play_in_window(evaluator, fps: float, screenshot: Path | None,
-                   screenshot_after: int) -> None:
+                   screenshot_after: int, overlay: bool = False) -> None:
     """One frame per window frame; the window closes when the target episodes end, or after
-    the screenshot."""
+    the screenshot. `overlay`: each frame with the policy's view drawn in (as a recording's),
+    the saliency of the action first; the g key turns it to V(s)'s, then off, then back."""
     # lazy: pulls gymnasium, textual, which this module does not load
     from puffer_tui.app.render_window import run_window
     from puffer_tui.app.widgets.env_render import frame_from_message
 
     if not evaluator.has_frames:
         raise ValueError(f"{evaluator.env_name} has no frame to render")
-    frames = evaluator.frames()
+    title = f"puffer-tui eval: {evaluator.env_name}"
+    palette = palette_from_wire(evaluator.palette)
+    on_key = None
+    if overlay:
+        # lazy: pulls torch and Pillow, only for an overlay
+        from puffer_tui.engine.evaluation.policy_view import EvaluatorWatch
+        from puffer_tui.engine.evaluation.recording_overlay import overlay_frames
+        from puffer_tui.engine.shared.protocol import Frame, FrameKind
 
-    def next_frame():
-        message = next(frames, None)
-        return None if message is None else frame_from_message(message)
+        watch = EvaluatorWatch(evaluator, "action")
+        images = overlay_frames(evaluator, palette, watch=watch)
 
-    run_window(next_frame, palette_from_wire(evaluator.palette),
-               title=f"puffer-tui eval: {evaluator.env_name}", fps=max(1, round(fps)),
-               screenshot=screenshot, screenshot_after=screenshot_after)
+        def next_frame():
+            image = next(images, None)
+            return None if image is None else Frame(0, image.shape[0], image.shape[1],
+                                                   image.tobytes(), FrameKind.RGB)
+
+        def saliency_title() -> str:
+            return f"{title}  [g] saliency: {watch.watch.saliency or 'off'}"
+
+        def on_key(char: str) -> str | None:
+            if char != "g":
+                return None
+            watch.watch.follow(0, 0, SALIENCY_CYCLE[watch.watch.saliency])
+            return saliency_title()
+
+        title = saliency_title()
+    else:
+        frames = evaluator.frames()
+
+        def next_frame():
+            message = next(frames, None)
+            return None if message is None else frame_from_message(message)
+
+    run_window(next_frame, palette, title=title, fps=max(1, round(fps)),
+               screenshot=screenshot, screenshot_after=screenshot_after, on_key=on_key)
 
 
 class _Renderer:

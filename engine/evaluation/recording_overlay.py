@@ -26,10 +26,11 @@ WHITE, DIM, CYAN, YELLOW, MAGENTA = (235, 235, 235), (140, 140, 140), (80, 200, 
 
 
 def overlay_frames(evaluator, palette: dict | None, saliency: str | None = "action",
-                   scale: int | None = None):
-    """Env 0's frames as RGB images with the policy's view drawn in (see the module)."""
+                   scale: int | None = None, watch: EvaluatorWatch | None = None):
+    """Env 0's frames as RGB images with the policy's view drawn in (see the module);
+    `watch`: the EvaluatorWatch to read (the window's, whose saliency a key changes)."""
     table = colour_table(palette)
-    watch = EvaluatorWatch(evaluator, saliency)
+    watch = watch or EvaluatorWatch(evaluator, saliency)
     for frame, view in watch.frames(lambda: copied_frame(evaluator.frame())):
         if scale is None:
             scale = default_scale(np.shape(frame)[1])
