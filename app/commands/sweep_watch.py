@@ -2,6 +2,9 @@
 trial state change otherwise, then a summary. Ctrl-C stops the sweep (the driver records the
 running trials as failed so `--resume` runs them again); a second Ctrl-C leaves it running.
 
+The watcher subscribes to the driver (`subscribe`: its snapshot, then each new one pushed), as
+the sweep view does (screens/sweep_view.py); it asks nothing on a timer.
+
 Tested in: tests/engine/sweep/test_sweep_driver_logic.py (the table and summary),
 tests/engine/sweep/test_sweep_driver.py (watching a real sweep)"""
 
@@ -14,13 +17,15 @@ import sys
 import time
 from pathlib import Path
 
+from puffer_tui.app.engine_client import EngineClient, EngineClientError
 from puffer_tui.app.engine_launcher import tail
 from puffer_tui.engine.shared import exit_codes as ec
 from puffer_tui.engine.shared import sweep_settings as st
+from puffer_tui.engine.shared.protocol import MessageType
 from puffer_tui.engine.shared.run_dir import socket_answers
 from puffer_tui.engine.shared.sweep_control import ControlError, request
 
-POLL = 0.5
+WAIT = 0.5  # seconds between looks at the driver process while no snapshot comes
 START_TIMEOUT = 120.0
 
 
@@ -72,16 +77,21 @@ def launch_and_watch(sweep_dir: Path, settings, watch: bool = True) -> int:
     interrupts = 0
     seen: dict[int, str] = {}
     live = _live(console)
+    link = None
     try:
         while process.poll() is None:
             try:
-                try:
-                    snap = request(sock, "status", timeout=5.0)
-                except ControlError:
-                    snap = None
-                if snap:
-                    _show(console, live, snap, seen)
-                time.sleep(POLL)
+                if link is None or link.closed.is_set():
+                    link = _subscribe(sock, lambda snap: _show(console, live, snap, seen))
+                    if link is None:
+                        time.sleep(WAIT)
+                        continue
+                for push in link.pushes(timeout=WAIT):
+                    if push.get("type") == MessageType.SWEEP:
+                        _show(console, live, {k: v for k, v in push.items() if k != "type"},
+                              seen)
+                    if process.poll() is not None:
+                        break
             except KeyboardInterrupt:
                 interrupts += 1
                 if interrupts > 1:
@@ -94,6 +104,8 @@ def launch_and_watch(sweep_dir: Path, settings, watch: bool = True) -> int:
                 except ControlError:
                     process.terminate()
     finally:
+        if link is not None:
+            link.close()
         if live is not None:
             live.stop()
     final = _read_status(sweep_dir / st.STATUS_FILE)
@@ -112,6 +124,21 @@ def launch_and_watch(sweep_dir: Path, settings, watch: bool = True) -> int:
                       f"{sweep_dir / st.DRIVER_OUT_FILE}", soft_wrap=True, markup=False)
         return 1
     return ec.STOPPED if interrupts else ec.FINISHED
+
+
+def _subscribe(sock: Path, show):
+    """A link subscribed to the driver's snapshots, its first one shown; None when no driver
+    answers yet (it is starting, or it has gone)."""
+    link = None
+    try:
+        link = EngineClient.connect(sock, timeout=5.0)
+        reply = link.call("subscribe", timeout=5.0)
+    except EngineClientError:
+        if link is not None:
+            link.close()
+        return None
+    show({k: v for k, v in reply.items() if k not in ("id", "ok")})
+    return link
 
 
 def _live(console):

@@ -159,3 +159,28 @@ def test_two_drivers_on_one_sqlite_study_share_the_work(root):
     assert second.returncode == 0, second.stdout + second.stderr
     assert_shared(load_study(root / "a" / "sweeps" / "two"), 3)
     assert no_live_engine(root)
+
+
+@pytest.mark.slow
+def test_the_headless_watcher_is_pushed_snapshots_and_asks_no_status(root, monkeypatch, capsys):
+    """The watcher subscribes to the driver, as the sweep view does: every trial's line comes
+    from a pushed snapshot, and it sends no `status` request on a timer."""
+    from puffer_tui.app import cli as app_cli
+    from puffer_tui.app.commands import sweep_watch
+
+    asked = []
+    real_request = sweep_watch.request
+
+    def recorded(sock, cmd, *args, **kwargs):
+        asked.append(cmd)
+        return real_request(sock, cmd, *args, **kwargs)
+
+    monkeypatch.setattr(sweep_watch, "request", recorded)
+    code = app_cli.main(["sweep", "bandit", "--trials", "3", "--parallel", "1", "--headless",
+                         "--study", "pushed", "--runs-dir", str(root), "--seed", "3", *TINY])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert asked == [], asked
+    assert sum(1 for line in out.splitlines() if line.startswith("trial ")) >= 3, out
+    assert any("RUNNING" in line for line in out.splitlines() if line.startswith("trial ")), out
+    assert "sweep pushed finished" in out
