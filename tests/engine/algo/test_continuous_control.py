@@ -134,6 +134,8 @@ def test_the_family_presets_set_what_the_family_needs():
 
 
 def test_your_own_module_gets_a_preset_by_its_spaces(tmp_path, monkeypatch):
+    from puffer_tui.envs.gym_presets import family
+
     (tmp_path / "my_control_envs.py").write_text(textwrap.dedent("""
         import gymnasium as gym
         import numpy as np
@@ -154,6 +156,16 @@ def test_your_own_module_gets_a_preset_by_its_spaces(tmp_path, monkeypatch):
         "continuous control preset (continuous-control.toml)"
     assert preset_label("my_control_envs:Pick") == "classic control preset (classic-control.toml)"
     assert load_config("my_control_envs:Push").train.normalize_rewards
+    # a Box-action env of unknown length gets the standard continuous update (the MuJoCo
+    # preset's, tuned at 1M steps), not Pendulum's short-task one, which its own file keeps
+    push = load_config("my_control_envs:Push").train
+    pendulum = load_config("gym:Pendulum-v1").train
+    mujoco = family.read_preset_file(family.family_path("mujoco"))["train"]
+    for name in ("learning_rate", "update_epochs", "minibatch_size", "init_log_std", "horizon"):
+        assert getattr(push, name) == mujoco[name], name
+    assert push.exploration == "gaussian" and not push.refresh_advantages
+    assert pendulum.exploration == "gsde" and pendulum.refresh_advantages
+    assert load_config("gym:MountainCarContinuous-v0").train.exploration == "gsde"
 
 
 def test_a_family_preset_replaced_by_sweep_best_output_loads(tmp_path, monkeypatch):
