@@ -3,7 +3,7 @@ env's preset, its frames captured at the safe points as the engine does, alterna
 with the env's render alone and with the render plus the policy's view (and its saliency).
 
     python -m puffer_tui.benchmarks.policy_view_cost [--envs squared breakout] [--rounds 3]
-        [--seconds 10] [--fps 4] [--saliency action|value|none] [--json FILE]
+        [--seconds 10] [--fps 4 [15]] [--saliency action|value|none] [--json FILE]
     python -m puffer_tui.benchmarks.policy_view_cost --report FILE
 
 Two figures per env, because the second alone is lost in a shared machine's noise:
@@ -170,8 +170,8 @@ def main(argv=None) -> int:
     p.add_argument("--envs", nargs="+", default=list(DEFAULT_ENVS), metavar="ENV")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--seconds", type=float, default=10.0, help="of training per side a round")
-    p.add_argument("--fps", type=float, default=4.0,
-                   help="the viewer's frame rate (dashboard 4, full-screen render 15)")
+    p.add_argument("--fps", type=float, nargs="+", default=[4.0],
+                   help="the viewer's frame rates to measure (dashboard 4, full-screen render 15)")
     p.add_argument("--saliency", choices=("action", "value", "none"), default="action")
     p.add_argument("--json", metavar="FILE", type=Path)
     p.add_argument("--report", metavar="FILE", type=Path)
@@ -179,15 +179,16 @@ def main(argv=None) -> int:
     if args.report:
         print(markdown(_load(args.report)))
         return 0
-    if args.rounds < 1 or args.seconds <= 0 or not 0 < args.fps <= 15:
+    if args.rounds < 1 or args.seconds <= 0 or not all(0 < fps <= 15 for fps in args.fps):
         p.error("--rounds must be >= 1, --seconds > 0 and --fps in (0, 15]")
     data = record(typed_command(PROG))
     saliency = None if args.saliency == "none" else args.saliency
     data["results"] = []
     for env in args.envs:
-        print(f"{env}: {args.rounds} rounds of {args.seconds:g} s a side ...", file=sys.stderr,
-              flush=True)
-        data["results"].append(measure(env, args.rounds, args.seconds, args.fps, saliency))
+        for fps in args.fps:
+            print(f"{env}, {fps:g} fps: {args.rounds} rounds of {args.seconds:g} s a side ...",
+                  file=sys.stderr, flush=True)
+            data["results"].append(measure(env, args.rounds, args.seconds, fps, saliency))
     finish(data)
     if args.json:
         tmp = args.json.with_suffix(args.json.suffix + ".tmp")

@@ -103,18 +103,19 @@ class PolicyWatch:
             if len(hits) == 0:
                 return
             pos = int(hits[0])
-        if masks is not None and not bool(np.asarray(masks)[pos]):
+        if masks is not None and not masks[pos]:
             return  # a dead or waiting agent: nothing happened to it this step
         self.observed += 1
-        reward = float(np.asarray(rewards)[pos])
+        # each array read once, at one index: this runs at every step of the watched run
+        reward = float(rewards[pos])
         if self._obs is not None:
             self._rewards.append(reward)  # the reward of the action taken last step
-        if bool(np.asarray(terminals)[pos]) or bool(np.asarray(truncations)[pos]):
-            truncated = not bool(np.asarray(terminals)[pos])
+        terminal, truncated = bool(terminals[pos]), bool(truncations[pos])
+        if terminal or truncated:
             bootstrap = 0.0
-            if truncated and final_values is not None:
-                bootstrap = float(np.asarray(final_values)[pos])
-            self._finish(bootstrap, truncated)
+            if truncated and not terminal and final_values is not None:
+                bootstrap = float(final_values[pos])
+            self._finish(bootstrap, truncated and not terminal)
         self._reward = reward
         self._value = _scalar(values, pos)
         self._values.append(self._value)
