@@ -191,9 +191,10 @@ def main(argv=None) -> int:
             data["results"].append(measure(env, args.rounds, args.seconds, fps, saliency))
     finish(data)
     if args.json:
-        tmp = args.json.with_suffix(args.json.suffix + ".tmp")
-        tmp.write_text(json.dumps(data, indent=1) + "\n")
-        tmp.replace(args.json)
+        # lazy: the engine's one whole-or-nothing write, only for --json
+        from puffer_tui.engine.shared.atomic_write import write_atomic
+
+        write_atomic(args.json, json.dumps(data, indent=1) + "\n")
     print(markdown(data))
     return 0
 

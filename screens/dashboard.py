@@ -48,6 +48,7 @@ from puffer_tui.engine.shared.protocol import (
     FINAL_STATES,
     RunState,
     TelemetrySnapshot,
+    next_saliency,
     palette_from_wire,
 )
 from puffer_tui.engine.shared.run_dir import CONFIG_FILE
@@ -56,7 +57,7 @@ from puffer_tui.screens.dashboard_replay import RecordingPlayer
 from puffer_tui.screens.diagnosis import DiagnosisScreen
 from puffer_tui.screens.help import HelpScreen
 from puffer_tui.screens.hyperparameters import HyperparameterScreen, current_values
-from puffer_tui.screens.render import RenderScreen, next_saliency
+from puffer_tui.screens.render import RenderScreen
 
 EVAL_SCORE = "eval/score"  # the episodes panel's line of the evaluations' score
 # keys that need a live engine (hidden once the run has ended or the link is gone)

@@ -17,16 +17,9 @@ from puffer_tui.app import link_messages as lm
 from puffer_tui.app.telemetry_store import TelemetryStore
 from puffer_tui.app.widgets.env_render import EnvRender
 from puffer_tui.app.widgets.run_header import RunHeader
-from puffer_tui.engine.shared.protocol import RunState, palette_from_wire
+from puffer_tui.engine.shared.protocol import RunState, next_saliency, palette_from_wire
 
 REFRESH_S = 1 / 15  # frames arrive at up to ~15 Hz: draw no more often than that
-SALIENCY_CYCLE = (None, "action", "value")  # g: off, of log pi(a|s), of V(s), off again
-
-
-def next_saliency(current: str | None) -> str | None:
-    """The saliency overlay after one more press of its key."""
-    index = SALIENCY_CYCLE.index(current) if current in SALIENCY_CYCLE else 0
-    return SALIENCY_CYCLE[(index + 1) % len(SALIENCY_CYCLE)]
 
 
 class RenderScreen(Screen):

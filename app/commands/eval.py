@@ -284,9 +284,6 @@ def progress_text(evaluator) -> str:
             f"({evaluator.steps:,} steps)")
 
 
-SALIENCY_CYCLE = {"action": "value", "value": None, None: "action"}  # the g key, as the dashboard's
-
-
 def play_in_window(evaluator, fps: float, screenshot: Path | None,
                    screenshot_after: int, overlay: bool = False) -> None:
     """One frame per window frame; the window closes when the target episodes end, or after
@@ -305,7 +302,7 @@ def play_in_window(evaluator, fps: float, screenshot: Path | None,
         # lazy: pulls torch and Pillow, only for an overlay
         from puffer_tui.engine.evaluation.policy_view import EvaluatorWatch
         from puffer_tui.engine.evaluation.recording_overlay import overlay_frames
-        from puffer_tui.engine.shared.protocol import Frame, FrameKind
+        from puffer_tui.engine.shared.protocol import Frame, FrameKind, next_saliency
 
         watch = EvaluatorWatch(evaluator, "action")
         images = overlay_frames(evaluator, palette, watch=watch)
@@ -321,7 +318,7 @@ def play_in_window(evaluator, fps: float, screenshot: Path | None,
         def on_key(char: str) -> str | None:
             if char != "g":
                 return None
-            watch.watch.follow(0, 0, SALIENCY_CYCLE[watch.watch.saliency])
+            watch.watch.follow(0, 0, next_saliency(watch.watch.saliency))
             return saliency_title()
 
         title = saliency_title()

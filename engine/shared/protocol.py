@@ -214,6 +214,14 @@ def check_render_view(args: dict) -> str:
 
 
 SALIENCY_OF = ("action", "value")  # of what the saliency's gradient is taken
+SALIENCY_CYCLE = (None, *SALIENCY_OF)  # a viewer's key: off, of log pi(a|s), of V(s), off again
+
+
+def next_saliency(current: str | None) -> str | None:
+    """The saliency a viewer shows after one more press of its key (the dashboard's and the
+    render screen's g, the eval window's g)."""
+    index = SALIENCY_CYCLE.index(current) if current in SALIENCY_CYCLE else 0
+    return SALIENCY_CYCLE[(index + 1) % len(SALIENCY_CYCLE)]
 
 
 def check_render_policy(args: dict) -> tuple[bool, str | None]:
