@@ -150,6 +150,7 @@ class NumpyMLP:
         self.head = policy.actor
         self.box = self.head.kind == "box"
         self.sde = self.head.sde
+        self.last_params = None  # the head's output of the last collect (see collect)
         # every parameter in a fixed order: the towers', the heads', the log std
         heads = (self.head.linear.weight, self.head.linear.bias, policy.critic.weight,
                  policy.critic.bias)
@@ -246,6 +247,9 @@ class NumpyMLP:
         obs = obs if isinstance(obs, np.ndarray) else obs.numpy()
         out, value, (actor_cache, _) = self._forward(obs, arrays)
         features = actor_cache[_OUTPUT]
+        # the head's parameters as Policy.step gives them, for a viewer of the policy
+        # (engine/evaluation/policy_view.py); gSDE's also hold the features: not kept
+        self.last_params = None if self.sde else out
         n = out.shape[0]
         if not self.box:  # Gumbel-max, one uniform per logit (distributions._categorical_sample)
             sizes = head.sizes

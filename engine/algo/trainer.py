@@ -386,7 +386,7 @@ class Trainer:
                     if numpy_mlp is not None:  # the same draws, in numpy
                         actions, logprobs, values, env_actions = numpy_mlp.collect(
                             obs_t, buffer.exploration, env_ids)
-                        new_state = None
+                        params, new_state = numpy_mlp.last_params, None
                     else:
                         params, values, new_state = self._step_fn(obs_t, state, None)
                         params, values = params.float(), values.float()  # no-ops in float32
@@ -414,7 +414,7 @@ class Trainer:
                 watch = self.step_watch  # a viewer's (engine/evaluation/policy_view.py)
                 if watch is not None:
                     watch(obs_t, env_ids, actions, values, rewards, terminals, truncations,
-                          masks, state, final_values)
+                          masks, state, final_values, params)
                 # Count now: recv() may return the backend's live buffers, which send() overwrites
                 # with the next step's masks.
                 stepped = int(np.count_nonzero(masks))

@@ -7,10 +7,12 @@ the critic against the realized return once an episode ends, and what drives the
     watch.observe(obs, env_ids, actions, values, rewards, terminals, truncations)  # each step
     view = watch.view()          # the wire dict of a `frame` push's "policy" (docs/protocol.md)
 
-Per step `observe` copies one row (its observation, action, value, the reward that arrived)
-and, at an episode's end, computes the discounted return from every step of it; the forward
-pass behind the distribution (and the backward pass of the saliency) runs in `view`, at the
-frame rate, on that one row. `observed` and `computed` count both, so a test can check that
+Per step `observe` reads one row's value and the reward that arrived and, at an episode's
+end, computes the discounted return from every step of it; the row's observation, action and
+the head's output it drew from are copied only for the steps a view may read (`keep_from`).
+The distribution (from the step's own head output, or a forward pass where the collection
+does not give it) and the backward pass of the saliency run in `view`, at the frame rate, on
+that one row. `observed` and `computed` count both, so a test can check that
 nothing runs without a viewer.
 
 Rewards and observations are the ones the policy and critic learn from (after
@@ -62,12 +64,17 @@ class PolicyWatch:
         self.saliency: str | None = None
         self._salient = None
         self._saliency_cost = 0.0  # seconds the last saliency map took
-        self.observed = 0  # steps recorded (each a copy of one row)
-        self.computed = 0  # views computed (each a forward of one row)
+        self.observed = 0  # steps recorded (the row's scalars; its arrays too when kept)
+        self.computed = 0  # views computed (each from one kept row)
+        # monotonic time from which each step's observation, action, state and head output are
+        # kept for the next view: the frame source sets it to just before that view, so the
+        # steps between views copy only their scalars (0: every step kept, as eval's watch)
+        self.keep_from = 0.0
         self._clear()
 
     def _clear(self) -> None:
-        self._obs = self._action = self._state = None
+        self._obs = self._action = self._state = self._params = None
+        self._kept = -1  # the `observed` count of the step whose row is kept
         self._value = math.nan
         self._reward = 0.0
         self._steps = 0  # steps of the current episode seen
@@ -93,8 +100,10 @@ class PolicyWatch:
     # -- each step (the trainer's thread) ------------------------------------------------------
 
     def observe(self, obs, env_ids, actions, values, rewards, terminals, truncations,
-                masks=None, state=None, final_values=None) -> None:
-        """One collection step of every row stepped: keep the watched row's."""
+                masks=None, state=None, final_values=None, params=None) -> None:
+        """One collection step of every row stepped: keep the watched row's. `params`: the
+        action head's parameters the step drew from (the policy's output; None: the view
+        computes them again)."""
         ids = np.asarray(env_ids)
         if len(ids) > self.row and ids[self.row] == self.row:
             pos = self.row  # every row stepped, in order: the usual case
@@ -120,9 +129,18 @@ class PolicyWatch:
         self._value = _scalar(values, pos)
         self._values.append(self._value)
         self._steps += 1
+        if self.keep_from and time.monotonic() < self.keep_from:
+            return  # no view reads this step: its scalars are enough
+        self._kept = self.observed
         self._obs = _row(obs, pos)
         self._action = _row(actions, pos)
         self._state = None if state is None else (_row(state[0], pos), _row(state[1], pos))
+        self._params = None if params is None else _row(params, pos)
+
+    @property
+    def ready(self) -> bool:
+        """Whether the latest step's row is kept (a view now shows that step)."""
+        return self._obs is not None and self._kept == self.observed
 
     def _finish(self, bootstrap: float, truncated: bool) -> None:
         """The episode that just ended: V(s_t) against the discounted return from t."""
@@ -144,19 +162,24 @@ class PolicyWatch:
     # -- at the frame rate (the trainer's thread, at a safe point) ------------------------------
 
     def view(self) -> dict | None:
-        """The wire dict of the watched row's latest step; None before its first step."""
-        if self._obs is None:
+        """The wire dict of the watched row's latest step; None before its first step, or
+        while its row is not kept (`ready`; the next step after `keep_from` keeps it)."""
+        if not self.ready:
             return None
         self.computed += 1
         policy = self.policy
-        obs = _tensor(self._obs, policy)
-        state = None if self._state is None else tuple(
-            _tensor(s, policy)[None] for s in self._state)
-        with torch.no_grad():
-            params, value, _ = policy.step(obs[None], state)
+        if self._params is not None:  # what the step drew from: no forward pass
+            params, value = _tensor(self._params, policy)[None], self._value
+        else:
+            obs = _tensor(self._obs, policy)
+            state = None if self._state is None else tuple(
+                _tensor(s, policy)[None] for s in self._state)
+            with torch.no_grad():
+                params, value, _ = policy.step(obs[None], state)
+            value = float(value.float().reshape(-1)[0])
         head = policy.actor
         out = {"env": self.env, "agent": self.agent, "kind": head.kind,
-               "value": _finite(round(float(value.float().reshape(-1)[0]), 4)),
+               "value": _finite(round(value, 4)),
                "reward": _finite(round(self._reward, 4)), "step": self._steps}
         action = np.asarray(_numpy(self._action)).reshape(-1)
         params = params.float()

@@ -15,8 +15,9 @@ views than the env's are grabbed with `grab(env, view)`.
 
 The policy's view (engine/evaluation/policy_view.py) is wished per env (`want`'s `policy`:
 env -> the saliency asked for, or None): while any is wished, a `PolicyWatch` per such env is
-the trainer's `step_watch` (one row copied per step), and each capture adds its view to
-`views`; with none wished the trainer has no `step_watch` and nothing is computed.
+the trainer's `step_watch` (one row's scalars read per step, its arrays copied only in the
+steps just before a view: `keep_from`), and each capture adds its view to `views`; with none
+wished the trainer has no `step_watch` and nothing is computed.
 
 Tested in: tests/engine/runtime/test_process_wiring.py,
 tests/engine/runtime/test_control_server.py"""
@@ -30,6 +31,9 @@ from puffer_tui.engine.native.frames import bound_frame
 
 FRAME_INTERVAL = 1 / 15  # most frames per second captured for renderers
 ENV_VIEW = "env"
+# seconds before a policy view is due from which the watched row's steps are kept for it (a
+# step that is longer leaves the view to the capture after: one step later)
+KEEP_AHEAD = 0.01
 
 
 def frame_key(env: int, view: str = ENV_VIEW):
@@ -91,12 +95,22 @@ class FrameSource:
                 self.frames[key] = (self._seq, frame)
                 watch = self._watches.get(env) if view == ENV_VIEW and views_due else None
                 if watch is not None:
+                    if not watch.ready:
+                        # the latest step came before keep_from: its row was not kept. The
+                        # next capture's view has it (every step from now on is kept)
+                        self._next_view = 0.0
+                        continue
                     try:
                         policy_view = watch.view()
                     except Exception:  # a policy this view cannot read: the frame goes alone
                         policy_view = None
                     if policy_view is not None:
                         self.views[env] = (self._seq, policy_view)
+        # the steps that come just before the next view keep their rows for it; the ones
+        # between views copy only their scalars
+        keep_from = max(self._next, self._next_view) - KEEP_AHEAD
+        for watch in self._watches.values():
+            watch.keep_from = keep_from
 
     # -- the policy's view ---------------------------------------------------------------------
 

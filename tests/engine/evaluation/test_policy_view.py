@@ -2,6 +2,7 @@
 nothing is computed without a viewer, the critic's error on an episode tells a trained critic
 from a fresh one, and the saliency of a trained squared policy lights the target."""
 
+import copy
 import time
 
 import numpy as np
@@ -229,6 +230,7 @@ def test_the_frame_sources_repeated_wish_keeps_the_saliency_map(monkeypatch):
         monotonic = staticmethod(lambda: 100.0)
 
     monkeypatch.setattr(policy_view, "time", FrozenClock)
+    monkeypatch.setattr(frame_source, "time", FrozenClock)  # one clock for the keep_from time
     holder = {}
     frames = FrameSource(lambda env, view="env": holder["trainer"].frame(env, view),
                          lambda: holder["trainer"])
@@ -245,4 +247,85 @@ def test_the_frame_sources_repeated_wish_keeps_the_saliency_map(monkeypatch):
         trainer.run_epoch()
         assert made == ["action", "value"]
     finally:
+        trainer.close()
+
+
+def test_a_view_reads_the_head_output_the_step_drew_from(monkeypatch):
+    """The strip is the distribution the step sampled from (its params, kept with the row),
+    with no forward pass of its own, in the torch collection (squared) and the numpy one
+    (CartPole's plain MLP)."""
+    for env, overrides in (("squared", SMALL),
+                           ("gym:CartPole-v1", {"vec.num_envs": 4, "train.horizon": 16,
+                                                "train.minibatch_size": 64})):
+        trainer = Trainer(load_config(env, overrides))
+        try:
+            watch = PolicyWatch(trainer.policy, lambda: 0.99, 1, trainer.frame_shape)
+            watch.follow(0)
+            collecting = copy.deepcopy(trainer.policy)  # the weights the steps drew with
+            trainer.step_watch = watch.observe
+            trainer.run_epoch()  # its update comes after the steps
+            trainer.step_watch = None
+            monkeypatch.setattr(trainer.policy, "step", _no_forward)
+            view = watch.view()
+            monkeypatch.undo()
+            assert view is not None, env
+            with torch.no_grad():  # the same row through the policy again: the same numbers
+                params, value, _ = collecting.step(_tensor_of(watch._obs)[None])
+            expected = torch.softmax(params.float()[0], -1).numpy()
+            assert np.allclose(view["heads"][0], expected, atol=1e-3), env
+            assert abs(view["value"] - float(value.reshape(-1)[0])) < 1e-3, env
+        finally:
+            trainer.close()
+
+
+def _no_forward(*args, **kwargs):
+    raise AssertionError("a forward pass in the view")
+
+
+def _tensor_of(row):
+    return row if isinstance(row, torch.Tensor) else torch.from_numpy(np.asarray(row))
+
+
+def test_steps_between_views_copy_only_their_scalars(monkeypatch):
+    """A viewer at 4 frames a second: the row's arrays are copied in the steps just before each
+    view, not at every step."""
+    copies = []
+    original = policy_view._row
+    monkeypatch.setattr(policy_view, "_row", lambda x, pos: copies.append(1) or original(x, pos))
+    holder = {}
+    frames = FrameSource(lambda env, view="env": holder["trainer"].frame(env, view),
+                         lambda: holder["trainer"])
+    frames.policy_interval = 0.25
+    trainer = small_trainer(lambda between_steps=False: frames.capture() if frames.due() else None)
+    holder["trainer"] = trainer
+    try:
+        frames.want(frozenset({0}), {0: None})
+        began = time.monotonic()
+        while time.monotonic() - began < 3.0:
+            trainer.run_epoch()
+        watch = frames.watches[0]
+        assert watch.computed >= 2
+        kept = len(copies) / 2  # the observation and the action of each kept step
+        assert kept < watch.observed / 3, (kept, watch.observed)
+        assert frames.views[0][1]["heads"]
+    finally:
+        trainer.close()
+
+
+def test_a_view_waits_for_a_kept_step_rather_than_show_an_older_one():
+    trainer = small_trainer()
+    try:
+        watch = PolicyWatch(trainer.policy, lambda: 0.99, 1, (5, 5))
+        watch.follow(0)
+        trainer.step_watch = watch.observe
+        trainer.run_epoch()  # keep_from 0: every step kept
+        assert watch.ready and watch.view() is not None
+        watch.keep_from = time.monotonic() + 3600  # no view due for an hour
+        trainer.run_epoch()
+        assert not watch.ready and watch.view() is None  # its last kept step is stale
+        watch.keep_from = time.monotonic()
+        trainer.run_epoch()
+        assert watch.ready and watch.view()["step"] == watch._steps
+    finally:
+        trainer.step_watch = None
         trainer.close()
