@@ -392,11 +392,11 @@ class EvaluatorWatch:
             if policy.obs_norm is not None:  # what the policy saw: training's statistics
                 seen = policy.obs_norm(seen)
             state0 = None if state is None else (state[0][:1], state[1][:1])
-            _, value, _ = policy.step(seen, state0)
+            params, value, _ = policy.step(seen, state0)
         reward, terminal, truncated = self._arrived
         self.watch.observe(seen, np.array([0]), np.asarray(actions)[:1], value.float(),
                            np.array([reward]), np.array([terminal]), np.array([truncated]),
-                           None, state0)
+                           None, state0, params=params.float())
         self._arrived = (float(rewards[0]), bool(terminals[0]), bool(truncations[0]))
 
 
