@@ -199,10 +199,19 @@ def evaluate(env, seed: int, out: Path, episodes: int) -> dict:
             "episode_length": float(np.mean(lengths)), "returns": returns}
 
 
+def peer_envs() -> dict:
+    """The validation set's envs without a published figure: SB3 runs them (validation.py)."""
+    from puffer_tui.benchmarks.validation import VALIDATION
+
+    return {h.name: h.env for h in VALIDATION.values() if h.runs_peer}
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m puffer_tui.benchmarks.learn_sb3")
     p.add_argument("mode", choices=("train", "eval"))
-    p.add_argument("env", choices=sorted(ENVS))
+    # bench learn's envs, and the validation set's that SB3 is run on (no published figure)
+    known = {**ENVS, **peer_envs()}
+    p.add_argument("env", choices=sorted(known))
     p.add_argument("--seed", type=int, required=True)
     p.add_argument("--steps", type=int, default=0)
     p.add_argument("--threads", type=int, default=0)
@@ -210,7 +219,7 @@ def main(argv=None) -> int:
     p.add_argument("--episodes", type=int, default=None, help="eval: default the env's")
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args(argv)
-    env = ENVS[args.env]
+    env = known[args.env]
     if env.zoo is None:
         raise SystemExit(f"{env.name} has no SB3 peer")
     args.out.mkdir(parents=True, exist_ok=True)

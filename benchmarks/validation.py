@@ -15,7 +15,11 @@ The published figures are rl-zoo's benchmark.md (mean and std of the final agent
 episodes, at the zoo's n_timesteps), copied by hand from DLR-RM/rl-baselines3-zoo at commit
 22e3ff2 (v2.8.0); where the zoo measured an older version of an env (LunarLander-v2, the MuJoCo
 -v3 bodies) that is the figure used, and said. A verdict: "at or above" the published mean,
-"within" its std, or "below". The run's own doctor is read too: any error-level diagnosis that
+"within" its std, or "below". Where the zoo publishes no figure at the budget (Atari on a short
+budget: its figures are at 10M steps), SB3 is run with the zoo's settings for the env at the
+same budget and seeds, beside ours (benchmarks/learn_runs.py `run_sb3`, as bench learn does),
+and the verdict reads its runs: "at or above" their median, "within" their seed spread (down to
+the lowest seed), or "below". The run's own doctor is read too: any error-level diagnosis that
 fired in the run is counted (metrics.jsonl's `diagnoses`).
 """
 
@@ -45,13 +49,17 @@ class HeldOut:
 
     env: BenchEnv
     family: str
-    zoo_mean: float
-    zoo_std: float
+    zoo_mean: float | None  # None: no published figure at the budget, SB3 is run (env.zoo)
+    zoo_std: float | None
     zoo_id: str  # the env the zoo measured (an older version where it has no figure for ours)
 
     @property
     def name(self) -> str:
         return self.env.name
+
+    @property
+    def runs_peer(self) -> bool:
+        return self.zoo_mean is None
 
 
 def _held_out(name: str, family: str, mean: float, std: float, steps: int, zoo_id: str = "",
@@ -59,6 +67,17 @@ def _held_out(name: str, family: str, mean: float, std: float, steps: int, zoo_i
     bench = BenchEnv(name, f"gym:{name}", None, needs=needs, extra=extra, steps=steps,
                      eval_deterministic=deterministic)
     return HeldOut(bench, family, mean, std, zoo_id or name)
+
+
+def _held_out_atari(game: str, steps: int) -> HeldOut:
+    """An ALE game at a short budget, against SB3 run with the zoo's `atari` settings (its
+    AtariWrapper on the same v5 env, whose own frame skip is turned off there: bench learn's
+    Breakout)."""
+    name = f"ALE/{game}-v5"
+    bench = BenchEnv(name, f"gym:{name}", "atari", sb3_id=name,
+                     sb3_env_kwargs=(("frameskip", 1),), needs=("ale_py", "cv2"),
+                     extra="atari", steps=steps, eval_deterministic=False)
+    return HeldOut(bench, "Atari", None, None, name)
 
 
 _MUJOCO = {"needs": ("mujoco",), "extra": "mujoco"}
@@ -80,12 +99,23 @@ VALIDATION: dict[str, HeldOut] = {h.name: h for h in (
     _held_out("Walker2d-v5", "MuJoCo locomotion", 3478.798, 821.708, 1_000_000, "Walker2d-v3",
               **_MUJOCO),
     _held_out("Ant-v5", "MuJoCo locomotion", 1327.158, 451.577, 1_000_000, "Ant-v3", **_MUJOCO),
+    # Atari on a short budget (the game chosen from the Atari-5 subset of Aitchison et al.,
+    # 2022, before any run; the development set's are Pong and Breakout)
+    _held_out_atari("Qbert", 300_000),
 )}
 
 
-def verdict(eval_median: float | None, held: HeldOut) -> str:
+def verdict(eval_median: float | None, held: HeldOut, peer: list[float] | None = None) -> str:
+    """Against the published mean and std, or (an env the zoo has no figure for) against
+    `peer`, the evals of SB3's runs: their median and lowest seed."""
     if eval_median is None:
         return "no result"
+    if held.runs_peer:
+        if not peer:
+            return "no peer result"
+        if eval_median >= statistics.median(peer):
+            return "at or above"
+        return "within spread" if eval_median >= min(peer) else "below"
     if eval_median >= held.zoo_mean:
         return "at or above"
     if eval_median >= held.zoo_mean - held.zoo_std:
@@ -119,13 +149,32 @@ def run_one(held: HeldOut, seed: int, work: Path, flags: tuple[str, ...]) -> dic
     return result
 
 
-def summarize(held: HeldOut, runs: list[dict]) -> dict:
-    evals = [r["eval"]["episode_return"] for r in runs
-             if isinstance((r.get("eval") or {}).get("episode_return"), (int, float))]
+def _evals(runs: list[dict]) -> list[float]:
+    return [r["eval"]["episode_return"] for r in runs
+            if isinstance((r.get("eval") or {}).get("episode_return"), (int, float))]
+
+
+def run_peer(held: HeldOut, seed: int, work: Path) -> dict:
+    """SB3 with the zoo's settings for the env, at the same budget and seed, on the learner
+    threads and device ours trains with (bench learn's way)."""
+    # lazy: pulls psutil, torch and the runner, kept off --report's path
+    from puffer_tui.benchmarks import learn_runs
+
+    steps = int(held.env.steps)
+    result = learn_runs.run_sb3(held.env, seed, steps, work, 600.0 + 0.02 * steps,
+                                learn_runs.ours_torch_threads(held.env),
+                                learn_runs.ours_device(held.env))
+    result.pop("chunks", None)  # the curve: the report reads the final evaluation only
+    return result
+
+
+def summarize(held: HeldOut, runs: list[dict], peer_runs: list[dict] | None = None) -> dict:
+    evals = _evals(runs)
+    peer = _evals(peer_runs or [])
     median = statistics.median(evals) if evals else None
     return {"seeds": len(runs), "eval": evals, "eval_median": median,
             "eval_min": min(evals) if evals else None, "eval_max": max(evals) if evals else None,
-            "verdict": verdict(median, held),
+            "peer_eval": peer, "verdict": verdict(median, held, peer),
             "error_diagnoses": sorted({d for r in runs for d in r.get("error_diagnoses", ())}),
             "warning_diagnoses": sorted({d for r in runs
                                          for d in r.get("warning_diagnoses", ())}),
@@ -146,8 +195,15 @@ def markdown(results: dict) -> str:
         ours = "-" if s["eval_median"] is None else (
             f"{_fmt(s['eval_median'])} ({_fmt(s['eval_min'])} to {_fmt(s['eval_max'])}), "
             f"{len(s['eval'])} seed{'s' if len(s['eval']) != 1 else ''}")
-        zoo = f"{_fmt(held.zoo_mean)} +- {_fmt(held.zoo_std)}" + (
-            f" ({held.zoo_id})" if held.zoo_id != name else "")
+        if held.runs_peer:
+            peer = s.get("peer_eval") or []
+            zoo = "-" if not peer else (
+                f"SB3 with its settings, run: {_fmt(statistics.median(peer))} "
+                f"({_fmt(min(peer))} to {_fmt(max(peer))}), {len(peer)} seed"
+                f"{'s' if len(peer) != 1 else ''}")
+        else:
+            zoo = f"{_fmt(held.zoo_mean)} +- {_fmt(held.zoo_std)}" + (
+                f" ({held.zoo_id})" if held.zoo_id != name else "")
         lines.append(f"| {name} | {held.family} | {entry['steps']:,} | {ours} | {zoo} | "
                      f"{s['verdict']} | {', '.join(s['error_diagnoses']) or 'none'} | "
                      f"{', '.join(s['warning_diagnoses']) or 'none'} |")
@@ -173,18 +229,21 @@ def _merge(sources: list[str]) -> tuple[dict, list[dict]]:
         for name, entry in data["envs"].items():
             if only is not None and name not in only or not entry.get("runs"):
                 continue
-            into = merged.setdefault(name, {"steps": entry["steps"], "runs": []})
+            into = merged.setdefault(name, {"steps": entry["steps"], "runs": [],
+                                            "peer_runs": []})
             if into["steps"] == entry["steps"]:
                 into["runs"] += entry["runs"]
+                into["peer_runs"] += entry.get("peer_runs", [])
     for name, entry in merged.items():
-        entry["summary"] = summarize(VALIDATION[name], entry["runs"])
+        entry["summary"] = summarize(VALIDATION[name], entry["runs"], entry["peer_runs"])
     return dict(sorted(merged.items(), key=lambda kv: list(VALIDATION).index(kv[0]))), headers
 
 
 def report(sources: list[str]) -> str:
     results, headers = _merge(sources)
     out = [f"Validation set (held out: nothing tuned on it); the published figures: "
-           f"{ZOO_BENCHMARK}."]
+           f"{ZOO_BENCHMARK}; where it has none at the budget, SB3 with the zoo's settings "
+           f"run beside ours."]
     for h in headers:
         m = h["machine"]
         flags = f", flags `{' '.join(h['flags'])}`" if h.get("flags") else ""
@@ -240,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
             held = VALIDATION[name]
             missing = [m for m in held.env.needs if not _importable(m)]
             entry = out["envs"][name] = {"steps": held.env.steps, "runs": []}
+            if held.runs_peer:
+                entry["peer_runs"] = []
             if missing:
                 entry["skipped"] = f"needs {missing[0]}: pip install -e \".[{held.env.extra}]\""
                 print(f"{name}: skipped, {entry['skipped']}", file=sys.stderr)
@@ -247,7 +308,8 @@ def main(argv: list[str] | None = None) -> int:
             for seed in range(args.first_seed, args.first_seed + args.seeds):
                 print(f"{name}: seed {seed}, {held.env.steps:,} steps ...", file=sys.stderr,
                       flush=True)
-                result = run_one(held, seed, work_root / f"{name}-s{seed}", flags)
+                work = work_root / f"{name.replace('/', '_')}-s{seed}"
+                result = run_one(held, seed, work, flags)
                 result["started"] = time.strftime("%Y-%m-%d %H:%M:%S")
                 entry["runs"].append(result)
                 ev = (result.get("eval") or {}).get("episode_return")
@@ -256,9 +318,18 @@ def main(argv: list[str] | None = None) -> int:
                       f"{result.get('warning_diagnoses')}"
                       + (f"; FAILED {result['error'][:300]}" if result.get("error") else ""),
                       file=sys.stderr, flush=True)
+                if held.runs_peer:
+                    peer = run_peer(held, seed, work / "sb3")
+                    peer["started"] = result["started"]
+                    entry["peer_runs"].append(peer)
+                    print(f"   SB3 with the zoo's settings: eval "
+                          f"{(peer.get('eval') or {}).get('episode_return')}, "
+                          f"{peer.get('wall_s', 0):.0f} s wall"
+                          + (f"; FAILED {peer['error'][:300]}" if peer.get("error") else ""),
+                          file=sys.stderr, flush=True)
                 if args.json:
                     _write(args.json, out)
-            entry["summary"] = summarize(held, entry["runs"])
+            entry["summary"] = summarize(held, entry["runs"], entry.get("peer_runs"))
     finally:
         if not args.keep_runs:
             shutil.rmtree(work_root, ignore_errors=True)

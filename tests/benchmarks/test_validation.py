@@ -59,3 +59,29 @@ def test_the_report_merges_files_and_takes_only_the_envs_named(tmp_path):
     assert "policy_collapse" in line
     assert "MiniGrid-Unlock-v0 |" not in table
     assert "Some CPU (2 cores)" in table
+
+
+def test_an_env_without_a_published_figure_is_judged_against_sb3_run_beside_it(tmp_path):
+    held = validation.VALIDATION["ALE/Qbert-v5"]
+    assert held.runs_peer and held.env.zoo == "atari" and held.env.steps == 300_000
+    peer = [400.0, 500.0, 600.0]
+    assert validation.verdict(520.0, held, peer) == "at or above"
+    assert validation.verdict(450.0, held, peer) == "within spread"
+    assert validation.verdict(300.0, held, peer) == "below"
+    assert validation.verdict(300.0, held, []) == "no peer result"
+    a = _file(tmp_path / "a.json", {"ALE/Qbert-v5": {
+        "steps": 300_000, "runs": _runs(450.0, 700.0), "peer_runs": _runs(400.0, 600.0)}})
+    b = _file(tmp_path / "b.json", {"ALE/Qbert-v5": {
+        "steps": 300_000, "runs": _runs(500.0), "peer_runs": _runs(550.0)}})
+    line = next(row for row in validation.report([a, b]).splitlines()
+                if row.startswith("| ALE/Qbert-v5"))
+    assert "500 (450 to 700), 3 seeds" in line
+    assert "SB3 with its settings, run: 550 (400 to 600), 3 seeds" in line
+    assert "within spread" in line
+
+
+def test_sb3_takes_the_validation_env_it_is_run_on():
+    from puffer_tui.benchmarks import learn_sb3
+
+    assert "ALE/Qbert-v5" in learn_sb3.peer_envs()
+    assert "MountainCar-v0" not in learn_sb3.peer_envs()  # a published figure: not run
