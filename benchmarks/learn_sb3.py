@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 
 from puffer_tui.benchmarks.learn_zoo_settings import ENVS, ZOO_PPO
+from puffer_tui.benchmarks.validation import VALIDATION
 from puffer_tui.engine.shared.atomic_write import write_atomic
 
 SCHEDULED = ("learning_rate", "clip_range", "clip_range_vf")  # the keys the zoo schedules
@@ -201,8 +202,6 @@ def evaluate(env, seed: int, out: Path, episodes: int) -> dict:
 
 def peer_envs() -> dict:
     """The validation set's envs without a published figure: SB3 runs them (validation.py)."""
-    from puffer_tui.benchmarks.validation import VALIDATION
-
     return {h.name: h.env for h in VALIDATION.values() if h.runs_peer}
 
 
