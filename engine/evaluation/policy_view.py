@@ -338,18 +338,29 @@ def _numpy(x):
 
 def _row(x, pos: int):
     """A copy of row `pos` (the trainer reuses its buffers on the next step). A CPU tensor
-    is read through numpy: a torch index and clone cost ten times more, at every step."""
+    is read through numpy: a torch index and clone cost ten times more."""
     if isinstance(x, torch.Tensor):
-        if x.device.type != "cpu" or x.requires_grad:
+        try:
+            x = _cpu_numpy(x)
+        except (TypeError, RuntimeError):  # on a device, or needing its gradient
             return x[pos].detach().clone()
-        x = x.numpy()
     return np.array(x[pos], copy=True)
 
 
 def _scalar(x, pos: int) -> float:
     if isinstance(x, torch.Tensor):
-        return float(x[pos].item()) if x.device.type != "cpu" else float(x.numpy()[pos])
+        try:
+            return float(_cpu_numpy(x)[pos])
+        except (TypeError, RuntimeError):
+            return float(x[pos].item())
     return float(x[pos])
+
+
+def _cpu_numpy(x: torch.Tensor) -> np.ndarray:
+    """A CPU tensor's numpy view; TypeError on a device, RuntimeError where it needs its
+    gradient. Asked rather than checked: `x.device.type` alone costs several microseconds in
+    the running loop (each step of a watched run reads one value this way)."""
+    return x.numpy()
 
 
 def _tensor(x, policy) -> torch.Tensor:
