@@ -63,16 +63,16 @@ def test_the_report_merges_files_and_takes_only_the_envs_named(tmp_path):
 
 def test_an_env_without_a_published_figure_is_judged_against_sb3_run_beside_it(tmp_path):
     held = validation.VALIDATION["ALE/Qbert-v5"]
-    assert held.runs_peer and held.env.zoo == "atari" and held.env.steps == 300_000
+    assert held.runs_peer and held.env.zoo == "atari" and held.env.steps == 100_000
     peer = [400.0, 500.0, 600.0]
     assert validation.verdict(520.0, held, peer) == "at or above"
     assert validation.verdict(450.0, held, peer) == "within spread"
     assert validation.verdict(300.0, held, peer) == "below"
     assert validation.verdict(300.0, held, []) == "no peer result"
     a = _file(tmp_path / "a.json", {"ALE/Qbert-v5": {
-        "steps": 300_000, "runs": _runs(450.0, 700.0), "peer_runs": _runs(400.0, 600.0)}})
+        "steps": 100_000, "runs": _runs(450.0, 700.0), "peer_runs": _runs(400.0, 600.0)}})
     b = _file(tmp_path / "b.json", {"ALE/Qbert-v5": {
-        "steps": 300_000, "runs": _runs(500.0), "peer_runs": _runs(550.0)}})
+        "steps": 100_000, "runs": _runs(500.0), "peer_runs": _runs(550.0)}})
     line = next(row for row in validation.report([a, b]).splitlines()
                 if row.startswith("| ALE/Qbert-v5"))
     assert "500 (450 to 700), 3 seeds" in line
