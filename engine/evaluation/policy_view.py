@@ -20,8 +20,9 @@ train.normalize_observations / normalize_rewards), so the value and the return c
 with like. Saliency is |d log pi(a|s) / d input| (or of V(s)) per observation cell: for
 small-integer grids (one-hot encoded, e.g. squared) the input is the one-hot encoding and a
 cell reads the gradient of the input its content switches on (gradient x input: what
-removing the content would change, to first order; an empty cell reads 0); for images the
-channels are summed.
+removing the content would change, to first order; an empty cell reads 0); for images a pixel
+reads the gradient times its contrast with its 5 x 5 neighbourhood (what blurring it there
+would change, to first order: a uniform field or wall reads 0), the channels summed.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ SALIENCY_INTERVAL = 0.25  # seconds a saliency map is reused for at least (4 a s
 # a map that took 5 ms is reused for 1 s (the forward behind the strip is a tenth of it and
 # runs at the viewer's frame rate)
 SALIENCY_SHARE = 0.005
+BLUR_RADIUS = 2  # pixels: the neighbourhood an image's pixel is set against (a 5 x 5 window)
 
 
 class PolicyWatch:
@@ -251,6 +253,7 @@ class PolicyWatch:
         encoders = [m for m in (policy.encoder, getattr(policy, "critic_encoder", None))
                     if m is not None]
         hooks = []
+        image = all(type(e).__name__ == "ImageEncoder" for e in encoders)
         with torch.inference_mode(False), torch.enable_grad():
             if all(isinstance(e, ObservationEncoder) and e.one_hot_values > 1
                    for e in encoders):
@@ -264,8 +267,7 @@ class PolicyWatch:
                         lambda m, args, output: m.activation(torch.addmm(m.bias, leaf, m.table))))
                 inputs = obs
             elif all(isinstance(e, ObservationEncoder) and not e.one_hot_values
-                     for e in encoders) or all(type(e).__name__ == "ImageEncoder"
-                                               for e in encoders):
+                     for e in encoders) or image:
                 leaf = obs.float().clone().requires_grad_(True)
                 inputs = leaf
             else:
@@ -289,7 +291,39 @@ class PolicyWatch:
             # input), so an empty cell (no input: the bias stands for it) reads 0
             active = leaf.detach().cpu().numpy()[0]
             grad = (grad * active).reshape(-1, obs[0].numel()).sum(0)
+        elif image:
+            # the same for a picture: gradient x (pixel - its blurred neighbourhood), so what
+            # stands out reads its part and a uniform field or wall 0 (a tracking policy's
+            # plain gradient also lights the empty field where the ball could be: that is
+            # sensitivity, not what drives this choice)
+            grad = grad * _off_background(obs[0].detach().cpu().numpy())
         return grad.reshape(tuple(obs.shape[1:]))
+
+
+def _off_background(image: np.ndarray) -> np.ndarray:
+    """|pixel - its neighbourhood's mean| of an image (HW, CHW or HWC), per channel: what
+    stands out where it is. A uniform area (a field, a wall) reads 0 and a small object
+    its contrast, as when the picture is blurred there (Greydanus et al., 2018, perturb
+    an Atari frame by blurring a patch); times the gradient, the first-order change that
+    blur would make to the policy."""
+    pixels = image.astype(np.float32)
+    layout = image_layout(image.shape) or ("hw" if image.ndim == 2 else "chw")
+    planes = pixels[None] if layout == "hw" else (
+        pixels if layout == "chw" else np.moveaxis(pixels, -1, 0))
+    off = np.abs(planes - _box_blur(planes, BLUR_RADIUS))
+    return off[0] if layout == "hw" else (off if layout == "chw" else np.moveaxis(off, 0, -1))
+
+
+def _box_blur(planes: np.ndarray, radius: int) -> np.ndarray:
+    """Each plane's mean over a (2 radius + 1)^2 window, the borders repeated."""
+    size = 2 * radius + 1
+    padded = np.pad(planes, ((0, 0), (radius, radius), (radius, radius)), mode="edge")
+    summed = padded.cumsum(1).cumsum(2)
+    summed = np.pad(summed, ((0, 0), (1, 0), (1, 0)))
+    h, w = planes.shape[1:]
+    total = (summed[:, size:size + h, size:size + w] - summed[:, :h, size:size + w]
+             - summed[:, size:size + h, :w] + summed[:, :h, :w])
+    return total / (size * size)
 
 
 def discounted_returns(rewards: np.ndarray, gamma: float, bootstrap: float = 0.0) -> np.ndarray:

@@ -329,3 +329,19 @@ def test_a_view_waits_for_a_kept_step_rather_than_show_an_older_one():
     finally:
         trainer.step_watch = None
         trainer.close()
+
+
+def test_an_image_pixel_reads_its_contrast_with_its_neighbourhood():
+    """A uniform field or wall reads 0 (blurring it there changes nothing); a small object
+    reads most at itself, in every layout."""
+    frame = np.full((4, 20, 24), 87, np.uint8)
+    frame[:, :3, :] = 236  # a wall: uniform inside
+    frame[-1, 10, 12] = 236  # the ball, in the newest frame
+    off = policy_view._off_background(frame)
+    assert off.shape == frame.shape
+    assert off[:, 15:, :5].max() == 0 and off[:, 0, :].max() == 0  # the field, the wall
+    assert np.unravel_index(off[-1].argmax(), off[-1].shape) == (10, 12)
+    assert off[:3, 8:13, 10:15].max() == 0  # no ball in the older frames
+    hwc = policy_view._off_background(np.moveaxis(frame, 0, -1))
+    assert np.allclose(np.moveaxis(hwc, -1, 0), off)
+    assert np.allclose(policy_view._off_background(frame[-1]), off[-1])
