@@ -2,6 +2,7 @@
 
     python tools/docs_screenshots.py             # docs/images/{dashboard,launcher}-WxH.svg
     python tools/docs_screenshots.py --out /tmp/shots --sizes 80x24
+    python tools/docs_screenshots.py --pong      # docs/images/pong-policy-view.png
 
 A real squared run is started (the Python API, detached), the app attaches to it under
 Textual's Pilot at each size, waits until the dashboard shows some epochs and a live render,
@@ -53,14 +54,50 @@ async def shoot_launcher(runs_root: Path, size: tuple[int, int], path: Path) -> 
         app.save_screenshot(filename=path.name, path=str(path.parent))
 
 
+PONG_FIXTURE = ROOT / "tests" / "fixtures" / "trained_pong"
+PONG_STEP = 400  # the decision shown: into the first rally, the ball in play
+
+
+def shoot_pong_policy_view(path: Path, fixture: Path = PONG_FIXTURE) -> None:
+    """`eval --record --overlay`'s frame of the trained Pong fixture at decision PONG_STEP
+    (and later, until the ball is in play): the saliency heat on the game and the panel."""
+    # lazy: torch, ale-py and Pillow, which the screenshots of the app do not need
+    import numpy as np
+    from PIL import Image
+
+    from puffer_tui.engine.algo.policy import load_policy
+    from puffer_tui.engine.evaluation.evaluate import Evaluator
+    from puffer_tui.engine.evaluation.recording_overlay import overlay_frames
+    from puffer_tui.engine.shared.checkpoint import latest_checkpoint
+
+    policy, config = load_policy(latest_checkpoint(fixture))
+    evaluator = Evaluator(policy, config, None, num_envs=1, seed=3, deterministic=False,
+                          episodes=1)
+    try:
+        for step, image in enumerate(overlay_frames(evaluator, None, "action", scale=2)):
+            if step >= PONG_STEP and np.asarray(image).max() > 0:
+                Image.fromarray(np.asarray(image)).save(path, optimize=True)
+                return
+    finally:
+        evaluator.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT, help="folder of the SVGs (docs/images)")
     parser.add_argument("--sizes", nargs="+", default=[f"{w}x{h}" for w, h in SIZES],
                         help="terminal sizes, e.g. 80x24 120x40")
+    parser.add_argument("--pong", action="store_true",
+                        help="instead: the trained Pong fixture's policy view in a recording "
+                             "frame (pong-policy-view.png; needs the atari and record extras)")
     args = parser.parse_args(argv)
     sizes = [tuple(int(v) for v in text.split("x")) for text in args.sizes]
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.pong:
+        target = args.out / "pong-policy-view.png"
+        shoot_pong_policy_view(target)
+        print(f"wrote {target}", flush=True)
+        return 0
     import puffer_tui
 
     runs = Path(tempfile.mkdtemp(prefix="puffer-tui-shots-"))

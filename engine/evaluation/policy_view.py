@@ -21,8 +21,9 @@ with like. Saliency is |d log pi(a|s) / d input| (or of V(s)) per observation ce
 small-integer grids (one-hot encoded, e.g. squared) the input is the one-hot encoding and a
 cell reads the gradient of the input its content switches on (gradient x input: what
 removing the content would change, to first order; an empty cell reads 0); for images a pixel
-reads the gradient times its contrast with its 5 x 5 neighbourhood (what blurring it there
-would change, to first order: a uniform field or wall reads 0), the channels summed.
+reads the gradient times its contrast with the median of its 5 x 5 neighbourhood (what
+blurring it there would change, to first order: a uniform field, a wall and the straight edge
+between them read 0), the channels summed.
 """
 
 from __future__ import annotations
@@ -292,7 +293,7 @@ class PolicyWatch:
             active = leaf.detach().cpu().numpy()[0]
             grad = (grad * active).reshape(-1, obs[0].numel()).sum(0)
         elif image:
-            # the same for a picture: gradient x (pixel - its blurred neighbourhood), so what
+            # the same for a picture: gradient x (pixel - its neighbourhood's median), so what
             # stands out reads its part and a uniform field or wall 0 (a tracking policy's
             # plain gradient also lights the empty field where the ball could be: that is
             # sensitivity, not what drives this choice)
@@ -301,29 +302,27 @@ class PolicyWatch:
 
 
 def _off_background(image: np.ndarray) -> np.ndarray:
-    """|pixel - its neighbourhood's mean| of an image (HW, CHW or HWC), per channel: what
-    stands out where it is. A uniform area (a field, a wall) reads 0 and a small object
-    its contrast, as when the picture is blurred there (Greydanus et al., 2018, perturb
-    an Atari frame by blurring a patch); times the gradient, the first-order change that
-    blur would make to the policy."""
+    """|pixel - its neighbourhood's median| of an image (HW, CHW or HWC), per channel: what
+    stands out where it is. A uniform area (a field, a wall, a straight edge between them)
+    reads 0 and an object thinner than half the window its contrast, as when the picture is
+    blurred there (Greydanus et al., 2018, perturb an Atari frame by blurring a patch); times
+    the gradient, the first-order change that would make to the policy."""
     pixels = image.astype(np.float32)
     layout = image_layout(image.shape) or ("hw" if image.ndim == 2 else "chw")
     planes = pixels[None] if layout == "hw" else (
         pixels if layout == "chw" else np.moveaxis(pixels, -1, 0))
-    off = np.abs(planes - _box_blur(planes, BLUR_RADIUS))
+    off = np.abs(planes - _median_filter(planes, BLUR_RADIUS))
     return off[0] if layout == "hw" else (off if layout == "chw" else np.moveaxis(off, 0, -1))
 
 
-def _box_blur(planes: np.ndarray, radius: int) -> np.ndarray:
-    """Each plane's mean over a (2 radius + 1)^2 window, the borders repeated."""
+def _median_filter(planes: np.ndarray, radius: int) -> np.ndarray:
+    """Each plane's median over a (2 radius + 1)^2 window, the borders repeated."""
     size = 2 * radius + 1
     padded = np.pad(planes, ((0, 0), (radius, radius), (radius, radius)), mode="edge")
-    summed = padded.cumsum(1).cumsum(2)
-    summed = np.pad(summed, ((0, 0), (1, 0), (1, 0)))
-    h, w = planes.shape[1:]
-    total = (summed[:, size:size + h, size:size + w] - summed[:, :h, size:size + w]
-             - summed[:, size:size + h, :w] + summed[:, :h, :w])
-    return total / (size * size)
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (size, size), axis=(1, 2))
+    windows = windows.reshape(*windows.shape[:3], size * size)
+    middle = size * size // 2
+    return np.partition(windows, middle, axis=-1)[..., middle]
 
 
 def discounted_returns(rewards: np.ndarray, gamma: float, bootstrap: float = 0.0) -> np.ndarray:
