@@ -55,7 +55,7 @@ async def shoot_launcher(runs_root: Path, size: tuple[int, int], path: Path) -> 
 
 
 PONG_FIXTURE = ROOT / "tests" / "fixtures" / "trained_pong"
-PONG_STEP = 400  # the decision shown: into the first rally, the ball in play
+PONG_STEP = 440  # the decision shown: into a rally, the ball in play
 
 
 def shoot_pong_policy_view(path: Path, fixture: Path = PONG_FIXTURE) -> None:

@@ -112,16 +112,18 @@ def fresh():
 
 
 def test_the_fixture_is_a_policy_that_plays():
+    """A random policy scores -20 to -21 a game; the fixture's two games here were -10 and
+    -5 when it was made (its README): it returns the ball."""
     policy, config = trained()
     evaluator = Evaluator(policy, config, None, num_envs=1, seed=5, deterministic=False,
-                          episodes=1)
+                          episodes=2)
     try:
         while not evaluator.finished:
             evaluator.step()
         score = evaluator.result()["episode_return"]
     finally:
         evaluator.close()
-    assert score > -10, score  # a random policy scores -20 to -21
+    assert score > -15, score
 
 
 def test_a_trained_pong_policy_looks_at_the_ball_and_the_paddles():
