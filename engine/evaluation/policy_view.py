@@ -50,7 +50,7 @@ SALIENCY_INTERVAL = 0.25  # seconds a saliency map is reused for at least (4 a s
 # a map that took 5 ms is reused for 1 s (the forward behind the strip is a tenth of it and
 # runs at the viewer's frame rate)
 SALIENCY_SHARE = 0.005
-BLUR_RADIUS = 2  # pixels: the neighbourhood an image's pixel is set against (a 5 x 5 window)
+CONTRAST_RADIUS = 2  # pixels: the neighbourhood an image's pixel is set against (a 5 x 5 window)
 
 
 class PolicyWatch:
@@ -311,7 +311,7 @@ def _off_background(image: np.ndarray) -> np.ndarray:
     layout = image_layout(image.shape) or ("hw" if image.ndim == 2 else "chw")
     planes = pixels[None] if layout == "hw" else (
         pixels if layout == "chw" else np.moveaxis(pixels, -1, 0))
-    off = np.abs(planes - _median_filter(planes, BLUR_RADIUS))
+    off = np.abs(planes - _median_filter(planes, CONTRAST_RADIUS))
     return off[0] if layout == "hw" else (off if layout == "chw" else np.moveaxis(off, 0, -1))
 
 

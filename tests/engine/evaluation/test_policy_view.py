@@ -305,8 +305,9 @@ def test_steps_between_views_copy_only_their_scalars(monkeypatch):
             trainer.run_epoch()
         watch = frames.watches[0]
         assert watch.computed >= 2
-        kept = len(copies) / 2  # the observation and the action of each kept step
-        assert kept < watch.observed / 3, (kept, watch.observed)
+        # a kept step copies its observation, action and head output (squared's torch
+        # collection gives it); the code before copied two arrays at every step
+        assert len(copies) < watch.observed, (len(copies), watch.observed)
         assert frames.views[0][1]["heads"]
     finally:
         trainer.close()
