@@ -29,6 +29,7 @@ from gymnasium import spaces
 
 from puffer_tui.engine.native.pufferenv import EnvLayout, PufferEnv
 from puffer_tui.envs.atari_preprocessing import register_ale
+from puffer_tui.envs.env_spec import is_atari_id
 
 # our preprocessing settings (envs/atari_preprocessing.py's names) -> AtariVectorEnv's
 SETTINGS = {"noop_max": "noop_max", "frame_skip": "frameskip", "grayscale_obs": "grayscale",
@@ -54,7 +55,7 @@ def ale_vector_creator(env_id: str, evaluation: bool = False, **settings):
     it does not know, colour frames)."""
     import functools
 
-    if vector_env_class() is None or not env_id.startswith("ALE/"):
+    if vector_env_class() is None or not is_atari_id(env_id):
         return None
     if set(settings) - set(SETTINGS) - {"screen_size"} or not settings.get("grayscale_obs", True):
         return None

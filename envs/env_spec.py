@@ -10,7 +10,8 @@
 palette, settings_schema, resolve, layout), plus `make_creator(settings)` for vec.make, so
 the config, the trainer, the engine and the policy loader need not know which kind it is.
 The `import` setting (`--env.import MODULE`, several comma-separated) is imported before
-gymnasium.make; ids with a known prefix (ALE/, MiniGrid-, BabyAI-) import theirs themselves.
+gymnasium.make; ids with a known prefix (ALE/, MiniGrid-, BabyAI-) import theirs themselves,
+and so do ale-py's ids without one (BreakoutNoFrameskip-v4, the name SB3's and rl-zoo's docs use).
 Importing this module needs gymnasium and numpy, never torch.
 """
 
@@ -35,6 +36,9 @@ ALE_VECTOR_KEY = "ale_vector"
 IMPORT_KEY = "import"
 # A Gymnasium id prefix -> the module that registers those ids on import and its pip extra.
 AUTO_IMPORTS = (("ALE/", "ale_py"), ("MiniGrid-", "minigrid"), ("BabyAI-", "minigrid"))
+# Packages that register ids with no prefix of their own (ale-py's PongNoFrameskip-v4): tried,
+# when installed, for an id no prefix rule or --env.import makes known.
+UNPREFIXED_IMPORTS = ("ale_py",)
 EXTRAS = {"ale_py": "atari", "minigrid": "minigrid", "pettingzoo": "pettingzoo",
           "mpe2": "pettingzoo"}
 GYM_PRESETS = Path(__file__).parent / "gym_presets"
@@ -82,13 +86,62 @@ def gym_imports(env_id: str, settings: dict) -> tuple[str, ...]:
     return auto + imports_of(settings)
 
 
+def unprefixed_import(env_id: str) -> str | None:
+    """The module of UNPREFIXED_IMPORTS that registers `env_id` (imported now if Gymnasium
+    does not know the id yet), else None: a worker process must import it too."""
+    import gymnasium
+
+    for module in UNPREFIXED_IMPORTS:
+        if env_id not in gymnasium.registry:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                continue
+        spec = gymnasium.registry.get(env_id)
+        if spec is not None and re.split(r"[.:]", str(spec.entry_point))[0] == module:
+            return module
+    return None
+
+
+def is_atari_id(env_id: str) -> bool:
+    """An Atari game of ale-py: ALE/Pong-v5, or one of its ids without the namespace
+    (PongNoFrameskip-v4) once ale-py is imported. These get the Atari preprocessing, ale-py's
+    vector env and ALE.toml."""
+    import gymnasium
+
+    if env_id.startswith("ALE/"):
+        return True
+    spec = gymnasium.registry.get(env_id)
+    return spec is not None and str(spec.entry_point).startswith("ale_py")
+
+
+def atari_frameskip_problem(env_id: str) -> str | None:
+    """Why a new run refuses an Atari id, or None: the ids whose emulator skips a random 2 to
+    4 frames a step (Pong-v4, Pong-v0) cannot be played as registered, since the preprocessing
+    skips a fixed 4 frames itself (and max-pools the last two)."""
+    import gymnasium
+
+    spec = gymnasium.registry.get(env_id)
+    if spec is None or not is_atari_id(env_id):
+        return None
+    if not isinstance(spec.kwargs.get("frameskip"), (tuple, list)):
+        return None
+    game = env_id.split("/")[-1].split("-")[0]
+    sticky = spec.kwargs.get("repeat_action_probability", 0.0)
+    version = env_id.rsplit("-", 1)[-1]
+    known_as = ", SB3's and rl-zoo's id" if version == "v4" else ""
+    return (f"gym:{env_id} skips a random 2 to 4 frames a step, which the Atari preprocessing "
+            f"(a fixed skip of 4, max-pooled) cannot keep; use gym:{game}NoFrameskip-{version} "
+            f"(the same game, sticky actions {sticky:g}{known_as}) or gym:ALE/{game}-v5")
+
+
 def make_gym_env(env_id: str, imports: tuple = (), evaluation: bool = False, **kwargs):
     """One Gymnasium env of a registered id (module level: it pickles into workers, which
     import the registering modules themselves). `evaluation`: Atari plays whole games (no
     episode end per lost life, which only helps training)."""
     for module in imports:
         importlib.import_module(module)
-    if env_id.startswith("ALE/"):
+    if is_atari_id(env_id):
         try:
             # cycle: importing envs.atari_preprocessing loads this module
             from puffer_tui.envs.atari_preprocessing import atari_env
@@ -228,6 +281,7 @@ class GymSource(PythonEnvSource):
         if not self.env_id:
             raise EnvSpecError(f"{spec!r} names no id; e.g. gym:CartPole-v1")
         self._imported: set = set()
+        self._unprefixed: tuple = ()  # the module that registers an id with no prefix rule
         try:
             gym_spec = self._gym_spec({})
         except EnvSpecError:
@@ -261,10 +315,19 @@ class GymSource(PythonEnvSource):
             if module not in self._imported:
                 import_module(module, f"gym:{self.env_id}")
                 self._imported.add(module)
+        found = unprefixed_import(self.env_id)
+        if found:
+            self._unprefixed = (found,)
         try:
             return gymnasium.spec(self.env_id)
         except gymnasium.error.Error:
             raise EnvSpecError(unknown_gym_id_message(self.env_id)) from None
+
+    def imports(self, settings: dict) -> tuple[str, ...]:
+        """The modules a worker imports before gymnasium.make: the prefix rule's, the
+        --env.import ones, and the one found to register an id with no prefix."""
+        given = gym_imports(self.env_id, settings)
+        return given + tuple(m for m in self._unprefixed if m not in given)
 
     def check_settings(self, given: dict) -> dict:
         # lazy: the ports load their C bindings
@@ -286,6 +349,9 @@ class GymSource(PythonEnvSource):
         problem = check_native_setting(self.env_id, settings)
         if problem:
             raise EnvSpecError(f"{self.spec}: {problem}")
+        problem = atari_frameskip_problem(self.env_id)
+        if problem:
+            raise EnvSpecError(problem)
 
     def make_creator(self, settings: dict, evaluation: bool = False):
         # lazy: the ports load their C bindings; cycle: importing envs.gym_emulation loads
@@ -297,7 +363,7 @@ class GymSource(PythonEnvSource):
         if port is not None:  # a C port of the same env (envs/classic_ports.py)
             return port
         kwargs = {k: v for k, v in settings.items() if k not in (IMPORT_KEY, NATIVE_KEY)}
-        if self.env_id.startswith("ALE/") and kwargs.pop(ALE_VECTOR_KEY, True) not in (
+        if is_atari_id(self.env_id) and kwargs.pop(ALE_VECTOR_KEY, True) not in (
                 False, "false"):
             # cycle: importing envs.ale_vector loads this module
             from puffer_tui.envs.ale_vector import ale_vector_creator
@@ -308,8 +374,7 @@ class GymSource(PythonEnvSource):
             if creator is not None:
                 return creator
         kwargs.pop(ALE_VECTOR_KEY, None)
-        make = functools.partial(make_gym_env, self.env_id, gym_imports(self.env_id, settings),
-                                 evaluation)
+        make = functools.partial(make_gym_env, self.env_id, self.imports(settings), evaluation)
         try:
             return from_gymnasium(make, **kwargs)
         except Exception as e:
@@ -348,6 +413,8 @@ class GymSource(PythonEnvSource):
         names = [self.env_id.replace("/", "_")]
         if "/" in self.env_id:
             names.append(self.env_id.split("/")[0])
+        elif is_atari_id(self.env_id):
+            names.append("ALE")  # PongNoFrameskip-v4 is ALE/Pong-v5's game
         if "-" in self.env_id.split("/")[-1]:
             names.append(self.env_id.split("/")[-1].split("-")[0])
         for name in names:
