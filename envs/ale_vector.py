@@ -28,8 +28,8 @@ import numpy as np
 from gymnasium import spaces
 
 from puffer_tui.engine.native.pufferenv import EnvLayout, PufferEnv
+from puffer_tui.envs.atari_ids import is_atari_id
 from puffer_tui.envs.atari_preprocessing import register_ale
-from puffer_tui.envs.env_spec import is_atari_id
 
 # our preprocessing settings (envs/atari_preprocessing.py's names) -> AtariVectorEnv's
 SETTINGS = {"noop_max": "noop_max", "frame_skip": "frameskip", "grayscale_obs": "grayscale",

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 from puffer_tui.engine.native import EnvLayout, NativeEnv, PufferEnv, Setting
+from puffer_tui.envs.atari_ids import is_atari_id
 
 GYM_PREFIX = "gym:"
 PZ_PREFIX = "pz:"
@@ -101,18 +102,6 @@ def unprefixed_import(env_id: str) -> str | None:
         if spec is not None and re.split(r"[.:]", str(spec.entry_point))[0] == module:
             return module
     return None
-
-
-def is_atari_id(env_id: str) -> bool:
-    """An Atari game of ale-py: ALE/Pong-v5, or one of its ids without the namespace
-    (PongNoFrameskip-v4) once ale-py is imported. These get the Atari preprocessing, ale-py's
-    vector env and ALE.toml."""
-    import gymnasium
-
-    if env_id.startswith("ALE/"):
-        return True
-    spec = gymnasium.registry.get(env_id)
-    return spec is not None and str(spec.entry_point).startswith("ale_py")
 
 
 def atari_frameskip_problem(env_id: str) -> str | None:
