@@ -55,7 +55,9 @@ async def test_launcher_lists_envs_and_runs_and_refuses_bad_overrides(tmp_path):
         await until(pilot, lambda: "Discrete(5)" in screen_text(app), "the env list")
         text = screen_text(app)
         assert "squared" in text and "cartpole" in text and "Box(121,) uint8" in text
-        assert old.name in text and "stopped" in text
+        # the runs list loads on its own, after the envs on a loaded box
+        await until(pilot, lambda: old.name in screen_text(app), "the runs list")
+        assert "stopped" in screen_text(app)
         await until(pilot, lambda: form_ready(app), "the preset form")
         set_field(app, "vec.num_envs", "0")  # below the bound of 1
         await pilot.press("ctrl+s")
