@@ -6,6 +6,11 @@ machine (this project's 2-core dev box reads 1.0 with both cores 99% idle), whic
 trainer take one torch thread of two. Instead: the busy time of the usable cores over a short
 window, less the time this process and its children spent in it.
 
+`LoadWatch` measures the same thing over the time since its last look, without waiting: the
+trainer asks it between epochs, so a run that started beside another (both saw an idle
+machine, each took every core, and each op then waited for a descheduled thread) gives the
+cores back once the other's load shows.
+
 Tested in: tests/engine/algo/test_core_count.py.
 """
 
@@ -84,6 +89,36 @@ def _measure(window: float) -> float:
     elapsed = max(time.monotonic() - start, 1e-6)
     others = max(0.0, (busy1 - busy0) - (own1 - own0)) / elapsed
     return min(others, float(len(cores)))
+
+
+class LoadWatch:
+    """Cores of this process's affinity that other processes used since the last look."""
+
+    def __init__(self):
+        self._process = psutil.Process()
+        self._mark = self._sample()
+
+    def _sample(self) -> tuple[float, float, float] | None:
+        try:
+            return (time.monotonic(), _busy_seconds(usable_cores()),
+                    _own_seconds(self._process))
+        except (psutil.Error, OSError, ValueError):
+            return None
+
+    def others_since_last(self, min_seconds: float) -> float | None:
+        """Other processes' busy cores, averaged since the last look that returned a value
+        (or since this watch was made); None, keeping the mark, when under `min_seconds` have
+        passed (too short a span to average over the scheduler) or the OS does not say."""
+        now = self._sample()
+        if now is None or self._mark is None:
+            self._mark = now
+            return None
+        elapsed = now[0] - self._mark[0]
+        if elapsed < min_seconds:
+            return None
+        others = max(0.0, (now[1] - self._mark[1]) - (now[2] - self._mark[2])) / elapsed
+        self._mark = now
+        return min(others, float(len(usable_cores())))
 
 
 def forget() -> None:

@@ -44,7 +44,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from puffer_tui.engine.algo import checkpoint_state
+from puffer_tui.engine.algo import checkpoint_state, cpu_load
 from puffer_tui.engine.algo.adaptive_lr import AdaptiveRate
 from puffer_tui.engine.algo.allocator import keep_freed_memory
 from puffer_tui.engine.algo.distributed import World, check_together, reduce_epoch
@@ -92,6 +92,7 @@ _APPLIES = {"update_epochs": "from the next update",
             "total_timesteps": "now: the run's end and its lr schedule move together"}
 _APPLIES_DEFAULT = "from the next minibatch"
 _PROGRESS_INTERVAL = 0.25  # seconds between progress snapshots while collecting
+RECHOOSE_SECONDS = 5.0  # automatic torch threads: the load averaged over at least this long
 
 
 class Trainer:
@@ -113,6 +114,9 @@ class Trainer:
         self._threads = (train.torch_threads or auto_threads(config),
                          train.torch_threads or auto_threads(config, phase="learn"))
         set_compute_threads(self._threads[0])
+        # automatic threads are chosen again between epochs from the load seen meanwhile: a
+        # run started beside another saw an idle machine and took every core
+        self._load_watch = cpu_load.LoadWatch() if not train.torch_threads else None
         keep_freed_memory()  # no page faults for each minibatch's tensors (engine/algo/allocator.py)
         self._seed = self.world.seed(train.seed)  # differs per rank
         checkpoint_state.seed_all(self._seed)
@@ -252,6 +256,7 @@ class Trainer:
         if self._closed:
             raise RuntimeError("run_epoch() on a closed trainer")
         self.timing.reset()
+        self._rechoose_threads()
         self._blocked = 0.0
         self._epoch_start = time.perf_counter()
         self._epoch_start_step = self.global_step
@@ -306,6 +311,20 @@ class Trainer:
         self.progress = {"global_step": self.global_step, "epoch": self.epoch,
                          "sps": row["sps"], "uptime": self.uptime, "metrics": row}
         return row
+
+    def _rechoose_threads(self) -> None:
+        """train.torch_threads 0: both phases' threads from the other processes' load since
+        the last choice (at most every RECHOOSE_SECONDS, so an average over many ticks)."""
+        if self._load_watch is None or self.config.train.torch_threads:
+            return
+        busy = self._load_watch.others_since_last(RECHOOSE_SECONDS)
+        if busy is None:
+            return
+        threads = (auto_threads(self.config, busy=busy),
+                   auto_threads(self.config, phase="learn", busy=busy))
+        if threads != self._threads:
+            self._threads = threads
+            set_compute_threads(threads[0])
 
     @contextlib.contextmanager
     def _learning_threads(self):

@@ -51,20 +51,24 @@ def cpu_has_native_bf16() -> bool:
     return False
 
 
-def auto_threads(config: Config, phase: str = "collect") -> int:
+def auto_threads(config: Config, phase: str = "collect", busy: float | None = None) -> int:
     """Torch threads for `train.torch_threads = 0`: the cores this process may use, less the
     cores env workers take, less the cores other processes keep busy right now (measured:
     engine/algo/cpu_load.py). Oversubscribing is far worse than idling a core: each parallel
     op then waits for a descheduled thread (on a busy 2-core box 2 threads trained several
     times slower than 1: docs/measurement-log.md). For the "learn" phase the workers' cores
     count as free: they wait for the next actions while PPO updates (a CNN update gains from
-    the second thread)."""
+    the second thread). `busy`: the other processes' cores as already measured (the trainer's
+    LoadWatch between epochs); None measures now."""
     # learner ranks on this machine (torchrun) share its cores; then the cores are already
     # shared out, and the sibling ranks starting alongside must not be counted again as load
     ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
     cores = max(1, available_cores() // ranks)
     workers = config.vec.num_workers if config.vec.backend in ("multiprocessing", "ray") else 0
-    busy = int(cpu_load.busy_cores_of_others() + 0.5) if ranks == 1 else 0  # mostly busy: taken
+    if ranks > 1:
+        busy = 0
+    else:  # a core mostly busy is taken
+        busy = int((cpu_load.busy_cores_of_others() if busy is None else busy) + 0.5)
     if phase == "learn":
         return max(1, cores - busy)
     free = cores - workers - busy

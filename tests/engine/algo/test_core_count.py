@@ -144,3 +144,46 @@ def test_learner_ranks_do_not_count_their_siblings_as_load(monkeypatch):
     monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
     config = load_config("squared")
     assert trainer.auto_threads(config, phase="learn") == 2  # its share of 4 cores
+
+
+def test_the_load_watch_averages_others_since_its_last_look(monkeypatch):
+    clock = iter([100.0, 101.0, 106.0, 116.0])
+    machine = iter([50.0, 51.0, 56.0, 76.0])  # busy CPU seconds of the usable cores
+    own = iter([10.0, 10.5, 13.0, 23.0])  # ours and our children's
+    monkeypatch.setattr(cpu_load.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(cpu_load, "_busy_seconds", lambda cores: next(machine))
+    monkeypatch.setattr(cpu_load, "_own_seconds", lambda process: next(own))
+    monkeypatch.setattr(cpu_load, "usable_cores", lambda: [0, 1])
+    watch = cpu_load.LoadWatch()
+    assert watch.others_since_last(5.0) is None  # 1 s: too short to average, mark kept
+    assert watch.others_since_last(5.0) == pytest.approx((6.0 - 3.0) / 6.0)  # since t=100
+    assert watch.others_since_last(5.0) == pytest.approx((20.0 - 10.0) / 10.0)  # since t=106
+
+
+def test_automatic_threads_give_back_cores_to_a_run_started_beside(monkeypatch):
+    """Two runs started together both saw an idle machine and took both cores (each op then
+    waited for a descheduled thread: a MiniGrid run fell from ~2,500 to ~190 steps/s); the
+    load seen between epochs now sets the threads again, and a fixed count is left alone."""
+    import torch
+
+    from puffer_tui.engine.algo import trainer_setup
+
+    monkeypatch.setattr(trainer_setup, "available_cores", lambda: 2)
+    monkeypatch.setattr(cpu_load, "busy_cores_of_others", lambda: 0.0)  # idle at the start
+    seen = iter([None, 1.0, 0.9, 0.2])
+    monkeypatch.setattr(cpu_load.LoadWatch, "others_since_last", lambda self, s: next(seen))
+    before = torch.get_num_threads()
+    overrides = {"vec.backend": "serial", "vec.num_envs": 8, "train.horizon": 8,
+                 "train.minibatch_size": 16, "train.hidden_size": 16}
+    with trainer.Trainer(load_config("squared", overrides)) as t:
+        assert t.torch_threads == (2, 2)
+        chosen = []
+        for _ in range(4):
+            t.run_epoch()
+            chosen.append((t.torch_threads, torch.get_num_threads()))
+    assert chosen == [((2, 2), 2), ((1, 1), 1), ((1, 1), 1), ((2, 2), 2)]
+    seen = iter([1.0])
+    with trainer.Trainer(load_config("squared", {**overrides, "train.torch_threads": 2})) as t:
+        t.run_epoch()
+        assert t.torch_threads == (2, 2) and torch.get_num_threads() == 2
+    torch.set_num_threads(before)
