@@ -249,6 +249,7 @@ class Engine:
                 break
             epoch_start = self.trainer.global_step, self.trainer.epoch, self.trainer.uptime
             self.recovery.before_epoch()  # what a lost rank leaves (DDP)
+            threads = self.trainer.torch_threads
             try:
                 row = self.trainer.run_epoch()
             except NonFiniteError as e:
@@ -261,6 +262,10 @@ class Engine:
                 self.recovery.after_worker_death(e, epoch_start)
                 raise
             self.recovery.epoch_finished()
+            if self.trainer.torch_threads != threads:  # automatic threads follow others' load
+                collect, learn = self.trainer.torch_threads
+                self.events.info(f"torch threads now {collect} collecting, {learn} learning: "
+                                 f"the load of other programs changed")
             self.epoch_seconds = self.trainer.uptime - epoch_start[2]  # paused time excluded
             if self.telemetry is not None:  # rank 0's
                 self.telemetry.record(row)
