@@ -12,7 +12,9 @@ A Gymnasium id's own preset (ID.toml), its namespace's (ALE.toml) or its name's 
 - "classic-control": any other env with discrete actions and vector observations
   (CartPole, Acrobot, MountainCar, your own module).
 
-An env with image observations and no preset of its own gets none (the defaults). Each family
+An env with image observations, discrete actions and no preset of its own gets none (the
+defaults); one with Box actions (CarRacing-v3) is "continuous-control" all the same, its images
+through a CNN: no development env has measured that family on images. Each family
 is a TOML file here (FAMILY.toml), in the format `puffer-tui sweep best` writes: a sweep's
 best file can take a family file's place (its env_name line is ignored here). `sweep best`
 writes only the values that differ from the preset the sweep started from, so to make them a
