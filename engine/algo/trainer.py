@@ -115,8 +115,10 @@ class Trainer:
                          train.torch_threads or auto_threads(config, phase="learn"))
         set_compute_threads(self._threads[0])
         # automatic threads are chosen again between epochs from the load seen meanwhile: a
-        # run started beside another saw an idle machine and took every core
-        self._load_watch = cpu_load.LoadWatch() if not train.torch_threads else None
+        # run started beside another saw an idle machine and took every core. Not with Ray:
+        # its actors are not our children, so their env stepping would read as others' load
+        self._load_watch = (cpu_load.LoadWatch()
+                            if not train.torch_threads and config.vec.backend != "ray" else None)
         keep_freed_memory()  # no page faults for each minibatch's tensors (engine/algo/allocator.py)
         self._seed = self.world.seed(train.seed)  # differs per rank
         checkpoint_state.seed_all(self._seed)
