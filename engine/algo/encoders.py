@@ -56,6 +56,7 @@ class ObservationEncoder(nn.Module):
         self.cells = int(np.prod(self.obs_shape))
         self.output_size = hidden_size
         self.one_hot_values = 0
+        self.loaded_from_numbers = False  # set by a checkpoint whose table read values as numbers
         if np.issubdtype(space.dtype, np.integer) and self.cells:
             low, high = int(np.min(space.low)), int(np.max(space.high))
             if low >= 0 and high < MAX_ONE_HOT_VALUES:
@@ -67,6 +68,19 @@ class ObservationEncoder(nn.Module):
         nn.init.orthogonal_(weight, np.sqrt(2))
         self.table = nn.Parameter(weight.t().contiguous())
         self.bias = nn.Parameter(torch.zeros(hidden_size))
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # A table saved when these cells were read as numbers ([cells, hidden]: MiniGrid's
+        # image before its codes' bounds were known, envs/minigrid_codes.py) becomes the
+        # one-hot table of the same function: "cell c holds v" adds v times c's row.
+        key = prefix + "table"
+        saved = state_dict.get(key)
+        if saved is not None and self.one_hot_values > 2 and \
+                tuple(saved.shape) == (self.cells, self.table.shape[1]):
+            values = torch.arange(1, self.one_hot_values, dtype=saved.dtype, device=saved.device)
+            state_dict[key] = (values[:, None, None] * saved[None]).reshape(-1, saved.shape[1])
+            self.loaded_from_numbers = True
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         flat = obs.reshape(obs.shape[0], -1)

@@ -545,10 +545,19 @@ class Trainer:
         checkpoint_state.check_compatible(self.config, saved)
         self.normalization.load_state_dict(state.get("normalization"), self.world.is_main)
         self.policy.load_state_dict(state["policy"])
+        optimizer_state = state["optimizer"]
+        if optimizer_state is not None and any(
+                getattr(module, "loaded_from_numbers", False) for module in self.policy.modules()):
+            # the same function in a wider table (engine/algo/encoders.py): no moments fit it
+            warnings.warn("resume is not exact: the checkpoint's policy read its integer "
+                          "observation cells as numbers (MiniGrid's image before its codes "
+                          "were one-hot: envs/minigrid_codes.py); its weights carry over as the "
+                          "same function, the optimizer's moments start afresh", stacklevel=2)
+            optimizer_state = None
         # Adam adopts the given tensors and updates them in place: keep the caller's intact.
         # None: a branch that changed train.optimizer starts with a fresh one (engine/startup/branch.py)
-        if state["optimizer"] is not None:
-            self.optimizer.load_state_dict(copy.deepcopy(state["optimizer"]))
+        if optimizer_state is not None:
+            self.optimizer.load_state_dict(copy.deepcopy(optimizer_state))
         checkpoint_state.restore_live_fields(self.config, self._built_config, saved,
                                              state.get("built_config"))
         self.global_step = int(state["global_step"])
