@@ -123,13 +123,36 @@ def converged(history: list[dict], ctx: dict) -> bool:
     return len(recent) == 3 and statistics.fmean(recent) >= early + KEPT_GAIN * (best - early)
 
 
+def _broke_after_spike(history, ctx, fresh: bool = True) -> bool:
+    """An approx_kl above 1, and the scored epochs after it lost more than KEPT_GAIN of the
+    run's gain: a converged policy's spike that was no outlier. `fresh` (to fire): the spike
+    in the last 10 epochs and at most 3 scored epochs since; else (to hold) any spike the
+    history holds, judged by the last 3 scored epochs since. MiniGrid-KeyCorridorS3R1-v0
+    (seed 1, 500k steps) was at 0.951 by 135k steps, entropy 0.009, when one update's KL was
+    0.33 and a later one 2.2; `converged` still held on its older scores, then its episodes
+    stopped ending, and its next scores were 0 (tests/fixtures/diagnosis/late_kl_blowup_*)."""
+    start = max(len(history) - 10, 0) if fresh else 0
+    spike = next((i for i in range(len(history) - 1, start - 1, -1)
+                  if (_num(history[i], "approx_kl") or 0) > 1.0), None)
+    if spike is None or not ctx.get("first_scores") or ctx.get("best_score") is None:
+        return False
+    if not converged(history[:spike + 1], ctx):  # a young policy's spike fires as it comes
+        return False
+    after = [score for _, score in _scores(history[spike + 1:])]
+    if not after or (fresh and len(after) > 3):
+        return False
+    early, best = statistics.fmean(ctx["first_scores"][:3]), ctx["best_score"]
+    return statistics.fmean(after[-3:]) < early + KEPT_GAIN * (best - early)
+
+
 def kl_blowup(history, ctx, active):
     """The policy moves far more per update than PPO's clip allows: approx_kl above 1 in one
     epoch, or above 0.2 (clipfrac above 0.5) for 3 epochs; usually a learning rate too high.
     Held until 3 epochs are back under 0.1 / 0.4 with the policy not collapsed (a collapsed
     policy has a KL of 0 because nothing moves any more, not because the rate is right).
     Not fired on a converged policy (`converged`: deterministic by learning, its score held)
-    whose KL spikes alone; if its score then falls, it fires."""
+    whose KL spikes alone; if its score then falls, it fires: at the spike when the spike
+    goes on, else (`_broke_after_spike`) once the scored epochs after it show the fall."""
     kl, clip = _last(history, "approx_kl", 1), _last(history, "clipfrac", 1)
     if kl is None or clip is None:
         return None
@@ -144,9 +167,9 @@ def kl_blowup(history, ctx, active):
             entropy[0] < 0.02 * ctx["entropy_max"]
         calm = kl3 is not None and clip3 is not None and all(
             k < 0.1 and c < 0.4 for k, c in zip(kl3, clip3))
-        if calm and not collapsed:
+        if calm and not collapsed and not _broke_after_spike(history, ctx, fresh=False):
             return None
-    elif not (kl[0] > 1.0 or sustained):
+    elif not (kl[0] > 1.0 or sustained or _broke_after_spike(history, ctx)):
         return None
     # the evidence of the last 10 epochs (an earlier blow-up already had its diagnosis)
     seen = [(int(r.get("epoch", 0)), _num(r, "approx_kl"), _num(r, "clipfrac"))

@@ -281,3 +281,16 @@ def test_a_blow_up_that_breaks_a_converged_policy_still_fires():
     kl = [m for m in messages if m["rule"] == "kl_blowup" and m["status"] == "fired"]
     assert kl and kl[0]["severity"] == "error", messages
     assert kl[0]["epoch"] > last["epoch"] + 1  # once the score fell, not at the first spike
+
+
+def test_a_converged_policy_broken_by_a_late_spike_fires_once_its_scores_fall():
+    # MiniGrid-KeyCorridorS3R1-v0, seed 1 (MiniGrid preset, 500k steps), epochs 1-70: at
+    # 0.951 from epoch 38 with entropy 0.009; approx_kl 0.33 at epoch 40 and 2.2 at 43 while
+    # no episode ended, then scores of 0 at epochs 45 and 49 (and on)
+    recorded = epochs("late_kl_blowup_minigrid")
+    spike = next(e["signals"] for e in recorded if e["signals"]["approx_kl"] > 1)
+    assert spike["epoch"] == 43
+    messages = replay("late_kl_blowup_minigrid")
+    kl = [(m["status"], m["epoch"], m["severity"]) for m in messages if m["rule"] == "kl_blowup"]
+    # once `converged` no longer holds on the old scores (epoch 49), and held while they stay down
+    assert kl == [("fired", 49, "error")], messages
