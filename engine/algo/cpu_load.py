@@ -83,11 +83,20 @@ def busy_cores_of_others(window: float = WINDOW_SECONDS, max_age: float = MAX_AG
 def _measure(window: float) -> float:
     cores = usable_cores()
     process = psutil.Process()
-    busy0, own0, start = _busy_seconds(cores), _own_seconds(process), time.monotonic()
+    before = _sample(cores, process)
     time.sleep(window)
-    busy1, own1 = _busy_seconds(cores), _own_seconds(process)
-    elapsed = max(time.monotonic() - start, 1e-6)
-    others = max(0.0, (busy1 - busy0) - (own1 - own0)) / elapsed
+    return _others_between(before, _sample(cores, process), cores)
+
+
+def _sample(cores: list[int], process: psutil.Process) -> tuple[float, float, float]:
+    """(monotonic time, the cores' busy seconds, ours and our children's CPU seconds)."""
+    return time.monotonic(), _busy_seconds(cores), _own_seconds(process)
+
+
+def _others_between(before: tuple, after: tuple, cores: list[int]) -> float:
+    """Other processes' busy cores between two samples: the cores' busy time less ours."""
+    elapsed = max(after[0] - before[0], 1e-6)
+    others = max(0.0, (after[1] - before[1]) - (after[2] - before[2])) / elapsed
     return min(others, float(len(cores)))
 
 
@@ -100,8 +109,7 @@ class LoadWatch:
 
     def _sample(self) -> tuple[float, float, float] | None:
         try:
-            return (time.monotonic(), _busy_seconds(usable_cores()),
-                    _own_seconds(self._process))
+            return _sample(usable_cores(), self._process)
         except (psutil.Error, OSError, ValueError):
             return None
 
@@ -113,12 +121,11 @@ class LoadWatch:
         if now is None or self._mark is None:
             self._mark = now
             return None
-        elapsed = now[0] - self._mark[0]
-        if elapsed < min_seconds:
+        if now[0] - self._mark[0] < min_seconds:
             return None
-        others = max(0.0, (now[1] - self._mark[1]) - (now[2] - self._mark[2])) / elapsed
+        others = _others_between(self._mark, now, usable_cores())
         self._mark = now
-        return min(others, float(len(usable_cores())))
+        return others
 
 
 def forget() -> None:
