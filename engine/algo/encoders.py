@@ -75,6 +75,7 @@ class ObservationEncoder(nn.Module):
         # one-hot table of the same function: "cell c holds v" adds v times c's row.
         key = prefix + "table"
         saved = state_dict.get(key)
+        self.loaded_from_numbers = False  # this load's: a later one of a new table clears it
         if saved is not None and self.one_hot_values > 2 and \
                 tuple(saved.shape) == (self.cells, self.table.shape[1]):
             values = torch.arange(1, self.one_hot_values, dtype=saved.dtype, device=saved.device)

@@ -546,13 +546,16 @@ class Trainer:
         self.normalization.load_state_dict(state.get("normalization"), self.world.is_main)
         self.policy.load_state_dict(state["policy"])
         optimizer_state = state["optimizer"]
+        self.fresh_moments = None
         if optimizer_state is not None and any(
                 getattr(module, "loaded_from_numbers", False) for module in self.policy.modules()):
             # the same function in a wider table (engine/algo/encoders.py): no moments fit it
-            warnings.warn("resume is not exact: the checkpoint's policy read its integer "
-                          "observation cells as numbers (MiniGrid's image before its codes "
-                          "were one-hot: envs/minigrid_codes.py); its weights carry over as the "
-                          "same function, the optimizer's moments start afresh", stacklevel=2)
+            self.fresh_moments = (
+                "resume is not exact: the checkpoint's policy read its integer observation "
+                "cells as numbers (MiniGrid's image before its codes were one-hot: "
+                "envs/minigrid_codes.py); its weights carry over as the same function, the "
+                "optimizer's moments start afresh")
+            warnings.warn(self.fresh_moments, stacklevel=2)
             optimizer_state = None
         # Adam adopts the given tensors and updates them in place: keep the caller's intact.
         # None: a branch that changed train.optimizer starts with a fresh one (engine/startup/branch.py)

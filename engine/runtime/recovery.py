@@ -99,6 +99,8 @@ class Recovery:
         if getattr(trainer, "inexact_resume", None):  # e.g. Gymnasium envs
             self.events.warning(f"resume is not exact: {trainer.inexact_resume}; "
                                 "episodes start afresh (docs/exact-resume.md)")
+        if getattr(trainer, "fresh_moments", None):  # an old encoding's checkpoint
+            self.events.warning(trainer.fresh_moments)
         return path
 
     def save_checkpoint(self) -> Path | None:

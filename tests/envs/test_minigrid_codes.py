@@ -13,7 +13,13 @@ from puffer_tui.envs.gym_emulation import from_gymnasium
 from puffer_tui.envs.minigrid_codes import observation_space_of
 
 pytest.importorskip("minigrid", reason="minigrid not installed (pip install 'puffer-tui[minigrid]')")
-from minigrid.wrappers import FullyObsWrapper, ImgObsWrapper, RGBImgPartialObsWrapper  # noqa: E402
+from minigrid.wrappers import (  # noqa: E402
+    FullyObsWrapper,
+    ImgObsWrapper,
+    RGBImgObsWrapper,
+    RGBImgPartialObsWrapper,
+    ViewSizeWrapper,
+)
 
 ENV_ID = "MiniGrid-DoorKey-5x5-v0"  # a door, a key and a goal: most object codes appear
 
@@ -52,11 +58,31 @@ def test_code_images_are_narrowed_to_their_codes_and_hold_every_observation(view
     env.close()
 
 
-def test_pixel_views_and_other_envs_keep_their_spaces():
-    pixels = RGBImgPartialObsWrapper(gymnasium.make(ENV_ID))
-    assert observation_space_of(pixels) is pixels.observation_space
-    cartpole = gymnasium.make("CartPole-v1")
-    assert observation_space_of(cartpole) is cartpole.observation_space
+def test_a_smaller_view_set_by_its_wrapper_is_narrowed_too():
+    env = ViewSizeWrapper(gymnasium.make("MiniGrid-Empty-8x8-v0"), agent_view_size=5)
+    image = observation_space_of(env)["image"]
+    assert image.shape == (5, 5, 3) and int(image.high.max()) == 10
+    for observation in _observations(env, steps=50):
+        assert image.contains(observation["image"])
+
+
+@pytest.mark.parametrize("make", [
+    lambda: RGBImgPartialObsWrapper(gymnasium.make(ENV_ID)),
+    # a tile of one pixel: pixels in the shape of the code image
+    lambda: RGBImgPartialObsWrapper(gymnasium.make(ENV_ID), tile_size=1),
+    lambda: RGBImgObsWrapper(gymnasium.make(ENV_ID), tile_size=1),
+    # a wrapper we do not know may have changed what the image holds
+    lambda: gymnasium.wrappers.TransformObservation(
+        gymnasium.make(ENV_ID), lambda o: o, gymnasium.make(ENV_ID).observation_space),
+    # 16 cells a side: a full view the CNN takes, whose input scale the bounds set
+    lambda: FullyObsWrapper(gymnasium.make("MiniGrid-Empty-16x16-v0")),
+    lambda: gymnasium.make("CartPole-v1"),
+], ids=["pixels", "pixels-tile-1", "full-pixels-tile-1", "unknown-wrapper", "full-16x16",
+        "not-minigrid"])
+def test_pixel_views_unknown_wrappers_cnn_sized_grids_and_other_envs_keep_their_spaces(make):
+    env = make()
+    assert observation_space_of(env) is env.observation_space
+    env.close()
 
 
 def test_the_policy_one_hots_each_cell_of_a_minigrid_image():
