@@ -155,6 +155,10 @@ def test_resuming_such_a_checkpoint_says_the_optimizer_starts_afresh():
             state, image_key, old_table = _old_checkpoint_policy(first)
         with Trainer(config) as resumed, pytest.warns(UserWarning, match="moments start afresh"):
             resumed.load_state_dict(state)
+            # what engine/runtime/recovery.py writes to events.log on a resume
+            assert "moments start afresh" in resumed.fresh_moments
+            resumed.load_state_dict(resumed.state_dict())  # its own, new-format state again
+            assert resumed.fresh_moments is None
         with Trainer(config) as resumed:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
