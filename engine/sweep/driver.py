@@ -148,29 +148,32 @@ class Driver:
             try:
                 self.loop_once()
             except _Done:
-                self._lock_gone(backoff)
-                return
+                return  # run() refreshes once more: that read says whether the lock went
             except Exception as e:
                 if not sd.is_locked(e):
                     raise
                 backoff = min(max(1.0, backoff * 2), 15.0)
-                if not self._lock_note:
-                    print(f"the study's database is locked by another process: retrying "
-                          f"with backoff (up to every 15 s); {len(self.running)} trial(s) "
-                          f"go on training meanwhile [{sd.redact(self.settings.storage_url(self.dir))}]",
-                          flush=True)
-                self._lock_note = (f"the study's database is locked by another process: "
-                                   f"retrying in {backoff:.0f} s")
+                self._note_lock(f"retrying in {backoff:.0f} s")
                 self.refresh()
                 time.sleep(backoff)
                 continue
-            backoff = self._lock_gone(backoff)
+            backoff = 0.0
+            if self._lock_note:
+                self.refresh()  # a read of the study: only it can say the lock has gone
 
-    def _lock_gone(self, backoff: float) -> float:
-        if backoff:
+    def _note_lock(self, retry: str) -> None:
+        """Said once per lock, whichever of the driver's calls met it (the snapshot's read
+        included: a lock that only it met was otherwise reported by nobody)."""
+        if not self._lock_note:
+            print(f"the study's database is locked by another process: retrying with "
+                  f"backoff (up to every 15 s); {len(self.running)} trial(s) go on training "
+                  f"meanwhile [{sd.redact(self.settings.storage_url(self.dir))}]", flush=True)
+        self._lock_note = f"the study's database is locked by another process: {retry}"
+
+    def _lock_gone(self) -> None:
+        if self._lock_note:
             print("the study's database is free again: going on", flush=True)
             self._lock_note = ""
-        return 0.0
 
     def loop_once(self) -> None:
         """One look at everything; raises _Done when the sweep is over."""
@@ -361,7 +364,11 @@ class Driver:
         try:
             snap = snapshot(self.study, self.settings, self.running)
         except Exception as e:  # a database hiccup must not end the sweep
+            if sd.is_locked(e):
+                self._note_lock("retrying")
             snap = dict(self._snapshot, warning=f"could not read the study: {e}")
+        else:
+            self._lock_gone()
         paused = self.state == RunState.RUNNING and not self.steering.launching
         if self._lock_note:
             snap["warning"] = self._lock_note

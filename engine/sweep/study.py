@@ -34,9 +34,21 @@ SHARED = ("env_name", "metric", "direction", "objective")
 
 
 def quiet_optuna() -> None:
+    import logging
+
     import optuna
 
     optuna.logging.set_verbosity(optuna.logging.WARNING)
+    storage_log = logging.getLogger("optuna.storages._rdb.storage")
+    if _not_a_lock_retry not in storage_log.filters:
+        storage_log.addFilter(_not_a_lock_retry)
+
+
+def _not_a_lock_retry(record) -> bool:
+    """Optuna retries a read that met a lock in another form, and says so with the whole SQL
+    error; the driver reports a lock in one line of its own (and when it goes)."""
+    text = record.getMessage()
+    return not ("slower alternative" in text and is_locked(Exception(text)))
 
 
 def open_storage(url: str):

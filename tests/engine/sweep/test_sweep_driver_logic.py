@@ -284,3 +284,40 @@ def test_time_to_reach_is_refused_without_a_value_to_reach(tmp_path, capsys):
                  str(tmp_path), "--headless"]) == 2
     assert "--reach is for --objective time-to-reach" in capsys.readouterr().err
     assert not (tmp_path / "sweeps").exists()
+
+
+def test_a_lock_met_only_by_the_snapshot_is_said_once_and_so_is_its_end(tmp_path, monkeypatch,
+                                                                       capsys):
+    """On a loaded box the snapshot's read can be the only call that meets another process's
+    lock: it was reported by nobody but Optuna's SQL dump, and its end never."""
+    import logging
+    import sqlite3
+
+    from puffer_tui.engine.sweep import study as sd
+
+    monkeypatch.setattr(sd, "LOCK_WAIT_S", 0.2)
+    driver = make_sweep(tmp_path)
+    heard = []
+    storage_log = logging.getLogger("optuna.storages._rdb.storage")
+    listener = logging.Handler()
+    listener.emit = lambda record: heard.append(record.getMessage())
+    storage_log.addHandler(listener)
+    lock = sqlite3.connect(driver.dir / "study.db", timeout=5, isolation_level=None)
+    try:
+        lock.execute("BEGIN EXCLUSIVE")
+        driver.refresh()
+        driver.refresh()
+        said = capsys.readouterr().out
+        status = json.loads((driver.dir / st.STATUS_FILE).read_text())
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+        storage_log.removeHandler(listener)
+    assert said.count("locked by another process") == 1, said
+    assert "locked" in status["warning"]
+    assert not [m for m in heard if "slower alternative" in m], heard  # the driver's words only
+    driver.refresh()
+    driver.refresh()
+    said = capsys.readouterr().out
+    assert said.count("free again") == 1, said
+    assert "warning" not in json.loads((driver.dir / st.STATUS_FILE).read_text())
