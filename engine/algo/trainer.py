@@ -59,6 +59,7 @@ from puffer_tui.engine.algo.precision import CollectionCasts, autocast
 from puffer_tui.engine.algo.rollout import RolloutBuffer, is_identity
 from puffer_tui.engine.algo.schedule import START, budget_moved, learning_rate, resumed_anchor
 from puffer_tui.engine.algo.score_window import ScoreWindow
+from puffer_tui.engine.algo.time_limit_horizon import choose_discount
 from puffer_tui.engine.algo.timing import Timing
 from puffer_tui.engine.algo.trainer_setup import (
     auto_threads,
@@ -82,7 +83,7 @@ from puffer_tui.engine.shared.protocol import (
     LiveChange,
     check_live,
 )
-from puffer_tui.envs import env_class
+from puffer_tui.envs import creator, env_class
 from puffer_tui.envs.registry import preset_label, stepping_note
 
 __all__ = ["Trainer", "auto_threads", "make_vecenv", "resolve_device"]
@@ -103,6 +104,10 @@ class Trainer:
         # called with each collection step's rows while a viewer watches the policy (else
         # None: nothing is copied); set by engine/runtime/frame_source.py
         self.step_watch: Callable | None = None
+        # train.horizon_from_time_limit: gamma decided by a probe env, before anything is
+        # built from it (engine/algo/time_limit_horizon.py); the note goes to the events
+        self.horizon_note = choose_discount(config, creator(config.env_name, **config.env)) \
+            if config.train.horizon_from_time_limit else ""
         # The config as built (the run's config.toml): a resume tells the user's new values
         # for live fields from the checkpoint's by comparing with this (load_state_dict).
         self._built_config = copy.deepcopy(config.as_dict())
@@ -497,6 +502,8 @@ class Trainer:
             self.schedule = budget_moved(self.schedule, self.config.train.total_timesteps,
                                          new_value, self.global_step)
         setattr(getattr(self.config, spec.section), spec.name, new_value)
+        if spec.key == "train.gamma":  # chosen: a resume's time-limit probe leaves it alone
+            self.config.train.horizon_from_time_limit = False
         if spec.section == "eval":  # engine/evaluation/periodic_eval.py reads them as one starts
             return new_value, "from the next evaluation"
         return new_value, _APPLIES.get(spec.name, _APPLIES_DEFAULT)

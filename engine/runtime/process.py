@@ -215,6 +215,8 @@ class Engine:
             self.events.info(f"defaults: {self.trainer.preset}")
         if self.trainer.stepping:
             self.events.info(self.trainer.stepping)
+        if self.trainer.horizon_note:
+            self.events.info(self.trainer.horizon_note)
         if self.resume:
             self.recovery.restore(self.fallback)
             self._uptime_seen = self.trainer.uptime  # a long epoch is one of this run
@@ -225,10 +227,8 @@ class Engine:
             self.evaluation = PeriodicEval(self.trainer.config, self.run_dir, self.events,
                                            self._evaluation_interrupted)
             # the autopilot's changes go as a person's `set` goes: checked once, queued
-            self.doctor = Doctor(
-                self.trainer, self.events, self.server and self.server.publish_event,
-                submit=lambda key, value, reply: self.commands.put(Command("set", check_set(
-                    {"key": key, "value": value}, self.config.env_name), reply)))
+            self.doctor = Doctor(self.trainer, self.events,
+                                 self.server and self.server.publish_event, self._submit_set)
             self.commands.handle("diagnosis", self.doctor.command)
         if self.telemetry is not None:  # handed what it shows: the trainer's feed, diagnoses
             self.telemetry.attach(TrainerFeed.of(self.trainer), self.doctor.active)
@@ -291,6 +291,12 @@ class Engine:
                 self.events.info(f"stopped at step {self.trainer.global_step} without a checkpoint")
             self.state.enter(RunState.STOPPED)
         return 0
+
+    def _submit_set(self, key: str, value, reply) -> None:
+        """A `set` the engine makes itself (the autopilot's, the time-limit rule's) goes as a
+        person's does: checked once, queued for the epoch's end, `reply` told the answer."""
+        self.commands.put(Command("set", check_set({"key": key, "value": value},
+                                                   self.config.env_name), reply))
 
     def _warn_of_long_epochs(self, row: dict) -> None:
         """Once, after an epoch that trained over LONG_EPOCH seconds: the figures, and what

@@ -237,7 +237,15 @@ def apply(config: Config, values: dict[str, Any]) -> Config:
     for key, value in values.items():
         spec = spec_for(key, config.env_name)
         data[spec.section][spec.name] = spec.coerce(value)
+    _given_discount_kept(data, values)
     return _validated(data)
+
+
+def _given_discount_kept(data: dict, given) -> None:
+    """A gamma someone chose (a flag, a preset file, a sweep's trial) is not raised by the
+    time-limit rule (engine/algo/time_limit_horizon.py), unless the rule was given too."""
+    if "train.gamma" in given and "train.horizon_from_time_limit" not in given:
+        data["train"]["horizon_from_time_limit"] = False
 
 
 def from_dict(data: dict) -> Config:
@@ -491,6 +499,7 @@ def load_config(env_name: str, overrides: dict[str, Any] | None = None, preset: 
     for key, value in (overrides or {}).items():
         spec = spec_for(key, env_name)
         data[spec.section][spec.name] = spec.coerce(value)
+    _given_discount_kept(data, overrides or {})
     config = _validated(data)
     _check_backend_installed(config.vec.backend)
     return config
