@@ -274,9 +274,21 @@ class GymnasiumPufferEnv(PufferEnv):
 def _quiet_headless_sdl() -> None:
     """Without a display, pygame-drawn envs (CartPole...) draw into memory all the same, but
     SDL prints "error: XDG_RUNTIME_DIR is invalid" looking for one; its dummy driver does not
-    (no window could open there anyway, so nothing else changes)."""
+    (no window could open there anyway, so nothing else changes). MuJoCo envs there need an
+    OpenGL without a window: Gymnasium tries GLFW first, whose context cannot be made
+    without a display ("FatalError: an OpenGL platform library has not been loaded"), so EGL
+    is named where its library is installed (read when the env first renders; a MUJOCO_GL
+    of the user's own is kept)."""
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
+        if "MUJOCO_GL" not in os.environ and _has_library("EGL"):
+            os.environ["MUJOCO_GL"] = "egl"
+
+
+def _has_library(name: str) -> bool:
+    import ctypes.util
+
+    return ctypes.util.find_library(name) is not None
 
 
 def _make_registered(env_id: str, **kwargs):

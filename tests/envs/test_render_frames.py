@@ -329,3 +329,44 @@ def test_drawing_cartpole_without_a_display_prints_no_sdl_errors():
                          timeout=120, env=env)
     assert out.returncode == 0 and "(100, 150, 3)" in out.stdout, out.stderr
     assert "error" not in out.stderr.lower(), out.stderr
+
+
+def test_without_a_display_mujoco_renders_through_egl_unless_told_otherwise(monkeypatch):
+    from puffer_tui.envs import gym_emulation
+
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.delenv("MUJOCO_GL", raising=False)
+    monkeypatch.setattr(gym_emulation, "_has_library", lambda name: name == "EGL")
+    gym_emulation._quiet_headless_sdl()
+    assert gym_emulation.os.environ["MUJOCO_GL"] == "egl"
+    monkeypatch.setenv("MUJOCO_GL", "osmesa")  # the user's own choice is kept
+    gym_emulation._quiet_headless_sdl()
+    assert gym_emulation.os.environ["MUJOCO_GL"] == "osmesa"
+    monkeypatch.delenv("MUJOCO_GL")
+    monkeypatch.setenv("DISPLAY", ":0")  # a display: GLFW's window context works there
+    gym_emulation._quiet_headless_sdl()
+    assert "MUJOCO_GL" not in gym_emulation.os.environ
+
+
+def test_a_mujoco_env_draws_its_frame_on_a_machine_without_a_display():
+    """A fresh process as a worker is: its first render picks the GL backend."""
+    import subprocess
+    import sys
+
+    pytest.importorskip("mujoco", reason='pip install "puffer-tui[mujoco]"')
+    import ctypes.util
+
+    if ctypes.util.find_library("EGL") is None:
+        pytest.skip("no libEGL (apt-get install libegl1)")
+    code = ("from puffer_tui.envs import from_gymnasium\n"
+            "env = from_gymnasium('InvertedPendulum-v5')(num_envs=1)\n"
+            "env.reset(0)\n"
+            "frame = env.frame(0)\n"
+            "print(type(frame).__name__, getattr(frame, 'shape', frame))\n")
+    clean = {k: v for k, v in __import__("os").environ.items()
+             if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MUJOCO_GL", "PYOPENGL_PLATFORM")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=clean, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("ndarray"), done.stdout  # not "render() failed: ..."
