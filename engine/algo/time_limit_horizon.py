@@ -1,5 +1,5 @@
 """The discount for an env whose episodes only the time limit ends
-(`train.horizon_from_time_limit`, on in the MuJoCo family's preset).
+(`train.gamma_from_time_limit`, on in the MuJoCo family's preset).
 
 Where nothing but the time limit ends an episode (HalfCheetah, Swimmer, HumanoidStandup:
 nothing can fall), gamma 0.99's horizon of ~100 steps is a tenth of the episode. Where
@@ -82,7 +82,7 @@ def choose_discount(config, env_creator) -> str:
     """Apply the rule to `config` (before anything is built from it): the note the run's
     events get, or "" when the rule is off."""
     train = config.train
-    if not train.horizon_from_time_limit:
+    if not train.gamma_from_time_limit:
         return ""
     ends = probe(env_creator, train.seed)
     decision = ends.discount(train.gamma)
@@ -90,9 +90,9 @@ def choose_discount(config, env_creator) -> str:
         why = ("an episode terminated" if ends.terminated else
                f"{ends.truncated} of {PROBE_EPISODES} episodes reached a time limit in "
                f"{ends.steps:,} steps of random actions")
-        return f"gamma stays {train.gamma}: {why} (train.horizon_from_time_limit)"
+        return f"gamma stays {train.gamma}: {why} (train.gamma_from_time_limit)"
     old = train.gamma
     train.gamma, why = decision
-    train.horizon_from_time_limit = False  # decided: a resume keeps this gamma
+    train.gamma_from_time_limit = False  # decided: a resume keeps this gamma
     return (f"gamma {old} -> {train.gamma}: {why}, so the discount reaches the episodes' end "
-            f"(train.horizon_from_time_limit; --train.gamma {old} keeps the preset's)")
+            f"(train.gamma_from_time_limit; --train.gamma {old} keeps the preset's)")

@@ -104,10 +104,10 @@ class Trainer:
         # called with each collection step's rows while a viewer watches the policy (else
         # None: nothing is copied); set by engine/runtime/frame_source.py
         self.step_watch: Callable | None = None
-        # train.horizon_from_time_limit: gamma decided by a probe env, before anything is
+        # train.gamma_from_time_limit: gamma decided by a probe env, before anything is
         # built from it (engine/algo/time_limit_horizon.py); the note goes to the events
         self.horizon_note = choose_discount(config, creator(config.env_name, **config.env)) \
-            if config.train.horizon_from_time_limit else ""
+            if config.train.gamma_from_time_limit else ""
         # The config as built (the run's config.toml): a resume tells the user's new values
         # for live fields from the checkpoint's by comparing with this (load_state_dict).
         self._built_config = copy.deepcopy(config.as_dict())
@@ -503,7 +503,7 @@ class Trainer:
                                          new_value, self.global_step)
         setattr(getattr(self.config, spec.section), spec.name, new_value)
         if spec.key == "train.gamma":  # chosen: a resume's time-limit probe leaves it alone
-            self.config.train.horizon_from_time_limit = False
+            self.config.train.gamma_from_time_limit = False
         if spec.section == "eval":  # engine/evaluation/periodic_eval.py reads them as one starts
             return new_value, "from the next evaluation"
         return new_value, _APPLIES.get(spec.name, _APPLIES_DEFAULT)

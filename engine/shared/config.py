@@ -244,8 +244,8 @@ def apply(config: Config, values: dict[str, Any]) -> Config:
 def _given_discount_kept(data: dict, given) -> None:
     """A gamma someone chose (a flag, a preset file, a sweep's trial) is not raised by the
     time-limit rule (engine/algo/time_limit_horizon.py), unless the rule was given too."""
-    if "train.gamma" in given and "train.horizon_from_time_limit" not in given:
-        data["train"]["horizon_from_time_limit"] = False
+    if "train.gamma" in given and "train.gamma_from_time_limit" not in given:
+        data["train"]["gamma_from_time_limit"] = False
 
 
 def from_dict(data: dict) -> Config:

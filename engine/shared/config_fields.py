@@ -110,10 +110,10 @@ class TrainConfig:
                           0.0, 10.0, live=True)
     gamma: float = _f(0.995, "discount factor", 0.0, 1.0, live=True,
         search=(0.9, 0.999, "linear"))
-    horizon_from_time_limit: bool = _f(False, "when the first episodes all end at the time "
-                                       "limit T, none terminating, gamma rises to 1 - 1/T "
-                                       "(at most 0.999), once; a gamma given turns it off",
-                                       live=True)
+    gamma_from_time_limit: bool = _f(False, "before the run, one env takes random actions "
+                                     "for up to 4 episodes: if none terminates and all end at "
+                                     "the time limit T, gamma = 1 - 1/T (at most 0.999); a "
+                                     "gamma given turns it off")
     gae_lambda: float = _f(0.90, "GAE lambda", 0.0, 1.0, live=True,
         search=(0.8, 0.99, "linear"))
     vtrace_rho_clip: float = _f(1.0, "V-trace importance-ratio clip for advantages", 0.0, 100.0, live=True)

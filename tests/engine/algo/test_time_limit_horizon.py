@@ -1,4 +1,4 @@
-"""train.horizon_from_time_limit: an env whose probe episodes all end at the time limit gets
+"""train.gamma_from_time_limit: an env whose probe episodes all end at the time limit gets
 that limit's discount before the run starts, said in the events; a termination, a limit the
 gamma already reaches, or a gamma someone chose leaves gamma alone."""
 
@@ -56,24 +56,24 @@ def test_a_termination_or_a_short_limit_leaves_gamma_as_it_is():
 
 
 def test_the_rule_changes_the_config_before_the_run_and_says_why():
-    config = cfg.load_config("gym:Pendulum-v1", {"train.horizon_from_time_limit": True})
+    config = cfg.load_config("gym:Pendulum-v1", {"train.gamma_from_time_limit": True})
     note = tlh.choose_discount(config, _walks(200))
-    assert config.train.gamma == 0.995 and not config.train.horizon_from_time_limit
+    assert config.train.gamma == 0.995 and not config.train.gamma_from_time_limit
     assert note.startswith("gamma 0.9 -> 0.995: 4 episodes of random actions")
-    kept = cfg.load_config("gym:Pendulum-v1", {"train.horizon_from_time_limit": True})
+    kept = cfg.load_config("gym:Pendulum-v1", {"train.gamma_from_time_limit": True})
     assert "an episode terminated" in tlh.choose_discount(kept, _walks(200, fall_at=5))
     assert kept.train.gamma == 0.9
 
 
 def test_a_gamma_someone_chose_turns_the_rule_off():
     assert cfg.load_config("gym:Pendulum-v1").train.gamma == 0.9  # its measured gamma
-    assert not cfg.load_config("gym:Pendulum-v1").train.horizon_from_time_limit
-    on = {"train.horizon_from_time_limit": True}
+    assert not cfg.load_config("gym:Pendulum-v1").train.gamma_from_time_limit
+    on = {"train.gamma_from_time_limit": True}
     config = cfg.load_config("gym:Pendulum-v1", on)
     # both given: the person asked for the rule over their gamma
     assert cfg.load_config("gym:Pendulum-v1", {"train.gamma": 0.97,
-                                               **on}).train.horizon_from_time_limit
-    assert not cfg.apply(config, {"train.gamma": 0.95}).train.horizon_from_time_limit  # sweeps
+                                               **on}).train.gamma_from_time_limit
+    assert not cfg.apply(config, {"train.gamma": 0.95}).train.gamma_from_time_limit  # sweeps
     from puffer_tui.engine.algo.trainer import Trainer
 
     trainer = Trainer(cfg.load_config("gym:CartPole-v1", {**on, "vec.num_envs": 16,
@@ -81,18 +81,18 @@ def test_a_gamma_someone_chose_turns_the_rule_off():
     try:
         assert trainer.horizon_note.startswith("gamma stays 0.98: an episode terminated")
         trainer.set_hyperparameter("train.gamma", "0.97")  # a person's live set
-        assert not trainer.config.train.horizon_from_time_limit  # a resume keeps 0.97
+        assert not trainer.config.train.gamma_from_time_limit  # a resume keeps 0.97
     finally:
         trainer.close()
 
 
 def test_a_run_starts_with_the_time_limits_discount_and_keeps_it(tmp_path):
     done = cli("train", "gym:Pendulum-v1", "--headless", "--runs-dir", str(tmp_path),
-               "--train.total-timesteps", "8192", "--train.horizon-from-time-limit", "true",
+               "--train.total-timesteps", "8192", "--train.gamma-from-time-limit", "true",
                "--train.torch-threads", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "gamma 0.9 -> 0.995" in done.stdout  # the headless display shows the events
     run = next(tmp_path.glob("gym-*"))
     assert "gamma 0.9 -> 0.995: 4 episodes" in (run / "events.log").read_text()
     saved = ckpt.load_checkpoint(ckpt.latest_checkpoint(run))["config"]["train"]
-    assert saved["gamma"] == 0.995 and not saved["horizon_from_time_limit"]
+    assert saved["gamma"] == 0.995 and not saved["gamma_from_time_limit"]
