@@ -87,9 +87,13 @@ def choose_discount(config, env_creator) -> str:
     ends = probe(env_creator, train.seed)
     decision = ends.discount(train.gamma)
     if decision is None:
-        why = ("an episode terminated" if ends.terminated else
-               f"{ends.truncated} of {PROBE_EPISODES} episodes reached a time limit in "
-               f"{ends.steps:,} steps of random actions")
+        if ends.terminated:
+            why = "an episode of random actions terminated"
+        elif ends.truncated >= PROBE_EPISODES:
+            why = f"the episodes' time limit ({ends.limit:,} steps) is within its reach"
+        else:
+            why = (f"{ends.truncated} of {PROBE_EPISODES} episodes reached a time limit in "
+                   f"{ends.steps:,} steps of random actions")
         return f"gamma stays {train.gamma}: {why} (train.gamma_from_time_limit)"
     old = train.gamma
     train.gamma, why = decision

@@ -61,8 +61,11 @@ def test_the_rule_changes_the_config_before_the_run_and_says_why():
     assert config.train.gamma == 0.995 and not config.train.gamma_from_time_limit
     assert note.startswith("gamma 0.9 -> 0.995: 4 episodes of random actions")
     kept = cfg.load_config("gym:Pendulum-v1", {"train.gamma_from_time_limit": True})
-    assert "an episode terminated" in tlh.choose_discount(kept, _walks(200, fall_at=5))
+    assert "an episode of random actions terminated" in tlh.choose_discount(kept, _walks(200, fall_at=5))
     assert kept.train.gamma == 0.9
+    assert "time limit (50 steps) is within its reach" in tlh.choose_discount(
+        cfg.load_config("gym:Pendulum-v1", {"train.gamma_from_time_limit": True,
+                                            "train.gamma": 0.99}), _walks(50))
 
 
 def test_a_gamma_someone_chose_turns_the_rule_off():
@@ -79,7 +82,7 @@ def test_a_gamma_someone_chose_turns_the_rule_off():
     trainer = Trainer(cfg.load_config("gym:CartPole-v1", {**on, "vec.num_envs": 16,
                                                           "train.torch_threads": 1}))
     try:
-        assert trainer.horizon_note.startswith("gamma stays 0.98: an episode terminated")
+        assert trainer.horizon_note.startswith("gamma stays 0.98: an episode of random actions")
         trainer.set_hyperparameter("train.gamma", "0.97")  # a person's live set
         assert not trainer.config.train.gamma_from_time_limit  # a resume keeps 0.97
     finally:
