@@ -277,11 +277,13 @@ def _quiet_headless_sdl() -> None:
     (no window could open there anyway, so nothing else changes). MuJoCo envs there need an
     OpenGL without a window: Gymnasium tries GLFW first, whose context cannot be made
     without a display ("FatalError: an OpenGL platform library has not been loaded"), so EGL
-    is named where its library is installed (read when the env first renders; a MUJOCO_GL
-    of the user's own is kept)."""
+    is named where its library is installed (read when the env first renders). A MUJOCO_GL
+    or PYOPENGL_PLATFORM of the user's own is kept: MuJoCo refuses EGL under another
+    PyOpenGL platform."""
     if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
-        if "MUJOCO_GL" not in os.environ and _has_library("EGL"):
+        chosen = "MUJOCO_GL" in os.environ or "PYOPENGL_PLATFORM" in os.environ
+        if not chosen and _has_library("EGL"):
             os.environ["MUJOCO_GL"] = "egl"
 
 

@@ -64,18 +64,24 @@ def probe(env_creator, seed: int) -> EpisodeEnds:
         for step in range(1, PROBE_STEPS + 1):
             actions = np.stack([space.sample() for _ in range(env.num_agents)])
             _, _, terminals, truncations, _ = env.step(actions)
-            lengths += 1
-            if np.any(terminals):
+            live = np.asarray(getattr(env, "masks", np.ones(env.num_agents, bool)), bool)
+            lengths[live] += 1  # an agent absent this step (multi-agent envs) is not counted
+            if np.any(np.asarray(terminals, bool) & live):
                 return EpisodeEnds(step, len(ended), True, None)
-            for agent in np.flatnonzero(truncations):
+            for agent in np.flatnonzero(np.asarray(truncations, bool) & live):
                 ended.append(int(lengths[agent]))
                 lengths[agent] = 0
             if len(ended) >= PROBE_EPISODES:
-                return EpisodeEnds(step, len(ended), False, round(np.mean(ended)))
-        return EpisodeEnds(PROBE_STEPS, len(ended), False,
-                           round(np.mean(ended)) if ended else None)
+                return _ends(step, ended)
+        return _ends(PROBE_STEPS, ended)
     finally:
         env.close()
+
+
+def _ends(steps: int, ended: list[int]) -> EpisodeEnds:
+    """Episodes cut at different lengths were not cut by one time limit: no limit to reach."""
+    one_limit = bool(ended) and max(ended) - min(ended) <= 1  # the first counts the reset
+    return EpisodeEnds(steps, len(ended), False, max(ended) if one_limit else None)
 
 
 def choose_discount(config, env_creator) -> str:
@@ -84,19 +90,26 @@ def choose_discount(config, env_creator) -> str:
     train = config.train
     if not train.gamma_from_time_limit:
         return ""
-    ends = probe(env_creator, train.seed)
+    try:
+        ends = probe(env_creator, train.seed)
+    except Exception as e:  # the env itself fails: say where, and how to go without the probe
+        raise RuntimeError(f"train.gamma_from_time_limit: the env failed while its episodes "
+                           f"were probed ({type(e).__name__}: {e}); --train.gamma-from-time-"
+                           f"limit false trains without the probe") from e
     decision = ends.discount(train.gamma)
     if decision is None:
         if ends.terminated:
             why = "an episode of random actions terminated"
-        elif ends.truncated >= PROBE_EPISODES:
+        elif ends.truncated >= PROBE_EPISODES and ends.limit:
             why = f"the episodes' time limit ({ends.limit:,} steps) is within its reach"
+        elif ends.truncated >= PROBE_EPISODES:
+            why = "the episodes were cut at different lengths, not by one time limit"
         else:
             why = (f"{ends.truncated} of {PROBE_EPISODES} episodes reached a time limit in "
                    f"{ends.steps:,} steps of random actions")
         return f"gamma stays {train.gamma}: {why} (train.gamma_from_time_limit)"
     old = train.gamma
     train.gamma, why = decision
-    train.gamma_from_time_limit = False  # decided: a resume keeps this gamma
+    train.gamma_from_time_limit = False  # decided (the engine writes it to config.toml)
     return (f"gamma {old} -> {train.gamma}: {why}, so the discount reaches the episodes' end "
-            f"(train.gamma_from_time_limit; --train.gamma {old} keeps the preset's)")
+            f"(train.gamma_from_time_limit; --train.gamma {old} keeps {old})")

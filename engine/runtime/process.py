@@ -51,7 +51,7 @@ from puffer_tui.engine.runtime.recovery import Recovery, tidy_leftovers
 from puffer_tui.engine.runtime.run_control import RunControl
 from puffer_tui.engine.runtime.telemetry import Telemetry, TrainerFeed
 from puffer_tui.engine.shared import run_dir as rd
-from puffer_tui.engine.shared.config import Config, load, schema
+from puffer_tui.engine.shared.config import Config, load, save, schema
 from puffer_tui.engine.shared.health import NonFiniteError, is_disk_full
 from puffer_tui.engine.shared.protocol import (
     EVAL,
@@ -217,6 +217,10 @@ class Engine:
             self.events.info(self.trainer.stepping)
         if self.trainer.horizon_note:
             self.events.info(self.trainer.horizon_note)
+            if not self.config.train.gamma_from_time_limit and self.world.is_main:
+                # the gamma it chose, in the run's file: a resume reads it (and a gamma edited
+                # there later is the user's), not a probe of its own
+                save(self.config, self.run_dir / rd.CONFIG_FILE)
         if self.resume:
             self.recovery.restore(self.fallback)
             self._uptime_seen = self.trainer.uptime  # a long epoch is one of this run
@@ -293,8 +297,8 @@ class Engine:
         return 0
 
     def _submit_set(self, key: str, value, reply) -> None:
-        """A `set` the engine makes itself (the autopilot's, the time-limit rule's) goes as a
-        person's does: checked once, queued for the epoch's end, `reply` told the answer."""
+        """A `set` the engine makes itself (the autopilot's) goes as a person's does: checked
+        once, queued for the epoch's end, `reply` told the answer."""
         self.commands.put(Command("set", check_set({"key": key, "value": value},
                                                    self.config.env_name), reply))
 

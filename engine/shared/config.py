@@ -244,7 +244,8 @@ def apply(config: Config, values: dict[str, Any]) -> Config:
 def _given_discount_kept(data: dict, given) -> None:
     """A gamma someone chose (a flag, a preset file, a sweep's trial) is not raised by the
     time-limit rule (engine/algo/time_limit_horizon.py), unless the rule was given too."""
-    if "train.gamma" in given and "train.gamma_from_time_limit" not in given:
+    keys = {spec_for(key).key for key in given if key.startswith("train.")}
+    if "train.gamma" in keys and "train.gamma_from_time_limit" not in keys:
         data["train"]["gamma_from_time_limit"] = False
 
 

@@ -69,6 +69,7 @@ class Driver:
         self._importance_at = 0.0
         self._next_snapshot = self._next_orphans = 0.0
         self._lock_note = ""  # said while the study's database is locked
+        self._lock_met_by = ""  # which kind of call met it: "loop" or "snapshot"
 
     # -- the process ------------------------------------------------------------------------
 
@@ -148,30 +149,36 @@ class Driver:
             try:
                 self.loop_once()
             except _Done:
-                return  # run() refreshes once more: that read says whether the lock went
+                self._lock_gone("loop")  # its last pass wrote what it had to
+                return
             except Exception as e:
                 if not sd.is_locked(e):
                     raise
                 backoff = min(max(1.0, backoff * 2), 15.0)
-                self._note_lock(f"retrying in {backoff:.0f} s")
+                self._note_lock(f"retrying in {backoff:.0f} s", "loop")
                 self.refresh()
                 time.sleep(backoff)
                 continue
             backoff = 0.0
-            if self._lock_note:
-                self.refresh()  # a read of the study: only it can say the lock has gone
+            self._lock_gone("loop")
 
-    def _note_lock(self, retry: str) -> None:
+    def _note_lock(self, retry: str, met_by: str) -> None:
         """Said once per lock, whichever of the driver's calls met it (the snapshot's read
-        included: a lock that only it met was otherwise reported by nobody)."""
+        included: a lock that only it met was otherwise reported by nobody). `met_by`: "loop"
+        (a write, or any call of a pass) or "snapshot" (a read): only a success of the same
+        kind says the lock has gone, since reads pass a lock that still holds writes."""
         if not self._lock_note:
             print(f"the study's database is locked by another process: retrying with "
                   f"backoff (up to every 15 s); {len(self.running)} trial(s) go on training "
                   f"meanwhile [{sd.redact(self.settings.storage_url(self.dir))}]", flush=True)
+        if met_by == "loop" or not self._lock_note:
+            self._lock_met_by = met_by
         self._lock_note = f"the study's database is locked by another process: {retry}"
 
-    def _lock_gone(self) -> None:
-        if self._lock_note:
+    def _lock_gone(self, succeeded: str) -> None:
+        """A pass of the loop (or a read of the study) went through: the lock a call of that
+        kind met is gone (run() reads the study once more at the end)."""
+        if self._lock_note and succeeded == self._lock_met_by:
             print("the study's database is free again: going on", flush=True)
             self._lock_note = ""
 
@@ -365,10 +372,10 @@ class Driver:
             snap = snapshot(self.study, self.settings, self.running)
         except Exception as e:  # a database hiccup must not end the sweep
             if sd.is_locked(e):
-                self._note_lock("retrying")
+                self._note_lock("retrying", "snapshot")
             snap = dict(self._snapshot, warning=f"could not read the study: {e}")
         else:
-            self._lock_gone()
+            self._lock_gone("snapshot")
         paused = self.state == RunState.RUNNING and not self.steering.launching
         if self._lock_note:
             snap["warning"] = self._lock_note

@@ -337,6 +337,8 @@ def test_without_a_display_mujoco_renders_through_egl_unless_told_otherwise(monk
     monkeypatch.delenv("DISPLAY", raising=False)
     monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
     monkeypatch.delenv("MUJOCO_GL", raising=False)
+    monkeypatch.delenv("PYOPENGL_PLATFORM", raising=False)
+    monkeypatch.delenv("SDL_VIDEODRIVER", raising=False)  # restored afterwards, as it was
     monkeypatch.setattr(gym_emulation, "_has_library", lambda name: name == "EGL")
     gym_emulation._quiet_headless_sdl()
     assert gym_emulation.os.environ["MUJOCO_GL"] == "egl"
@@ -344,6 +346,10 @@ def test_without_a_display_mujoco_renders_through_egl_unless_told_otherwise(monk
     gym_emulation._quiet_headless_sdl()
     assert gym_emulation.os.environ["MUJOCO_GL"] == "osmesa"
     monkeypatch.delenv("MUJOCO_GL")
+    monkeypatch.setenv("PYOPENGL_PLATFORM", "osmesa")  # EGL would be refused under it
+    gym_emulation._quiet_headless_sdl()
+    assert "MUJOCO_GL" not in gym_emulation.os.environ
+    monkeypatch.delenv("PYOPENGL_PLATFORM")
     monkeypatch.setenv("DISPLAY", ":0")  # a display: GLFW's window context works there
     gym_emulation._quiet_headless_sdl()
     assert "MUJOCO_GL" not in gym_emulation.os.environ
@@ -358,7 +364,13 @@ def test_a_mujoco_env_draws_its_frame_on_a_machine_without_a_display():
     import ctypes.util
 
     if ctypes.util.find_library("EGL") is None:
-        pytest.skip("no libEGL (apt-get install libegl1)")
+        pytest.skip("no libEGL (apt-get install libegl1 libegl-mesa0)")
+    usable = subprocess.run([sys.executable, "-c", "from mujoco.egl import GLContext; "
+                             "GLContext(8, 8).make_current()"], capture_output=True,
+                            env={**__import__("os").environ, "MUJOCO_GL": "egl",
+                                 "PYOPENGL_PLATFORM": "egl"}, timeout=120)
+    if usable.returncode != 0:
+        pytest.skip("libEGL is there but no EGL device works (apt-get install libegl-mesa0)")
     code = ("from puffer_tui.envs import from_gymnasium\n"
             "env = from_gymnasium('InvertedPendulum-v5')(num_envs=1)\n"
             "env.reset(0)\n"

@@ -33,6 +33,24 @@ class Walk(gym.Env):
         return np.zeros(2, np.float32), 0.0, self.t == self.fall_at, False, {}
 
 
+class Cut(Walk):
+    """Truncated by itself at lengths that differ from episode to episode: no time limit."""
+
+    lengths = (100, 300)
+
+    def __init__(self):
+        super().__init__()
+        self.episode = 0
+
+    def reset(self, seed=None, options=None):
+        self.episode += 1
+        return super().reset(seed=seed)
+
+    def step(self, action):
+        obs, reward, terminated, _, info = super().step(action)
+        return obs, reward, terminated, self.t == self.lengths[self.episode % 2], info
+
+
 def _walks(limit, fall_at=None):
     return from_gymnasium(lambda: gym.wrappers.TimeLimit(Walk(fall_at), limit))
 
@@ -53,6 +71,9 @@ def test_a_termination_or_a_short_limit_leaves_gamma_as_it_is():
     assert short.discount(0.99) is None and short.discount(0.9)[0] == 0.98
     never = tlh.probe(_walks(tlh.PROBE_STEPS + 1), seed=0)  # no limit within the probe
     assert never.truncated == 0 and never.discount(0.5) is None
+    uneven = tlh.probe(from_gymnasium(Cut), seed=0)  # cut at 100 and 300 steps
+    assert uneven.truncated == tlh.PROBE_EPISODES and uneven.limit is None
+    assert uneven.discount(0.5) is None
 
 
 def test_the_rule_changes_the_config_before_the_run_and_says_why():
@@ -99,3 +120,20 @@ def test_a_run_starts_with_the_time_limits_discount_and_keeps_it(tmp_path):
     assert "gamma 0.9 -> 0.995: 4 episodes" in (run / "events.log").read_text()
     saved = ckpt.load_checkpoint(ckpt.latest_checkpoint(run))["config"]["train"]
     assert saved["gamma"] == 0.995 and not saved["gamma_from_time_limit"]
+    # the run's file says what it trained with: a resume reads it and probes nothing
+    written = cfg.load(run / "config.toml").train
+    assert written.gamma == 0.995 and not written.gamma_from_time_limit
+
+
+class Broken(Walk):
+    def step(self, action):
+        raise ValueError("the simulator lost its model")
+
+
+def test_an_env_that_fails_in_the_probe_says_where_and_how_to_skip_it():
+    import pytest
+
+    config = cfg.load_config("gym:Pendulum-v1", {"train.gamma_from_time_limit": True})
+    with pytest.raises(RuntimeError, match="while its episodes were probed .*the simulator lost"
+                                           ".*--train.gamma-from-time-limit false"):
+        tlh.choose_discount(config, from_gymnasium(Broken))

@@ -321,3 +321,43 @@ def test_a_lock_met_only_by_the_snapshot_is_said_once_and_so_is_its_end(tmp_path
     said = capsys.readouterr().out
     assert said.count("free again") == 1, said
     assert "warning" not in json.loads((driver.dir / st.STATUS_FILE).read_text())
+
+
+def test_a_read_that_passes_a_write_lock_does_not_say_it_is_gone(tmp_path, capsys):
+    """SQLite lets reads through a lock that still holds writes: the loop's locked write is
+    over only when a pass of the loop goes through, not when the snapshot's read does."""
+    import sqlite3
+
+    driver = make_sweep(tmp_path)
+    lock = sqlite3.connect(driver.dir / "study.db", timeout=5, isolation_level=None)
+    try:
+        lock.execute("BEGIN IMMEDIATE")  # writes wait, reads pass
+        driver._note_lock("retrying in 1 s", "loop")  # what the loop does on a locked write
+        driver.refresh()
+        said = capsys.readouterr().out
+        assert "locked by another process" in said and "free again" not in said, said
+        assert "locked" in json.loads((driver.dir / st.STATUS_FILE).read_text())["warning"]
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+    driver._lock_gone("loop")  # the next pass went through
+    assert capsys.readouterr().out.count("free again") == 1
+
+
+def test_optunas_sql_dump_for_a_lock_retry_is_dropped_and_other_retries_kept():
+    import logging
+
+    from puffer_tui.engine.sweep import study as sd
+
+    def record(message):
+        return logging.LogRecord("optuna.storages._rdb.storage", logging.WARNING, __file__, 1,
+                                 message, None, None)
+
+    sd.quiet_optuna()
+    storage_log = logging.getLogger("optuna.storages._rdb.storage")
+    locked = record("Caught an error from sqlalchemy: (sqlite3.OperationalError) database is "
+                    "locked [SQL: SELECT ...]. Falling back to a slower alternative.")
+    too_many = record("Caught an error from sqlalchemy: (sqlite3.OperationalError) too many "
+                      "SQL variables. Falling back to a slower alternative.")
+    assert not storage_log.filter(locked)
+    assert storage_log.filter(too_many)
