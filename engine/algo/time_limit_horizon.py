@@ -80,7 +80,7 @@ def probe(env_creator, seed: int) -> EpisodeEnds:
 
 def _ends(steps: int, ended: list[int]) -> EpisodeEnds:
     """Episodes cut at different lengths were not cut by one time limit: no limit to reach."""
-    one_limit = bool(ended) and max(ended) - min(ended) <= 1  # the first counts the reset
+    one_limit = bool(ended) and max(ended) == min(ended)
     return EpisodeEnds(steps, len(ended), False, max(ended) if one_limit else None)
 
 
