@@ -8,7 +8,8 @@ Stable-Baselines3 arguments the way rl_zoo3's ExperimentManager does.
 
 Where the zoo has no entry for the version we run, the closest one is used and said so:
 HalfCheetah-v5 and Hopper-v5 take the zoo's tuned -v4 entries (same bodies, same rewards
-apart from v5's bug fixes); Pong and Breakout take the zoo's `atari` defaults.
+apart from v5's bug fixes), InvertedDoublePendulum-v5 (validation) its -v2 entry; Pong and
+Breakout take the zoo's `atari` defaults.
 
 Tested in: tests/benchmarks/test_bench_learn.py (the zoo's settings as SB3 arguments),
 tests/benchmarks/test_validation.py
@@ -143,6 +144,24 @@ ZOO_PPO: dict[str, dict] = {
         "vf_coef": 0.835671,
         "policy_kwargs": "dict(log_std_init=-2, ortho_init=False, activation_fn=nn.ReLU, "
                          "net_arch=dict(pi=[256, 256], vf=[256, 256]))",
+    },
+    # for the validation set's balance env (benchmarks/validation.py): the zoo publishes no
+    # PPO figure for it, so SB3 runs this entry beside ours; the zoo has no -v4/-v5 entry
+    "InvertedDoublePendulum-v2": {
+        "normalize": True,
+        "n_envs": 1,
+        "policy": "MlpPolicy",
+        "n_timesteps": 1e6,
+        "batch_size": 512,
+        "n_steps": 128,
+        "gamma": 0.98,
+        "learning_rate": 0.000155454,
+        "ent_coef": 1.05057e-06,
+        "clip_range": 0.4,
+        "n_epochs": 10,
+        "gae_lambda": 0.8,
+        "max_grad_norm": 0.5,
+        "vf_coef": 0.695929,
     },
 }
 

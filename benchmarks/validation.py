@@ -16,7 +16,8 @@ episodes, at the zoo's n_timesteps), copied by hand from DLR-RM/rl-baselines3-zo
 22e3ff2 (v2.8.0); where the zoo measured an older version of an env (LunarLander-v2, the MuJoCo
 -v3 bodies) that is the figure used, and said. A verdict: "at or above" the published mean,
 "within" its std, or "below". Where the zoo publishes no figure at the budget (Atari on a short
-budget: its figures are at 10M steps), SB3 is run with the zoo's settings for the env at the
+budget: its figures are at 10M steps; the MuJoCo balance env, which it tuned but did not
+publish), SB3 is run with the zoo's settings for the env at the
 same budget and seeds, beside ours (benchmarks/learn_runs.py `run_sb3`, as bench learn does),
 and the verdict reads its runs: "at or above" their median, "within" their seed spread (down to
 the lowest seed), or "below". The run's own doctor is read too: any error-level diagnosis that
@@ -37,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from puffer_tui.benchmarks.learn_zoo_settings import ENVS as DEVELOPMENT
-from puffer_tui.benchmarks.learn_zoo_settings import BenchEnv
+from puffer_tui.benchmarks.learn_zoo_settings import ZOO_PPO, BenchEnv
 from puffer_tui.benchmarks.machine import machine, machine_line
 
 ZOO_BENCHMARK = "rl-baselines3-zoo benchmark.md @ 22e3ff2 (v2.8.0)"
@@ -80,6 +81,14 @@ def _held_out_atari(game: str, steps: int) -> HeldOut:
     return HeldOut(bench, "Atari", None, None, name)
 
 
+def _held_out_tuned(name: str, family: str, zoo_entry: str, needs: tuple, extra: str) -> HeldOut:
+    """An env the zoo tuned settings for but publishes no PPO figure of: SB3 runs its entry
+    (learn_zoo_settings.ZOO_PPO) beside ours, at the entry's budget."""
+    bench = BenchEnv(name, f"gym:{name}", zoo_entry, needs=needs, extra=extra,
+                     steps=int(float(ZOO_PPO[zoo_entry]["n_timesteps"])))
+    return HeldOut(bench, family, None, None, zoo_entry)
+
+
 _MUJOCO = {"needs": ("mujoco",), "extra": "mujoco"}
 _BOX2D = {"needs": ("Box2D",), "extra": "box2d"}
 _MINIGRID = {"needs": ("minigrid",), "extra": "minigrid", "deterministic": False}
@@ -99,6 +108,10 @@ VALIDATION: dict[str, HeldOut] = {h.name: h for h in (
     _held_out("Walker2d-v5", "MuJoCo locomotion", 3478.798, 821.708, 1_000_000, "Walker2d-v3",
               **_MUJOCO),
     _held_out("Ant-v5", "MuJoCo locomotion", 1327.158, 451.577, 1_000_000, "Ant-v3", **_MUJOCO),
+    # balance (added 2026-12-07, before any run of it): the zoo publishes no PPO figure for a
+    # MuJoCo balance env, so SB3 runs its tuned InvertedDoublePendulum entry beside ours
+    _held_out_tuned("InvertedDoublePendulum-v5", "MuJoCo balance", "InvertedDoublePendulum-v2",
+                    **_MUJOCO),
     # Atari on a short budget: 100k agent steps (400k frames), the Atari 100k benchmark's
     # (Kaiser et al., 2020); the game from the Atari-5 subset (Aitchison et al., 2022), both
     # chosen before any run; the development set's games are Pong and Breakout

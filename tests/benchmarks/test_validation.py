@@ -85,3 +85,15 @@ def test_sb3_takes_the_validation_env_it_is_run_on():
 
     assert "ALE/Qbert-v5" in learn_sb3.peer_envs()
     assert "MountainCar-v0" not in learn_sb3.peer_envs()  # a published figure: not run
+
+
+def test_the_balance_env_is_judged_against_sb3_run_with_the_zoo_s_tuned_entry():
+    from puffer_tui.benchmarks import learn_sb3
+
+    held = validation.VALIDATION["InvertedDoublePendulum-v5"]
+    assert held.runs_peer and held.family == "MuJoCo balance"
+    assert held.env.zoo == "InvertedDoublePendulum-v2" and held.env.steps == 1_000_000
+    setup = learn_sb3.translate(validation.ZOO_PPO[held.env.zoo])
+    assert setup["n_envs"] == 1 and setup["normalize"] == {"gamma": 0.98}
+    assert setup["ppo"]["n_steps"] == 128 and setup["ppo"]["gae_lambda"] == 0.8
+    assert "InvertedDoublePendulum-v5" in learn_sb3.peer_envs()
