@@ -5,7 +5,8 @@
 
 `train` builds PPO from the zoo's settings for ENV (translate(), as rl_zoo3's ExperimentManager
 does: "lin_X" schedules, VecNormalize with the algorithm's gamma, policy_kwargs, the env
-wrapper, frame stacking, n_envs DummyVecEnv copies each under a Monitor), trains N steps and
+wrapper, frame stacking, n_envs DummyVecEnv copies each under a Monitor; a PettingZoo env:
+n_envs games through SuperSuit, every agent a row), trains N steps and
 writes DIR/result.json (the per-rollout episode returns and the loop's time), DIR/model.zip
 and DIR/vecnormalize.pkl; while it trains, DIR/progress.json holds the returns so far
 (every PROGRESS_EVERY_S), so a run killed at its time limit still shows its curve. `eval`
@@ -101,10 +102,13 @@ def make_venv(env, setup: dict, n_envs: int, seed: int, normalize_training: bool
     from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
     _import_needed(env)
-    venv = make_vec_env(env.sb3_id or env.name, n_envs=n_envs, seed=seed,
-                        env_kwargs=dict(env.sb3_env_kwargs) or None,
-                        wrapper_class=_wrapper_class(setup["env_wrapper"]),
-                        vec_env_cls=DummyVecEnv)
+    if env.ours.startswith("pz:"):
+        venv = _pettingzoo_venv(env.ours, n_envs, seed)
+    else:
+        venv = make_vec_env(env.sb3_id or env.name, n_envs=n_envs, seed=seed,
+                            env_kwargs=dict(env.sb3_env_kwargs) or None,
+                            wrapper_class=_wrapper_class(setup["env_wrapper"]),
+                            vec_env_cls=DummyVecEnv)
     if setup["frame_stack"]:
         venv = VecFrameStack(venv, setup["frame_stack"])
     if setup["normalize"] is not None:
@@ -114,6 +118,23 @@ def make_venv(env, setup: dict, n_envs: int, seed: int, normalize_training: bool
         else:
             venv = VecNormalize(venv, **setup["normalize"])
     return venv
+
+
+def _pettingzoo_venv(spec: str, games: int, seed: int):
+    """A parallel PettingZoo env ("pz:MODULE:CALLABLE") as SB3 trains one, the way
+    PettingZoo's own SB3 tutorials do: SuperSuit makes each agent a row of a vector env (one
+    policy shared by all agents, as ours) and concatenates `games` copies; a VecMonitor records
+    each agent's episodes."""
+    import supersuit
+    from stable_baselines3.common.vec_env import VecMonitor
+
+    _, module, factory = spec.split(":")
+    parallel = getattr(importlib.import_module(module), factory)()
+    rows = supersuit.pettingzoo_env_to_vec_env_v1(parallel)
+    venv = supersuit.concat_vec_envs_v1(rows, games, num_cpus=0, base_class="stable_baselines3")
+    # SuperSuit's vector env has no seed() for SB3 to call: its copies take seed + i here, once
+    venv.venv.reset(seed=seed)
+    return VecMonitor(venv)
 
 
 def sb3_threads(given: int) -> int:
@@ -164,7 +185,12 @@ def train(env, seed: int, steps: int, out: Path, threads: int, device: str = "cp
                     // max(steps, 1):  # about every 10%: a long run in the log shows its pace
                 print(f"{step:,} steps, {time.perf_counter() - start:.0f} s", flush=True)
 
-    model = PPO(setup["policy"], venv, seed=seed, device=device, verbose=0, **setup["ppo"])
+    if env.ours.startswith("pz:"):  # seeded in _pettingzoo_venv; PPO would call venv.seed()
+        from stable_baselines3.common.utils import set_random_seed
+
+        set_random_seed(seed)
+    model = PPO(setup["policy"], venv, seed=None if env.ours.startswith("pz:") else seed,
+                device=device, verbose=0, **setup["ppo"])
     start = saved_at = time.perf_counter()
     model.learn(total_timesteps=steps, callback=Returns())
     seconds = time.perf_counter() - start
@@ -177,7 +203,8 @@ def train(env, seed: int, steps: int, out: Path, threads: int, device: str = "cp
 
 
 def evaluate(env, seed: int, out: Path, episodes: int) -> dict:
-    """The final policy on one env, eval_episodes in sequence (no bias to short episodes)."""
+    """The final policy on one env, eval_episodes in sequence (no bias to short episodes);
+    a multi-agent env's agents each count their episodes, as ours does."""
     import numpy as np
     import torch
     from stable_baselines3 import PPO
@@ -192,9 +219,10 @@ def evaluate(env, seed: int, out: Path, episodes: int) -> dict:
     while len(returns) < episodes:
         action, _ = model.predict(obs, deterministic=env.eval_deterministic)
         obs, _, dones, infos = venv.step(action)
-        if dones[0] and "episode" in infos[0]:
-            returns.append(float(infos[0]["episode"]["r"]))
-            lengths.append(int(infos[0]["episode"]["l"]))
+        for done, info in zip(dones, infos):
+            if done and "episode" in info and len(returns) < episodes:
+                returns.append(float(info["episode"]["r"]))
+                lengths.append(int(info["episode"]["l"]))
     venv.close()
     return {"episodes": len(returns), "episode_return": float(np.mean(returns)),
             "episode_length": float(np.mean(lengths)), "returns": returns}

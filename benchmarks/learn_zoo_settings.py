@@ -145,6 +145,17 @@ ZOO_PPO: dict[str, dict] = {
         "policy_kwargs": "dict(log_std_init=-2, ortho_init=False, activation_fn=nn.ReLU, "
                          "net_arch=dict(pi=[256, 256], vf=[256, 256]))",
     },
+    # Not the zoo's: it has no settings for a multi-agent env. PettingZoo's own SB3 tutorial
+    # (tutorials/SB3/waterworld/sb3_waterworld_vector.py: SB3's PPO defaults with lr 1e-3 and
+    # minibatches of 256, 8 games through SuperSuit, no normalization), for the validation
+    # set's MPE env; n_timesteps is the validation budget, counted in agent steps as ours
+    "pettingzoo-tutorial": {
+        "n_envs": 8,
+        "policy": "MlpPolicy",
+        "n_timesteps": 1e6,
+        "learning_rate": 1e-3,
+        "batch_size": 256,
+    },
     # for the validation set's balance env (benchmarks/validation.py): the zoo publishes no
     # PPO figure for it, so SB3 runs this entry beside ours; the zoo has no -v4/-v5 entry
     "InvertedDoublePendulum-v2": {

@@ -81,10 +81,11 @@ def _held_out_atari(game: str, steps: int) -> HeldOut:
     return HeldOut(bench, "Atari", None, None, name)
 
 
-def _held_out_tuned(name: str, family: str, zoo_entry: str, needs: tuple, extra: str) -> HeldOut:
-    """An env the zoo tuned settings for but publishes no PPO figure of: SB3 runs its entry
+def _held_out_tuned(name: str, family: str, zoo_entry: str, needs: tuple, extra: str,
+                    spec: str = "") -> HeldOut:
+    """An env without a published PPO figure: SB3 runs the settings `zoo_entry`
     (learn_zoo_settings.ZOO_PPO) beside ours, at the entry's budget."""
-    bench = BenchEnv(name, f"gym:{name}", zoo_entry, needs=needs, extra=extra,
+    bench = BenchEnv(name, spec or f"gym:{name}", zoo_entry, needs=needs, extra=extra,
                      steps=int(float(ZOO_PPO[zoo_entry]["n_timesteps"])))
     return HeldOut(bench, family, None, None, zoo_entry)
 
@@ -112,6 +113,12 @@ VALIDATION: dict[str, HeldOut] = {h.name: h for h in (
     # MuJoCo balance env, so SB3 runs its tuned InvertedDoublePendulum entry beside ours
     _held_out_tuned("InvertedDoublePendulum-v5", "MuJoCo balance", "InvertedDoublePendulum-v2",
                     **_MUJOCO),
+    # MPE (added 2026-12-07, before any run of it; the development set's is simple_spread):
+    # cooperative, two agents that must tell each other which landmark is the other's. No
+    # published PPO figure or zoo settings: SB3 with PettingZoo's own tutorial settings
+    _held_out_tuned("simple_reference", "MPE", "pettingzoo-tutorial",
+                    ("pettingzoo", "mpe2", "supersuit"), "pettingzoo,bench",
+                    "pz:mpe2.simple_reference_v3:parallel_env"),
     # Atari on a short budget: 100k agent steps (400k frames), the Atari 100k benchmark's
     # (Kaiser et al., 2020); the game from the Atari-5 subset (Aitchison et al., 2022), both
     # chosen before any run; the development set's games are Pong and Breakout

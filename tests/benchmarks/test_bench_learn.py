@@ -382,3 +382,25 @@ def test_cartpole_both_sides_end_to_end(tmp_path):
         s["ours"]["sps"]["median"] / s["sb3"]["sps"]["median"])
     assert "| CartPole-v1 (8,192) | puffer-tui (1 seed) |" in result.stdout
 
+
+
+def test_a_pettingzoo_env_is_one_row_per_agent_of_each_game_seeded_once():
+    pytest.importorskip("supersuit", reason='pip install "puffer-tui[bench]"')
+    pytest.importorskip("mpe2", reason='pip install "puffer-tui[pettingzoo]"')
+    import numpy as np
+
+    from puffer_tui.benchmarks import learn_sb3
+    from puffer_tui.benchmarks.validation import VALIDATION
+
+    env = VALIDATION["simple_reference"].env
+    setup = learn_sb3.translate(learn_sb3.ZOO_PPO[env.zoo])
+    first, again, other = (learn_sb3.make_venv(env, setup, 3, seed, True)
+                           for seed in (5, 5, 6))
+    try:
+        assert first.num_envs == 2 * 3  # two agents in each of three games
+        obs = [v.reset() for v in (first, again, other)]
+        assert np.array_equal(obs[0], obs[1]) and not np.array_equal(obs[0], obs[2])
+        assert not np.array_equal(obs[0][:2], obs[0][2:4])  # the games differ from each other
+    finally:
+        for v in (first, again, other):
+            v.close()

@@ -97,3 +97,10 @@ def test_the_balance_env_is_judged_against_sb3_run_with_the_zoo_s_tuned_entry():
     assert setup["n_envs"] == 1 and setup["normalize"] == {"gamma": 0.98}
     assert setup["ppo"]["n_steps"] == 128 and setup["ppo"]["gae_lambda"] == 0.8
     assert "InvertedDoublePendulum-v5" in learn_sb3.peer_envs()
+
+
+def test_the_mpe_env_is_judged_against_sb3_run_as_pettingzoo_s_tutorial_runs_it():
+    held = validation.VALIDATION["simple_reference"]
+    assert held.runs_peer and held.family == "MPE" and held.env.steps == 1_000_000
+    assert held.env.ours == "pz:mpe2.simple_reference_v3:parallel_env"
+    assert "supersuit" in held.env.needs  # SB3's side needs it, and says which extra
