@@ -220,10 +220,13 @@ ENVS: dict[str, BenchEnv] = {e.name: e for e in (
              sb3_env_kwargs=(("frameskip", 1),), needs=("ale_py", "cv2"), extra="atari",
              steps=300_000, eval_deterministic=False,
              note="short budget: the zoo trains Atari for 10M steps"),
-    # No peer: SB3 has no multi-agent PPO and the zoo no settings for MPE; ours alone.
-    BenchEnv("simple_spread", "pz:mpe2.simple_spread_v3:parallel_env", None, needs=("pettingzoo", "mpe2"),
-             extra="pettingzoo", steps=500_000,
-             note="no peer: SB3 has no multi-agent PPO and the zoo no MPE settings"),
+    # SB3 has no multi-agent PPO and the zoo no settings for MPE: SB3 trains one policy for
+    # every agent through SuperSuit, with PettingZoo's own tutorial settings (since 2026-12-07;
+    # before, ours alone)
+    BenchEnv("simple_spread", "pz:mpe2.simple_spread_v3:parallel_env", "pettingzoo-tutorial",
+             needs=("pettingzoo", "mpe2", "supersuit"), extra="pettingzoo,bench", steps=500_000,
+             note="SB3: PettingZoo's SB3 tutorial settings through SuperSuit (no zoo settings "
+                  "for MPE)"),
 )}
 
 

@@ -343,7 +343,7 @@ def main(argv: list[str] | None = None) -> int:
                     peer = run_peer(held, seed, work / "sb3")
                     peer["started"] = result["started"]
                     entry["peer_runs"].append(peer)
-                    print(f"   SB3 with the zoo's settings: eval "
+                    print(f"   SB3 ({held.env.zoo} settings): eval "
                           f"{(peer.get('eval') or {}).get('episode_return')}, "
                           f"{peer.get('wall_s', 0):.0f} s wall"
                           + (f"; FAILED {peer['error'][:300]}" if peer.get("error") else ""),

@@ -92,7 +92,9 @@ def test_default_budgets_are_the_zoo_n_timesteps():
     assert default_steps(ENVS["Acrobot-v1"]) == 1_000_000
     assert default_steps(ENVS["MountainCarContinuous-v0"]) == 20_000
     assert default_steps(ENVS["HalfCheetah-v5"]) == 1_000_000
-    assert ENVS["simple_spread"].zoo is None  # no peer: said in the report
+    # no zoo settings for MPE: SB3 runs PettingZoo's tutorial's, at bench learn's own budget
+    assert ENVS["simple_spread"].zoo == "pettingzoo-tutorial"
+    assert default_steps(ENVS["simple_spread"]) == 500_000
 
 
 # --- the report's arithmetic ---------------------------------------------------------------
