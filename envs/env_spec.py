@@ -352,6 +352,8 @@ class GymSource(PythonEnvSource):
         if port is not None:  # a C port of the same env (envs/classic_ports.py)
             return port
         kwargs = {k: v for k, v in settings.items() if k not in (IMPORT_KEY, NATIVE_KEY)}
+        if kwargs.get("max_episode_steps") == 0:  # none: the id's own registration
+            del kwargs["max_episode_steps"]
         if is_atari_id(self.env_id) and kwargs.pop(ALE_VECTOR_KEY, True) not in (
                 False, "false"):
             # cycle: importing envs.ale_vector loads this module
@@ -429,6 +431,9 @@ def _gym_settings(gym_spec) -> tuple:
     if isinstance(gym_spec.max_episode_steps, int):
         schema.append(Setting("max_episode_steps", gym_spec.max_episode_steps, 1, None,
                               "steps before truncation (gymnasium.make)"))
+    else:  # an id registered without one (CliffWalking-v1): a run can still give it one
+        schema.append(Setting("max_episode_steps", 0, 0, None, "steps before truncation "
+                              "(gymnasium.make; 0: none, as the id is registered)"))
     return tuple(schema)
 
 

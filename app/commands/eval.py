@@ -201,6 +201,9 @@ def run(args) -> int:
                    if made.cut_short else "")
             print(f"recording saved to {recording}: {made.frames} frames, "
                   f"{made.width} x {made.height} pixels at {args.fps:g} fps{cut}")
+    if result["endless"]:  # the tally so far is printed above; this is why it is short
+        print(f"puffer-tui eval: error: {result['endless']}", file=sys.stderr)
+        return ec.ERROR
     return ec.STOPPED if interrupted else ec.FINISHED
 
 
@@ -212,8 +215,10 @@ def summary(result: dict, path: Path, target: int) -> str:
     def shown(key, fmt):
         return "-" if result[key] is None else format(result[key], fmt)
 
-    played = (f"interrupted after {result['episodes']} of {_episodes(target)}"
-              if result["interrupted"] else _episodes(result["episodes"]))
+    cut = result["interrupted"] or result.get("endless")
+    played = (f"{'interrupted' if result['interrupted'] else 'stopped'} after "
+              f"{result['episodes']} of {_episodes(target)}" if cut
+              else _episodes(result["episodes"]))
     return (f"{result['env']}: {played} from {path.name}: score {shown('score', '.3f')}, "
             f"return {shown('episode_return', '.3f')}, length {shown('episode_length', '.1f')}")
 

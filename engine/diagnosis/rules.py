@@ -398,7 +398,9 @@ def episode_ends(history, ctx, active):
     if ctx.get("ends_seen", 0) == 0 and per_env >= 10_000 and _last(history, "ends", 10):
         return Finding(WARNING, f"no episode ended in {per_env:,.0f} steps per env",
                        {"ends": 0, "steps_per_env": per_env}, _epochs(history, 10),
-                       hint="does the env ever end an episode? (a time limit)")
+                       hint="does the env ever end an episode? Give it a time limit" + (
+                           ": --env.max-episode-steps N" if str(ctx.get("env_name") or "")
+                           .startswith("gym:") else ""))
     truncs = _last(history, "truncations", 10)
     if truncs is None or ctx.get("terminals_seen", 0) > 0 or int(last.get("epoch", 0)) < 20:
         return None

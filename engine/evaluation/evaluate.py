@@ -36,6 +36,12 @@ from puffer_tui.engine.shared.protocol import VIEW_ENV, VIEW_OBS, frame_message,
 from puffer_tui.engine.shared.run_dir import find_run
 from puffer_tui.envs import make
 
+# An episode this long has not ended is taken never to end: the env has no time limit and the
+# policy never reaches what ends an episode (gym:CliffWalking-v1 walking in a loop), so the
+# evaluation stops there and says so instead of playing forever. Far above any benchmark's
+# limit (Atari's 108k frames are 27k agent steps).
+EPISODE_STEPS_CAP = 100_000
+
 
 class EvaluationError(ValueError):
     """A target that names no loadable checkpoint; the message names the file or run."""
@@ -122,6 +128,7 @@ class Evaluator:
         self.score_sum = self.score_n = 0.0
         self.state = None
         self.steps = 0
+        self.endless = 0  # the length of an episode past EPISODE_STEPS_CAP (0: none)
         self._seed = seed
         self._rng = None  # the policy's torch stream(s), seeded from `seed` on the first act
 
@@ -180,7 +187,8 @@ class Evaluator:
 
     @property
     def finished(self) -> bool:
-        return self.episodes >= self.target
+        """The target episodes ended, or one episode ran past EPISODE_STEPS_CAP."""
+        return self.episodes >= self.target or self.endless > 0
 
     def frames(self, render: bool = True) -> Iterator[dict | None]:
         """Play until the target episodes end, yielding env 0's frame (None when not
@@ -225,6 +233,9 @@ class Evaluator:
             logs = list(infos) + ([env.log()] if ended.any() else [])
             self._count(a + np.flatnonzero(ended), logs)
         self.obs = np.concatenate(observations)
+        longest = int(self.lengths.max())
+        if longest >= EPISODE_STEPS_CAP:
+            self.endless = longest
         # the step's actions and outcomes, for a watcher of the policy (policy_view.py)
         self.last_step = (actions, *(np.concatenate(parts) for parts in zip(*stepped)))
 
@@ -254,7 +265,18 @@ class Evaluator:
             "episode_return": float(np.mean(self.done_returns)) if ended else None,
             "episode_length": float(np.mean(self.done_lengths)) if ended else None,
             "checkpoint": str(self.checkpoint) if self.checkpoint is not None else None,
+            "endless": self.endless_message(),
         }
+
+    def endless_message(self) -> str | None:
+        """Why the evaluation stopped short of its episodes, or None."""
+        if not self.endless:
+            return None
+        fix = ("train with one, e.g. --env.max-episode-steps 1000"
+               if self.config.env_name.startswith("gym:") else "give the env one")
+        return (f"an episode ran {self.endless:,} steps without ending, so the evaluation "
+                f"stopped: the env has no time limit and the policy never reaches an end; "
+                f"{fix}")
 
     def close(self) -> None:
         for env in self.envs:

@@ -9,7 +9,8 @@ No imports: `puffer-tui --help`, the public API and tests read these without Tex
 from __future__ import annotations
 
 FINISHED = 0  # done: the run reached its steps, eval played its episodes, the sweep its trials
-ERROR = 1  # something failed: the engine died or erred, a stop did not finish in time
+ERROR = 1  # something failed: the engine died or erred, a stop did not finish in time, an
+#            evaluated episode never ended
 USAGE = 2  # the input was refused before anything ran (a bad flag, value, file or run name)
 STOPPED = 3  # stopped before the end (Ctrl-C, SIGTERM, SIGHUP, `puffer-tui stop`), resumable
 LEFT_RUNNING = 4  # this command ended and the engine trains on (--detach, a lost connection)
@@ -17,7 +18,7 @@ INTERRUPTED = 130  # Ctrl-C in a command that is not a run (a listing, a benchma
 
 CODES = {
     FINISHED: "finished (the run reached its steps; eval played its episodes)",
-    ERROR: "error (the engine failed, or did not stop in time)",
+    ERROR: "error (the engine failed, or did not stop in time; eval: an episode never ended)",
     USAGE: "refused input (a bad flag, value, file or run name); nothing ran",
     STOPPED: "stopped before the end (Ctrl-C, SIGTERM, SIGHUP, `puffer-tui stop`); "
              "resume with --resume",

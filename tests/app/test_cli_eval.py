@@ -186,3 +186,49 @@ def test_render_with_view_obs_draws_the_observation(capsys, tmp_path_factory, tm
     capsys.readouterr()
     assert main(["eval", str(run), "--view", "obs"]) == 2
     assert "--view obs needs --render" in capsys.readouterr().err
+
+
+ENDLESS_ENV = '''
+import gymnasium
+import numpy as np
+
+
+class Endless(gymnasium.Env):
+    """Never terminates, no time limit: a policy that never reaches an end walks forever."""
+
+    observation_space = gymnasium.spaces.Box(0.0, 1.0, (2,), np.float32)
+    action_space = gymnasium.spaces.Discrete(2)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        return np.zeros(2, np.float32), -1.0, False, False, {}
+
+
+def make_endless():
+    return Endless()
+'''
+
+
+def test_an_episode_that_never_ends_stops_the_evaluation_with_the_reason(
+        capsys, tmp_path_factory, tmp_path, monkeypatch):
+    from puffer_tui.engine.evaluation import evaluate as evaluation
+
+    (tmp_path / "endless_envs.py").write_text(ENDLESS_ENV)
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    monkeypatch.setattr(evaluation, "EPISODE_STEPS_CAP", 50)  # instead of 100,000
+    try:
+        run = gym_run(tmp_path_factory, "endless_envs:make_endless")
+        capsys.readouterr()
+        code = main(["eval", str(run), "--json", "--episodes", "3", "--num-envs", "1"])
+    finally:
+        sys.modules.pop("endless_envs", None)
+    out = capsys.readouterr()
+    assert code == exit_codes.ERROR
+    result = json.loads(out.out)
+    assert result["episodes"] == 0 and "ran 50 steps without ending" in result["endless"]
+    assert out.err.strip().splitlines()[-1].startswith(
+        "puffer-tui eval: error: an episode ran 50 steps without ending")
+    assert "Traceback" not in out.err

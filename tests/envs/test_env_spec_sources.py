@@ -180,3 +180,27 @@ def test_gym_presets_by_id_then_namespace_then_family():
     assert load_config("gym:CartPole-v1").train.learning_rate == 0.005  # CartPole-v1.toml
     # none of its own: its family's (classic-control.toml, envs/gym_presets/family.py)
     assert load_config("gym:Acrobot-v1").train.normalize_observations
+
+
+def test_an_id_registered_without_a_time_limit_can_be_given_one():
+    # CliffWalking-v1 has no max_episode_steps: a policy that never reaches the goal walks on
+    # forever, so a run must be able to give it a limit
+    spec = "gym:CliffWalking-v1"
+    setting = {s.name: s for s in env_spec.resolve_spec(spec).settings_schema}["max_episode_steps"]
+    assert setting.default == 0  # none, as registered
+    config = cfg.load_config(spec, {"env.max_episode_steps": 5})
+    env = make(spec, num_envs=1, **config.env)
+    env.reset(seed=0)
+    lengths, steps = [], 0
+    while len(lengths) < 2:
+        _, _, terminals, truncations, _ = env.step([0])  # up: never the goal
+        steps += 1
+        if terminals[0] or truncations[0]:
+            lengths.append(steps)
+            steps = 0
+    env.close()
+    assert lengths == [5, 5]
+    unlimited = make(spec, num_envs=1, **cfg.load_config(spec, {"env.max_episode_steps": 0}).env)
+    unlimited.reset(seed=0)
+    assert not any(any(unlimited.step([0])[3]) for _ in range(300))  # no truncation at 0
+    unlimited.close()

@@ -294,3 +294,14 @@ def test_a_converged_policy_broken_by_a_late_spike_fires_once_its_scores_fall():
     kl = [(m["status"], m["epoch"], m["severity"]) for m in messages if m["rule"] == "kl_blowup"]
     # once `converged` no longer holds on the old scores (epoch 49), and held while they stay down
     assert kl == [("fired", 49, "error")], messages
+
+
+@pytest.mark.parametrize("env_name, flag", [("gym:CliffWalking-v1", True), ("squared", False)])
+def test_episodes_that_never_end_name_the_flag_that_gives_a_gym_env_a_time_limit(env_name, flag):
+    from puffer_tui.engine.diagnosis.rules import episode_ends
+
+    history = [{"epoch": e, "global_step": e * 16_384, "ends": 0} for e in range(1, 12)]
+    ctx = {"env_name": env_name, "num_agents": 16, "ends_seen": 0}
+    finding = episode_ends(history, ctx, active=False)
+    assert finding is not None and "no episode ended" in finding.text
+    assert ("--env.max-episode-steps N" in finding.hint) is flag
