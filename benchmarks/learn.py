@@ -260,6 +260,9 @@ def _report(args, names: list[str] | None) -> int:
             if key in out["envs"] and out["envs"][key]["steps"] != entry["steps"]:
                 key = f"{name} @ {entry['steps']:,}"
             merged = out["envs"].setdefault(key, {**entry, "runs": []})
+            if entry.get("zoo") is not None:  # the settings SB3's runs took (a file of ours
+                merged.update(zoo=entry["zoo"], zoo_entry=entry.get("zoo_entry"))  # has none)
+                merged.pop("no_peer", None)
             for r in entry.get("runs", []):
                 identity = (key, json.dumps(r, sort_keys=True))
                 if source.side in (None, r["side"]) and identity not in seen:

@@ -146,7 +146,10 @@ def markdown(report: dict, marks=MARKS) -> str:
             lines.append(f"| {label} | skipped: {env['skipped']} |" + " |" * (len(heads) - 2))
             continue
         sides = env.get("summary", {})
-        for side, title in (("ours", "puffer-tui"), ("sb3", "SB3 + zoo")):
+        # the zoo's settings, or (MPE, which it has none for) PettingZoo's SB3 tutorial's
+        peer = "SB3 + PettingZoo tutorial" if env.get("zoo") == "pettingzoo-tutorial" \
+            else "SB3 + zoo"
+        for side, title in (("ours", "puffer-tui"), ("sb3", peer)):
             s = sides.get(side)
             if s is None:
                 if side == "sb3":

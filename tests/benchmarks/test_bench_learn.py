@@ -235,6 +235,25 @@ def test_report_takes_chosen_envs_from_each_file_and_counts_a_run_once(tmp_path)
     assert "bench learn, 2026-11-20 10:00, commit def5678," in result.stdout
 
 
+def test_a_peer_measured_after_ours_alone_is_named_by_the_settings_it_ran(tmp_path):
+    def saved(path, entry):
+        data = {"date": "2026-11-20 10:00:00 +0000", "commit": "abc1234", "window": 10,
+                "machine": {"cpu": "test cpu", "cores": 2}, "marks": list(rep.MARKS),
+                "envs": {"simple_spread": {"steps": 1000, **entry}}}
+        path.write_text(json.dumps({"bench_learn": data}))
+        return str(path)
+
+    # ours from before simple_spread had a peer; SB3's runs later, with PettingZoo's settings
+    ours = saved(tmp_path / "ours.json", {"zoo": None, "no_peer": "no peer", "runs": [
+        _run("ours", 0, (1, 2, 3), 10.0, 10.0, 20.0)]})
+    theirs = saved(tmp_path / "sb3.json", {"zoo": "pettingzoo-tutorial", "runs": [
+        _run("sb3", 0, (0, 1, 2), 5.0, 100.0, 200.0)]})
+    result = bench("--report", ours, "--report", theirs)
+    assert result.returncode == 0, result.stderr
+    assert "| SB3 + PettingZoo tutorial (1 seed) |" in result.stdout
+    assert "no peer" not in result.stdout
+
+
 # --- the command line ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv, words", [
