@@ -38,9 +38,16 @@ from puffer_tui.envs import make
 
 # An episode this long has not ended is taken never to end: the env has no time limit and the
 # policy never reaches what ends an episode (gym:CliffWalking-v1 walking in a loop), so the
-# evaluation stops there and says so instead of playing forever. Far above any benchmark's
-# limit (Atari's 108k frames are 27k agent steps).
+# evaluation stops there and says so instead of playing forever. 100,000 steps with one env;
+# with many, fewer (the time is the envs' steps), never under EPISODE_STEPS_FLOOR, above any
+# benchmark's limit (Atari's 108k frames are 27k agent steps).
 EPISODE_STEPS_CAP = 100_000
+EPISODE_STEPS_FLOOR = 30_000
+
+
+def episode_steps_cap(rows: int) -> int:
+    """How long an episode may run in an evaluation of `rows` agent rows before it stops."""
+    return max(EPISODE_STEPS_FLOOR, EPISODE_STEPS_CAP // max(rows, 1))
 
 
 class EvaluationError(ValueError):
@@ -128,7 +135,7 @@ class Evaluator:
         self.score_sum = self.score_n = 0.0
         self.state = None
         self.steps = 0
-        self.endless = 0  # the length of an episode past EPISODE_STEPS_CAP (0: none)
+        self.endless = 0  # the length of an episode past episode_steps_cap() (0: none)
         self._seed = seed
         self._rng = None  # the policy's torch stream(s), seeded from `seed` on the first act
 
@@ -187,7 +194,7 @@ class Evaluator:
 
     @property
     def finished(self) -> bool:
-        """The target episodes ended, or one episode ran past EPISODE_STEPS_CAP."""
+        """The target episodes ended, or one episode ran past episode_steps_cap()."""
         return self.episodes >= self.target or self.endless > 0
 
     def frames(self, render: bool = True) -> Iterator[dict | None]:
@@ -234,7 +241,7 @@ class Evaluator:
             self._count(a + np.flatnonzero(ended), logs)
         self.obs = np.concatenate(observations)
         longest = int(self.lengths.max())
-        if longest >= EPISODE_STEPS_CAP:
+        if longest >= min(EPISODE_STEPS_CAP, episode_steps_cap(len(self.lengths))):
             self.endless = longest
         # the step's actions and outcomes, for a watcher of the policy (policy_view.py)
         self.last_step = (actions, *(np.concatenate(parts) for parts in zip(*stepped)))

@@ -17,6 +17,7 @@ def _tally(target: int, rows: int) -> Evaluator:
     player.quota[: target % rows] += 1
     player.counted = np.zeros(rows, dtype=np.int64)
     player.score_sum = player.score_n = 0.0
+    player.endless = 0
     player.config, player.checkpoint = type("Config", (), {"env_name": "test"})(), None
     return player
 
