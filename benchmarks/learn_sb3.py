@@ -102,7 +102,7 @@ def make_venv(env, setup: dict, n_envs: int, seed: int, normalize_training: bool
     from stable_baselines3.common.vec_env import DummyVecEnv, VecFrameStack, VecNormalize
 
     _import_needed(env)
-    if env.ours.startswith("pz:"):
+    if _is_pettingzoo(env):
         venv = _pettingzoo_venv(env.ours, n_envs, seed)
     else:
         venv = make_vec_env(env.sb3_id or env.name, n_envs=n_envs, seed=seed,
@@ -118,6 +118,10 @@ def make_venv(env, setup: dict, n_envs: int, seed: int, normalize_training: bool
         else:
             venv = VecNormalize(venv, **setup["normalize"])
     return venv
+
+
+def _is_pettingzoo(env) -> bool:
+    return env.ours.startswith("pz:")
 
 
 def _pettingzoo_venv(spec: str, games: int, seed: int):
@@ -185,12 +189,13 @@ def train(env, seed: int, steps: int, out: Path, threads: int, device: str = "cp
                     // max(steps, 1):  # about every 10%: a long run in the log shows its pace
                 print(f"{step:,} steps, {time.perf_counter() - start:.0f} s", flush=True)
 
-    if env.ours.startswith("pz:"):  # seeded in _pettingzoo_venv; PPO would call venv.seed()
+    own_seed = _is_pettingzoo(env)  # seeded in _pettingzoo_venv; PPO would call venv.seed()
+    if own_seed:
         from stable_baselines3.common.utils import set_random_seed
 
         set_random_seed(seed)
-    model = PPO(setup["policy"], venv, seed=None if env.ours.startswith("pz:") else seed,
-                device=device, verbose=0, **setup["ppo"])
+    model = PPO(setup["policy"], venv, seed=None if own_seed else seed, device=device,
+                verbose=0, **setup["ppo"])
     start = saved_at = time.perf_counter()
     model.learn(total_timesteps=steps, callback=Returns())
     seconds = time.perf_counter() - start

@@ -241,7 +241,7 @@ class Evaluator:
             self._count(a + np.flatnonzero(ended), logs)
         self.obs = np.concatenate(observations)
         longest = int(self.lengths.max())
-        if longest >= min(EPISODE_STEPS_CAP, episode_steps_cap(len(self.lengths))):
+        if longest >= episode_steps_cap(len(self.lengths)):
             self.endless = longest
         # the step's actions and outcomes, for a watcher of the policy (policy_view.py)
         self.last_step = (actions, *(np.concatenate(parts) for parts in zip(*stepped)))

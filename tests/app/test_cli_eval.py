@@ -218,7 +218,9 @@ def test_an_episode_that_never_ends_stops_the_evaluation_with_the_reason(
 
     (tmp_path / "endless_envs.py").write_text(ENDLESS_ENV)
     monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
-    monkeypatch.setattr(evaluation, "EPISODE_STEPS_CAP", 50)  # instead of 100,000
+    assert evaluation.episode_steps_cap(1) == 100_000  # one env: the whole cap
+    assert evaluation.episode_steps_cap(64) == 30_000  # many: the floor
+    monkeypatch.setattr(evaluation, "episode_steps_cap", lambda rows: 50)  # a quick test
     try:
         run = gym_run(tmp_path_factory, "endless_envs:make_endless")
         capsys.readouterr()
