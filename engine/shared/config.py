@@ -249,6 +249,32 @@ def _given_discount_kept(data: dict, given) -> None:
         data["train"]["gamma_from_time_limit"] = False
 
 
+def _sampling_yields_to_flags(data: dict, given) -> None:
+    """How minibatches are drawn, where a preset or the defaults chose it, gives way to a flag
+    that rules that choice out: `--train.policy lstm` on an env whose preset shuffles single
+    steps and keeps a separate critic (MuJoCo, classic control, MiniGrid, Atari) runs as asked,
+    instead of being refused for settings the user never gave (and then refused again for the
+    next one). Both sides given by the user: the config's rules refuse them, as before."""
+    keys = {spec_for(key).key for key in given if key.startswith("train.")}
+    train = data["train"]
+    shuffled = train.get("shuffle_steps", False)
+    if "train.policy" in keys and train.get("policy") == "lstm":
+        for name in ("separate_critic", "shuffle_steps"):
+            if f"train.{name}" not in keys:
+                train[name] = False
+    if "train.prio_alpha" in keys and train.get("prio_alpha", 0) > 0 and \
+            "train.shuffle_steps" not in keys:
+        train["shuffle_steps"] = False  # prioritized segments asked for: whole segments
+    if "train.shuffle_steps" in keys and train.get("shuffle_steps") and \
+            "train.prio_alpha" not in keys:
+        train["prio_alpha"] = 0.0  # single steps asked for: drawn uniformly
+    horizon = train.get("horizon", spec_for("train.horizon").default)
+    minibatch = train.get("minibatch_size", spec_for("train.minibatch_size").default)
+    if shuffled and not train["shuffle_steps"] and minibatch % horizon and \
+            "train.minibatch_size" not in keys:  # whole segments now: the nearest whole size
+        train["minibatch_size"] = max(horizon, round(minibatch / horizon) * horizon)
+
+
 def from_dict(data: dict) -> Config:
     """The validated Config of a `Config.as_dict()` (e.g. the one saved in a checkpoint)."""
     if not isinstance(data, dict) or "env_name" not in data:
@@ -501,6 +527,7 @@ def load_config(env_name: str, overrides: dict[str, Any] | None = None, preset: 
         spec = spec_for(key, env_name)
         data[spec.section][spec.name] = spec.coerce(value)
     _given_discount_kept(data, overrides or {})
+    _sampling_yields_to_flags(data, overrides or {})
     config = _validated(data)
     _check_backend_installed(config.vec.backend)
     return config
