@@ -272,7 +272,12 @@ def _sampling_yields_to_flags(data: dict, given) -> None:
     minibatch = train.get("minibatch_size", spec_for("train.minibatch_size").default)
     if shuffled and not train["shuffle_steps"] and minibatch % horizon and \
             "train.minibatch_size" not in keys:  # whole segments now: the nearest whole size
-        train["minibatch_size"] = max(horizon, round(minibatch / horizon) * horizon)
+        train["minibatch_size"] = whole_segments(minibatch, horizon)
+
+
+def whole_segments(minibatch_size: int, horizon: int) -> int:
+    """The nearest minibatch size of whole segments (at least one)."""
+    return max(horizon, round(minibatch_size / horizon) * horizon)
 
 
 def from_dict(data: dict) -> Config:
@@ -451,8 +456,7 @@ def _inconsistency(c: Config) -> tuple[str, list[dict]] | None:
                 f"({t.prio_alpha}) prioritizes segments: set prio_alpha 0",
                 [{"train.prio_alpha": 0.0}])
     if t.minibatch_size % t.horizon and not t.shuffle_steps:
-        whole = max(t.horizon, round(t.minibatch_size / t.horizon) * t.horizon)
-        fixes = [{"train.minibatch_size": whole}]
+        fixes = [{"train.minibatch_size": whole_segments(t.minibatch_size, t.horizon)}]
         if t.policy != "lstm" and t.prio_alpha == 0:
             fixes.append({"train.shuffle_steps": True})
         return (f"train.minibatch_size ({t.minibatch_size}) must be a multiple of train.horizon "
