@@ -32,6 +32,7 @@ from puffer_tui.engine.native.progress import progress
 from puffer_tui.engine.native.pufferenv import IGNORED, LOG_FIELDS, EnvLayout, PufferEnv
 from puffer_tui.envs.gym_spaces import ActionLayout, ObservationLayout
 from puffer_tui.envs.minigrid_codes import observation_space_of
+from puffer_tui.envs.minigrid_mission import with_mission_choices
 
 FRAME_MODES = ("rgb_array", "ansi")  # the render modes frame() draws
 # An info key: this termination ends the learner's episode (a lost life) but not the game, so
@@ -323,8 +324,14 @@ def _common_spaces(envs):
                 f"{first.observation_space} / {first.action_space} vs "
                 f"{env.observation_space} / {env.action_space}"
             )
-    # MiniGrid's code image declares 0..255 for its small codes (envs/minigrid_codes.py)
-    return observation_space_of(first), first.action_space
+    return _observed_space(first), first.action_space
+
+
+def _observed_space(env) -> gymnasium.spaces.Space:
+    """The observation space as the policy reads it: MiniGrid's code image with its codes'
+    bounds (it declares 0..255: envs/minigrid_codes.py), its mission as choices
+    (envs/minigrid_mission.py)."""
+    return with_mission_choices(observation_space_of(env))
 
 
 def from_gymnasium(gym_env_creator, log_interval: int = 32, render_mode=AUTO, probe=None,
@@ -373,7 +380,7 @@ def probe_layout(env) -> EnvLayout:
     cannot take), read from one built env without allocating anything for it."""
     if not isinstance(env, gymnasium.Env):
         raise TypeError(f"the env creator returned {type(env).__name__}, not a gymnasium.Env")
-    return EnvLayout(ObservationLayout(observation_space_of(env)).space,
+    return EnvLayout(ObservationLayout(_observed_space(env)).space,
                      ActionLayout(env.action_space).space, 1)
 
 

@@ -10,6 +10,8 @@ Observations (`ObservationLayout`):
     * anything else becomes a 1-D Box, the leaves of nested Dict/Tuple spaces laid out one
       after another in the spaces' own key order: Box -> its values, Discrete -> one-hot of
       length n, MultiDiscrete -> its integer values, MultiBinary -> its 0/1 values;
+    * a TextChoices (text that is one of a known list, each one choice per slot: MiniGrid's
+      missions, envs/minigrid_mission.py) -> one one-hot per slot;
     * subspaces no flat row can hold (Text, MissionSpace, Graph, Sequence, ...) are dropped,
       with one warning naming them (`ObservationLayout.dropped`);
     * the flat Box of a structured space is a `StructuredBox`: it also names its leaves, so a
@@ -36,8 +38,11 @@ from dataclasses import dataclass
 import numpy as np
 from gymnasium import spaces
 
+from puffer_tui.envs.text_choices import TextChoices
+
 _DISCRETE = (spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 _LEAF_SPACES = (spaces.Box, *_DISCRETE)
+_OBSERVATION_LEAVES = (*_LEAF_SPACES, TextChoices)
 _INTEGER_DTYPES = ("u1", "i1", "u2", "i2", "u4", "i4", "u8", "i8")
 
 
@@ -60,16 +65,17 @@ def _path_name(path: tuple) -> str:
     return "/".join(str(p) for p in path) or "<root>"
 
 
-def iter_leaves(space: spaces.Space, path: tuple = (), dropped: list | None = None):
+def iter_leaves(space: spaces.Space, path: tuple = (), dropped: list | None = None,
+                leaf_spaces: tuple = _LEAF_SPACES):
     """(path, space) of every leaf in depth-first order. Unsupported spaces raise TypeError,
     or, when a `dropped` list is given, are appended to it as (path, space) and skipped."""
     if isinstance(space, spaces.Dict):
         for key, sub in space.spaces.items():
-            yield from iter_leaves(sub, (*path, key), dropped)
+            yield from iter_leaves(sub, (*path, key), dropped, leaf_spaces)
     elif isinstance(space, spaces.Tuple):
         for index, sub in enumerate(space.spaces):
-            yield from iter_leaves(sub, (*path, index), dropped)
-    elif isinstance(space, _LEAF_SPACES):
+            yield from iter_leaves(sub, (*path, index), dropped, leaf_spaces)
+    elif isinstance(space, leaf_spaces):
         yield path, space
     elif dropped is not None and path:
         dropped.append((path, space))
@@ -135,6 +141,8 @@ def _observation_bounds(space: spaces.Space) -> tuple[np.ndarray, np.ndarray]:
         return space.low.reshape(-1), space.high.reshape(-1)
     if isinstance(space, spaces.Discrete):
         return np.zeros(int(space.n), np.uint8), np.ones(int(space.n), np.uint8)
+    if isinstance(space, TextChoices):
+        return np.zeros(space.size, np.uint8), np.ones(space.size, np.uint8)
     if isinstance(space, spaces.MultiBinary):
         size = int(np.prod(space.shape))
         return np.zeros(size, np.uint8), np.ones(size, np.uint8)
@@ -237,8 +245,8 @@ class ObservationLayout:
             self.space = space
             return
         leaves, offset, dropped = [], 0, []
-        for path, sub in iter_leaves(space, dropped=dropped):
-            size = int(sub.n) if isinstance(sub, spaces.Discrete) else int(np.prod(sub.shape))
+        for path, sub in iter_leaves(space, dropped=dropped, leaf_spaces=_OBSERVATION_LEAVES):
+            size = _observation_size(sub)
             leaves.append(Leaf(path, sub, offset, size))
             offset += size
         self.dropped = tuple(_path_name(path) for path, _ in dropped)
@@ -282,6 +290,14 @@ class ObservationLayout:
                 part[:] = 0
                 part[index] = 1
                 continue
+            if isinstance(leaf.space, TextChoices):
+                try:
+                    ones = leaf.space.one_hots(value)
+                except ValueError as exc:
+                    raise ValueError(f"observation {leaf.name}: {exc}") from None
+                part[:] = 0
+                part[list(ones)] = 1
+                continue
             value = np.asarray(value)
             if value.size != leaf.size:
                 raise ValueError(
@@ -310,10 +326,33 @@ class ObservationLayout:
             if isinstance(leaf.space, spaces.Discrete):
                 index = part.argmax(-1) + int(leaf.space.start)
                 values[leaf.path] = _cast(index, leaf.space.dtype)
+            elif isinstance(leaf.space, TextChoices):
+                values[leaf.path] = _texts(leaf.space, part)
             else:
                 shaped = part.reshape((*lead, *leaf.space.shape))
                 values[leaf.path] = _cast(shaped, leaf.space.dtype)
         return _assemble(self.original_space, values)
+
+
+def _observation_size(space: spaces.Space) -> int:
+    """How many inputs of a flat row one observation leaf takes."""
+    if isinstance(space, spaces.Discrete):
+        return int(space.n)
+    if isinstance(space, TextChoices):
+        return space.size
+    return int(np.prod(space.shape))
+
+
+def _texts(space: TextChoices, part):
+    """The texts of flat one-hot rows (..., space.size): a str for one row, else an array."""
+    values = np.asarray(part.cpu() if hasattr(part, "cpu") else part)
+    lead = values.shape[:-1]
+    rows = values.reshape(-1, space.size)
+    ends = [*space.starts[1:], space.size]
+    choices = np.stack([rows[:, start:end].argmax(1)
+                        for start, end in zip(space.starts, ends, strict=True)], 1)
+    texts = [space.text_of(choice) for choice in choices]
+    return texts[0] if not lead else np.array(texts, dtype=object).reshape(lead)
 
 
 def flatten_by_leaves(observation, flat_space: StructuredBox) -> np.ndarray:
