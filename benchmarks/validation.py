@@ -100,7 +100,7 @@ VALIDATION: dict[str, HeldOut] = {h.name: h for h in (
     _held_out("MiniGrid-KeyCorridorS3R1-v0", "MiniGrid", 0.949, 0.011, 500_000, **_MINIGRID),
     # added 2026-12-07, before any run of it: the zoo's one MiniGrid figure at 1M steps
     _held_out("MiniGrid-RedBlueDoors-6x6-v0", "MiniGrid", 0.860, 0.313, 1_000_000, **_MINIGRID),
-    # added 2026-12-08 with the mission read as choices (envs/minigrid_mission.py): a
+    # added 2026-12-07 with the mission read as choices (envs/minigrid_mission.py): a
     # mission that names the goal (which door); one seed of it at 500k measured that change
     _held_out("MiniGrid-GoToDoor-5x5-v0", "MiniGrid", 0.525, 0.476, 5_000_000, **_MINIGRID),
     # sparse reward: -1 a step until the car reaches the flag
