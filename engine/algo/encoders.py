@@ -22,6 +22,7 @@ from torch import nn
 
 from puffer_tui.engine.algo.one_hot_sum import fits, one_hot_sum
 from puffer_tui.envs.image_spaces import MIN_IMAGE_SIDE, has_image, image_layout  # noqa: F401
+from puffer_tui.envs.text_choices import TextChoices
 
 # train.activation: the MLP's nonlinearity (tanh is the usual choice for continuous control)
 ACTIVATIONS = {"gelu": nn.functional.gelu, "tanh": torch.tanh, "relu": nn.functional.relu}
@@ -213,9 +214,43 @@ class LeafEncoders(nn.Module):
             self.slices.append((leaf.offset, leaf.size))
             encoders.append(_encoder_for(box, hidden_size, kind, channels))
         self.names = tuple(leaf.name for leaf in space.leaves)
+        # text leaves (MiniGrid's mission, envs/minigrid_mission.py), which a checkpoint from
+        # before they were read lacks
+        self.text_leaves = tuple(i for i, leaf in enumerate(space.leaves)
+                                 if isinstance(leaf.space, TextChoices))
+        self.loaded_without_text = ()  # names of the text leaves the loaded checkpoint lacked
         self.encoders = nn.ModuleList(encoders)
         self.output_size = hidden_size
         self.mix = _init(nn.Linear(hidden_size * len(encoders), hidden_size))
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # A policy saved when the mission text was dropped has no encoder for it: its leaves'
+        # encoders move to their places, the text leaves keep this model's fresh ones, and
+        # their columns of the mix start at zero, so the loaded policy is the saved function
+        # and learns to read the mission from there.
+        self.loaded_without_text = ()
+        saved_count = len({key[len(prefix) + len("encoders."):].split(".")[0]
+                           for key in state_dict if key.startswith(prefix + "encoders.")})
+        mix = state_dict.get(prefix + "mix.weight")
+        kept = [i for i in range(len(self.encoders)) if i not in self.text_leaves]
+        hidden = self.output_size
+        if self.text_leaves and mix is not None and saved_count == len(kept) and \
+                tuple(mix.shape) == (hidden, hidden * len(kept)):
+            moved = {}
+            for old, new in enumerate(kept):
+                old_prefix, new_prefix = f"{prefix}encoders.{old}.", f"{prefix}encoders.{new}."
+                for key in [k for k in state_dict if k.startswith(old_prefix)]:
+                    moved[new_prefix + key[len(old_prefix):]] = state_dict.pop(key)
+            for i in self.text_leaves:
+                for name, value in self.encoders[i].state_dict().items():
+                    moved[f"{prefix}encoders.{i}.{name}"] = value.detach().clone()
+            state_dict.update(moved)
+            wide = mix.new_zeros((hidden, hidden * len(self.encoders)))
+            for old, new in enumerate(kept):
+                wide[:, new * hidden:(new + 1) * hidden] = mix[:, old * hidden:(old + 1) * hidden]
+            state_dict[prefix + "mix.weight"] = wide
+            self.loaded_without_text = tuple(self.names[i] for i in self.text_leaves)
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         flat = obs.reshape(obs.shape[0], -1)

@@ -554,14 +554,12 @@ class Trainer:
         self.policy.load_state_dict(state["policy"])
         optimizer_state = state["optimizer"]
         self.fresh_moments = None
-        if optimizer_state is not None and any(
-                getattr(module, "loaded_from_numbers", False) for module in self.policy.modules()):
-            # the same function in a wider table (engine/algo/encoders.py): no moments fit it
+        migration = _checkpoint_migration(self.policy)
+        if optimizer_state is not None and migration:
+            # the same function in wider tensors (engine/algo/encoders.py): no moments fit it
             self.fresh_moments = (
-                "resume is not exact: the checkpoint's policy read its integer observation "
-                "cells as numbers (MiniGrid's image before its codes were one-hot: "
-                "envs/minigrid_codes.py); its weights carry over as the same function, the "
-                "optimizer's moments start afresh")
+                f"resume is not exact: the checkpoint's policy {migration}; its weights carry "
+                "over as the same function, the optimizer's moments start afresh")
             warnings.warn(self.fresh_moments, stacklevel=2)
             optimizer_state = None
         # Adam adopts the given tensors and updates them in place: keep the caller's intact.
@@ -603,3 +601,17 @@ class Trainer:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _checkpoint_migration(policy) -> str:
+    """What a loaded checkpoint's policy lacked that this one has (engine/algo/encoders.py
+    turned it into the same function), as the end of a sentence; "" when it lacked nothing."""
+    for module in policy.modules():
+        if getattr(module, "loaded_from_numbers", False):
+            return ("read its integer observation cells as numbers (MiniGrid's image before "
+                    "its codes were one-hot: envs/minigrid_codes.py)")
+        missing = getattr(module, "loaded_without_text", ())
+        if missing:
+            return (f"did not read {', '.join(missing)} (MiniGrid's mission before it was "
+                    "read as choices: envs/minigrid_mission.py)")
+    return ""

@@ -7,6 +7,7 @@ import warnings
 import gymnasium
 import numpy as np
 import pytest
+import torch
 
 from puffer_tui.engine.algo.encoders import make_encoder
 from puffer_tui.envs.gym_emulation import from_gymnasium
@@ -95,3 +96,48 @@ def test_the_flat_space_pickles_and_a_policy_reads_the_mission():
     encoder = make_encoder(flat, 16)
     names = dict(zip(encoder.names, encoder.encoders, strict=True))
     assert names["mission"].one_hot_values == 2 and names["mission"].cells == len(COLORS)
+
+
+def test_a_checkpoint_from_before_the_mission_was_read_loads_as_the_same_function():
+    env = _make("MiniGrid-GoToDoor-5x5-v0")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dropped = ObservationLayout(env.observation_space)  # the mission dropped: the old rows
+    read = ObservationLayout(with_mission_choices(env.observation_space))
+    old, new = make_encoder(dropped.space, 16), make_encoder(read.space, 16)
+    assert len(old.encoders) == 2 and len(new.encoders) == 3
+    new.load_state_dict(old.state_dict())
+    assert new.loaded_without_text == ("mission",)
+    observations = [env.reset(seed=seed)[0] for seed in range(12)]
+    old_rows = torch.as_tensor(np.stack([dropped.flatten(o) for o in observations]))
+    new_rows = torch.as_tensor(np.stack([read.flatten(o) for o in observations]))
+    with torch.no_grad():
+        torch.testing.assert_close(new(new_rows), old(old_rows))
+    new.load_state_dict(new.state_dict())  # a checkpoint that has the mission: nothing moved
+    assert new.loaded_without_text == ()
+
+
+def test_resuming_such_a_run_warns_that_the_optimizer_starts_afresh(tmp_path):
+    from puffer_tui.engine.algo.trainer import Trainer
+    from puffer_tui.engine.shared.config import load_config
+
+    overrides = {"vec.num_envs": 2, "train.horizon": 8, "train.minibatch_size": 16,
+                 "train.update_epochs": 1, "train.hidden_size": 16,
+                 "train.total_timesteps": 10_000, "train.torch_threads": 1}
+    config = load_config("gym:MiniGrid-GoToDoor-5x5-v0", overrides=overrides)
+    trainer = Trainer(config)
+    try:
+        state = trainer.state_dict()
+        env = _make("MiniGrid-GoToDoor-5x5-v0")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            dropped = ObservationLayout(env.observation_space).space
+        old = make_encoder(dropped, 16)
+        policy = {k: v for k, v in state["policy"].items() if not k.startswith("encoder.")}
+        policy.update({f"encoder.{k}": v for k, v in old.state_dict().items()})
+        state["policy"] = policy
+        with pytest.warns(UserWarning, match="did not read mission.*moments start afresh"):
+            trainer.load_state_dict(state)
+        assert trainer.fresh_moments
+    finally:
+        trainer.close()
