@@ -7,10 +7,11 @@ A MiniGrid mission is a template filled with words: "go to the {color} door" (Go
 Its MissionSpace lists those words (`ordered_placeholders`), so the texts an env can give are
 known before it runs: every combination is put through the template once, here, and each text
 becomes one one-hot per slot (envs/text_choices.py). Slots with one word (KeyCorridor's "ball")
-carry nothing and are left out. Left as they are (and so dropped, with the note that says so,
-envs/gym_spaces.py): a mission without placeholders (DoorKey, RedBlueDoors: one text, nothing
-to read), BabyAI's grammar of missions (not a list), and templates of more than MAX_TEXTS
-combinations.
+carry nothing and are left out. A mission with one text (DoorKey, RedBlueDoors: no
+placeholders, or one word in each) is taken out of the space: the same text every episode,
+nothing is lost, so no note says something was. Left as they are (and so dropped, with the
+note that says so, envs/gym_spaces.py): BabyAI's grammar of missions (not a list) and
+templates of more than MAX_TEXTS combinations.
 
 Tested in: tests/envs/test_minigrid_mission.py
 """
@@ -32,10 +33,21 @@ def with_mission_choices(space: spaces.Space) -> spaces.Space:
     """`space` with a MiniGrid mission it can enumerate as TextChoices; else `space` itself."""
     if not isinstance(space, spaces.Dict) or MISSION_KEY not in space.spaces:
         return space
-    choices = mission_choices(space.spaces[MISSION_KEY])
+    mission = space.spaces[MISSION_KEY]
+    if _one_text(mission):
+        return spaces.Dict({key: sub for key, sub in space.spaces.items() if key != MISSION_KEY})
+    choices = mission_choices(mission)
     if choices is None:
         return space
     return spaces.Dict({**space.spaces, MISSION_KEY: choices})
+
+
+def _one_text(mission: spaces.Space) -> bool:
+    """A MiniGrid MissionSpace whose template has no placeholders, or one word in each."""
+    if type(mission).__name__ != "MissionSpace":
+        return False
+    placeholders = getattr(mission, "ordered_placeholders", None)
+    return not placeholders or all(len(slot) == 1 for slot in placeholders)
 
 
 def mission_choices(mission: spaces.Space) -> TextChoices | None:

@@ -68,15 +68,20 @@ def test_every_mission_an_env_gives_is_listed_and_comes_back(env_id):
     assert texts.shape == (30,) and len(set(texts)) > 1
 
 
-def test_single_word_slots_are_left_out_and_single_texts_dropped():
+def test_single_word_slots_are_left_out_and_single_texts_taken_out_without_a_note(capfd):
     corridor = mission_choices(_make("MiniGrid-KeyCorridorS3R1-v0").observation_space["mission"])
     assert corridor.slots == (tuple(COLORS),)  # "pick up the {color} ball": the colour only
     for env_id in ("MiniGrid-DoorKey-5x5-v0", "MiniGrid-ObstructedMaze-1Dl-v0"):
         space = _make(env_id).observation_space
-        assert with_mission_choices(space) is space  # one text: nothing to read
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            assert ObservationLayout(space).dropped == ("mission",)
+            dropped = ObservationLayout(space)  # the mission dropped, as before
+        capfd.readouterr()
+        read = with_mission_choices(space)  # one text, the same every episode
+        assert "mission" not in read.spaces and set(read.spaces) == set(space.spaces) - {"mission"}
+        layout = ObservationLayout(read)
+        assert layout.dropped == () and layout.space == dropped.space  # the same rows
+        assert "dropped" not in capfd.readouterr().err  # nothing lost, so no note says so
 
 
 def test_a_text_outside_the_list_is_a_clear_error():

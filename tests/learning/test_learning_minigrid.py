@@ -1,6 +1,6 @@
 """Learning proofs for Dict observations, with MiniGrid's presets (envs/gym_presets/MiniGrid.toml)
 as a user gets them (only the process layout is set): Empty-8x8 (its `image` + `direction`
-through one encoder each, the `mission` text, always the same there, dropped with a warning)
+through one encoder each; the `mission` text, always the same there, left out)
 reaches mean return >= 0.9, and GoToDoor-5x5, whose mission names the door, >= 0.8.
 Marked `learning`: each a few hundred thousand agent steps at most, about a minute on 2 CPU
 cores."""
