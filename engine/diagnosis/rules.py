@@ -2,7 +2,7 @@
 
 Each rule is a small function `rule(history, ctx, active) -> Finding | None` over the run's
 recent epochs (`history`, oldest first; each a flat dict of signals, see SIGNALS) and the
-run's current settings (`ctx`: env_name, learning_rate, ent_coef, gamma, max_grad_norm,
+run's current settings (`ctx`: env_name, learning_rate, ent_coef, gamma, max_grad_norm, target_kl,
 normalize_rewards, normalize_observations, entropy_max, num_workers, total_timesteps). It returns a Finding
 while its condition holds, None otherwise; `active` says whether it has fired already, so
 a rule may keep holding on a looser threshold than the one that fired it (no flicker).
@@ -338,6 +338,57 @@ def plateau(history, ctx, active):
         hint="" if suggestion else "explore more, or check the reward the env gives")
 
 
+# score_lost: a score is held over this many consecutive scored epochs (one lucky stretch of
+# a run that never learnt, RedBlueDoors' 0.17 at 20k steps then 0.0-0.07, is not held)
+HELD = 10
+# ... and lost when the last HELD scored epochs keep under this share of what the held best
+# gained over the first 3 (a healthy run's dips keep far more: squared's worst 3-epoch mean
+# after converging keeps 0.88 of its gain, LavaGapS6's seeds that kept their policy 0.99)
+LOST_KEEP = 0.25
+
+
+def score_lost(history, ctx, active):
+    """The run learnt and then lost it: it held a score over HELD scored epochs (the best such
+    median, ctx["best_held"], kept over the whole run by engine/diagnosis/state.py), had risen
+    to it (score_rose's margin), and its last HELD scored epochs keep under LOST_KEEP of that
+    gain. Held until the last 3 keep KEPT_GAIN of it. No live change brings the policy back:
+    it is relearnt, so the fix is a restart from a checkpoint saved while the score was held.
+    MiniGrid-LavaGapS6-v0 at the MiniGrid preset before its early stop (seed 0, 1M steps) was
+    at 0.948 from epoch 100 to 131, then lost it between KL spikes to 0.0 by epoch 231, with
+    no other rule firing (tests/fixtures/diagnosis/score_lost.jsonl)."""
+    held, first = ctx.get("best_held"), ctx.get("first_scores") or []
+    if held is None or len(first) < 3:
+        return None
+    early = statistics.fmean(first[:3])
+    if held - early <= 0.5 * max(abs(early), 0.1):  # score_rose's margin, on the held score
+        return None
+    scores = [score for _, score in _scores(history)]
+    n, keep = (3, KEPT_GAIN) if active else (HELD, LOST_KEEP)
+    if len(scores) < n:
+        return None
+    now = statistics.fmean(scores[-n:])
+    if now >= early + keep * (held - early):
+        return None
+    # and a fall of half the held score's own size: a resumed run's first scores are already
+    # learnt ones, so its noise is a large share of a small gain (breakout resumed at epoch
+    # 1000, tests/fixtures/diagnosis/false_short_horizon_breakout.jsonl: held 0.66, a 10-epoch
+    # dip to 0.41 from a start of 0.37)
+    if not active and held - now <= 0.5 * abs(held):
+        return None
+    start, end = ctx.get("best_held_epochs") or (None, None)
+    target = ctx.get("target_kl") or 0
+    brake = "" if target else " --train.target-kl 0.03"
+    return Finding(
+        ERROR, f"the run lost what it learnt: the score is {now:.3g} over its last {n} "
+        f"scored epochs, after holding {held:.3g} (epochs {start}-{end}; it began at "
+        f"{early:.3g})", {"score": now, "best_held": held, "first_score": early,
+                          "held_from_epoch": start, "held_to_epoch": end},
+        _epochs(history, 1) if active else [start, end, int(history[-1].get("epoch", 0))],
+        hint=f"restart from a checkpoint saved at epochs {start}-{end}: puffer-tui train "
+             f"--from RUN/CHECKPOINT{brake} (SB3's early stop), or a lower "
+             f"--train.learning-rate")
+
+
 def grad_always_clipped(history, ctx, active):
     """The gradient norm before clipping is above train.max_grad_norm in nearly every
     minibatch (95%) for 10 epochs, by 100x at the median: every step is cut to a hundredth
@@ -500,7 +551,7 @@ def env_bound(history, ctx, active):
 RULES: dict[str, Callable] = {
     "kl_blowup": kl_blowup, "policy_collapse": policy_collapse,
     "value_dominates": value_dominates, "critic_blind": critic_blind, "plateau": plateau,
-    "grad_always_clipped": grad_always_clipped, "obs_scale": obs_scale,
+    "score_lost": score_lost, "grad_always_clipped": grad_always_clipped, "obs_scale": obs_scale,
     "episode_ends": episode_ends, "short_horizon": short_horizon, "env_bound": env_bound,
 }
 assert tuple(RULES) == DIAGNOSIS_RULES, "engine/shared/protocol.py DIAGNOSIS_RULES names the rules"
@@ -518,5 +569,6 @@ EXPLAINED_BY: dict[str, tuple[str, ...]] = {
     "critic_blind": ("kl_blowup", "value_dominates", "obs_scale"),
     "episode_ends": ("kl_blowup", "policy_collapse"),  # a stuck policy reaches no end
     "plateau": ("kl_blowup", "policy_collapse", "episode_ends", "short_horizon"),
+    "score_lost": ("kl_blowup", "value_dominates"),  # the overshooting updates undo it
 }
 

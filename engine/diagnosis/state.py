@@ -12,10 +12,11 @@ tests/engine/diagnosis/test_autopilot.py
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections import deque
 
-from puffer_tui.engine.diagnosis.rules import EXPLAINED_BY, RULES, Finding, _num
+from puffer_tui.engine.diagnosis.rules import EXPLAINED_BY, HELD, RULES, Finding, _num
 from puffer_tui.engine.shared.protocol import CLEARED, DIAGNOSIS_RULES, FIRED, MessageType
 
 HISTORY = 64  # epochs the rules look back over (plateau wants 30 with episodes)
@@ -63,17 +64,22 @@ class Diagnoser:
         self.active: dict[str, dict] = {}  # rule -> the message that fired it
         self.silenced: set[str] = set()
         # the whole run's summary the recent history cannot hold
-        self.run = {"first_scores": [], "best_score": None, "terminals_seen": 0,
-                    "truncations_seen": 0, "ends_seen": 0}
+        # best_score: the best mean of 3 consecutive scored epochs; best_held: the best median of
+        # HELD (the score a run kept, not one lucky stretch), with the epochs it was held over
+        self.run = {"first_scores": [], "best_score": None, "best_held": None,
+                    "best_held_epochs": None, "terminals_seen": 0, "truncations_seen": 0,
+                    "ends_seen": 0}
         self._recent_scores: deque[float] = deque(maxlen=3)
+        self._held_scores: deque[tuple[int, float]] = deque(maxlen=HELD)
 
     def feed(self, signals: dict, settings: dict) -> list[dict]:
         """One epoch: the messages of the rules that fired or cleared with it."""
         self.history.append(signals)
         self._summarise(signals)
         ctx = {**settings, **self.run}
-        if ctx["best_score"] is None:
-            ctx.pop("best_score")
+        for key in ("best_score", "best_held", "best_held_epochs"):
+            if ctx[key] is None:
+                ctx.pop(key)
         history = list(self.history)
         messages = []
         for name, rule in self.rules.items():
@@ -125,6 +131,14 @@ class Diagnoser:
                 mean = sum(self._recent_scores) / 3
                 best = self.run["best_score"]
                 self.run["best_score"] = mean if best is None else max(best, mean)
+            self._held_scores.append((int(signals.get("epoch", 0)), score))
+            if len(self._held_scores) == HELD:
+                # the median: three lucky epochs in ten do not make a score the run held
+                held = statistics.median(s for _, s in self._held_scores)
+                if self.run["best_held"] is None or held > self.run["best_held"]:
+                    self.run["best_held"] = held
+                    self.run["best_held_epochs"] = [self._held_scores[0][0],
+                                                    self._held_scores[-1][0]]
         for name in ("terminals", "truncations", "ends"):
             self.run[f"{name}_seen"] += _num(signals, name) or 0
 

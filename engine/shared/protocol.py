@@ -87,7 +87,7 @@ QUEUED = ("pause", "resume", "set", "checkpoint", "stop", "diagnosis")
 # Diagnosis (engine/diagnosis/rules.py): the rules' names, a `diagnosis` push's statuses, and the
 # metrics row's / telemetry's field listing them (the row's only when something changed).
 DIAGNOSIS_RULES = ("kl_blowup", "policy_collapse", "value_dominates", "critic_blind",
-                   "plateau", "grad_always_clipped", "obs_scale", "episode_ends",
+                   "plateau", "score_lost", "grad_always_clipped", "obs_scale", "episode_ends",
                    "short_horizon", "env_bound")
 FIRED, CLEARED = "fired", "cleared"
 DIAGNOSES = "diagnoses"

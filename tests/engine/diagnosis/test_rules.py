@@ -305,3 +305,48 @@ def test_episodes_that_never_end_name_the_flag_that_gives_a_gym_env_a_time_limit
     finding = episode_ends(history, ctx, active=False)
     assert finding is not None and "no episode ended" in finding.text
     assert ("--env.max-episode-steps N" in finding.hint) is flag
+
+
+def test_a_run_that_lost_what_it_learnt_says_so_and_where_it_held():
+    # MiniGrid-LavaGapS6-v0 at the MiniGrid preset before its early stop (seed 0, 1M steps):
+    # 0.948 from epoch 100 to 131, then undone between KL spikes to 0.0 by epoch 231; no
+    # other rule fired (an AMD EPYC, 2026-12-08)
+    messages = replay("score_lost")
+    assert fired(messages) == {"score_lost": 218}, messages
+    lost = next(m for m in messages if m["rule"] == "score_lost")
+    assert lost["severity"] == "error"
+    held = lost["evidence"]["held_from_epoch"], lost["evidence"]["held_to_epoch"]
+    assert held[0] >= 100 and held[1] <= 131 and held[1] - held[0] == 9
+    assert f"epochs {held[0]}-{held[1]}" in lost["hint"] and "--train.target-kl 0.03" in lost["hint"]
+    # an early stop already on: the hint does not propose it again
+    with_brake = replay_with("score_lost", Diagnoser(), target_kl=0.03)
+    assert "--train.target-kl" not in next(m for m in with_brake if m["rule"] == "score_lost")["hint"]
+
+
+def test_a_lost_score_follows_from_the_spike_that_undid_it():
+    assert fired(replay("late_kl_blowup_minigrid")) == {"kl_blowup": 49, "score_lost": 62}
+    lost = next(m for m in replay("late_kl_blowup_minigrid") if m["rule"] == "score_lost")
+    assert lost["follows"] == "kl_blowup"
+
+
+def _scored(scores: list[float]) -> list[dict]:
+    return [{"epoch": i + 1, "global_step": (i + 1) * 4096, "score": s, "episodes": 8}
+            for i, s in enumerate(scores)]
+
+
+def test_a_lucky_stretch_is_not_a_score_that_was_held_and_lost():
+    # MiniGrid-RedBlueDoors-6x6-v0's shape: 0.17 at 20k steps by a few episodes, then 0-0.07
+    diagnoser = Diagnoser()
+    messages = []
+    for row in _scored([0.0, 0.0, 0.0, 0.17, 0.18, 0.16] + [0.02, 0.0] * 30):
+        messages += diagnoser.feed(row, {"target_kl": 0.0})
+    assert "score_lost" not in fired(messages)
+
+
+def test_a_lost_score_clears_once_it_is_learnt_again():
+    diagnoser = Diagnoser()
+    messages = []
+    for row in _scored([0.0] * 3 + [0.9] * 12 + [0.0] * 12 + [0.9] * 4):
+        messages += diagnoser.feed(row, {"target_kl": 0.0})
+    lost = [(m["status"], m["epoch"]) for m in messages if m["rule"] == "score_lost"]
+    assert lost[0][0] == "fired" and lost[-1][0] == "cleared" and lost[-1][1] > 27, lost
