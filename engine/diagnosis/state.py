@@ -132,15 +132,23 @@ class Diagnoser:
                 best = self.run["best_score"]
                 self.run["best_score"] = mean if best is None else max(best, mean)
             self._held_scores.append((int(signals.get("epoch", 0)), score))
-            if len(self._held_scores) == HELD:
-                # the median: three lucky epochs in ten do not make a score the run held
-                held = statistics.median(s for _, s in self._held_scores)
-                if self.run["best_held"] is None or held > self.run["best_held"]:
-                    self.run["best_held"] = held
-                    self.run["best_held_epochs"] = [self._held_scores[0][0],
-                                                    self._held_scores[-1][0]]
+            if len(self._held_scores) == HELD and len(self.run["first_scores"]) == 3:
+                self._note_held()
         for name in ("terminals", "truncations", "ends"):
             self.run[f"{name}_seen"] += _num(signals, name) or 0
+
+    def _note_held(self) -> None:
+        """The last HELD scored epochs as the run's best held score if they are: their median
+        (three lucky epochs in ten are not a score the run held), when even their lowest is
+        half way from the start to it (a stretch of noise about the start, Ant's first 20
+        epochs near 0 or RedBlueDoors' 0.0-0.2, is not held either)."""
+        scores = [s for _, s in self._held_scores]
+        early, held = statistics.fmean(self.run["first_scores"]), statistics.median(scores)
+        if min(scores) - early < 0.5 * (held - early):
+            return
+        if self.run["best_held"] is None or held > self.run["best_held"]:
+            self.run["best_held"] = held
+            self.run["best_held_epochs"] = [self._held_scores[0][0], self._held_scores[-1][0]]
 
     @staticmethod
     def _message(rule: str, status: str, signals: dict, finding: Finding | None = None) -> dict:
