@@ -351,7 +351,7 @@ def score_lost(history, ctx, active):
     """The run learnt and then lost it: it held a score over HELD scored epochs (the best such
     median, ctx["best_held"], kept over the whole run by engine/diagnosis/state.py), had risen
     to it (score_rose's margin), and its last HELD scored epochs keep under LOST_KEEP of that
-    gain. Held until the last 3 keep KEPT_GAIN of it. No live change brings the policy back:
+    gain. Held until each of the last 3 keeps KEPT_GAIN of it. No live change brings the policy back:
     it is relearnt, so the fix is a restart from a checkpoint saved while the score was held.
     MiniGrid-LavaGapS6-v0 at the MiniGrid preset before its early stop (seed 0, 1M steps) was
     at 0.948 from epoch 100 to 131, then lost it between KL spikes to 0.0 by epoch 231, with
@@ -363,11 +363,13 @@ def score_lost(history, ctx, active):
     if held - early <= 0.5 * max(abs(early), 0.1):  # score_rose's margin, on the held score
         return None
     scores = [score for _, score in _scores(history)]
-    n, keep = (3, KEPT_GAIN) if active else (HELD, LOST_KEEP)
+    n = 3 if active else HELD
     if len(scores) < n:
         return None
     now = statistics.fmean(scores[-n:])
-    if now >= early + keep * (held - early):
+    if active and all(s >= early + KEPT_GAIN * (held - early) for s in scores[-n:]):
+        return None  # each of the last 3, not their mean: one lucky epoch does not clear it
+    if not active and now >= early + LOST_KEEP * (held - early):
         return None
     # and a fall of half the held score's own size: a resumed run's first scores are already
     # learnt ones, so its noise is a large share of a small gain (breakout resumed at epoch
