@@ -57,7 +57,7 @@ def settings_of(trainer) -> dict:
     return {"env_name": trainer.config.env_name, "learning_rate": train.learning_rate,
             "ent_coef": train.ent_coef, "vf_coef": train.vf_coef, "reward_clamp": train.reward_clamp,
             "gamma": train.gamma, "max_grad_norm": train.max_grad_norm,
-            "target_kl": train.target_kl, "normalize_rewards": train.normalize_rewards,
+            "normalize_rewards": train.normalize_rewards,
             "normalize_observations": train.normalize_observations,
             "total_timesteps": train.total_timesteps,
             "num_workers": trainer.config.vec.num_workers, "num_agents": trainer.num_agents,

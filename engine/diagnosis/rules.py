@@ -2,7 +2,7 @@
 
 Each rule is a small function `rule(history, ctx, active) -> Finding | None` over the run's
 recent epochs (`history`, oldest first; each a flat dict of signals, see SIGNALS) and the
-run's current settings (`ctx`: env_name, learning_rate, ent_coef, gamma, max_grad_norm, target_kl,
+run's current settings (`ctx`: env_name, learning_rate, ent_coef, gamma, max_grad_norm,
 normalize_rewards, normalize_observations, entropy_max, num_workers, total_timesteps). It returns a Finding
 while its condition holds, None otherwise; `active` says whether it has fired already, so
 a rule may keep holding on a looser threshold than the one that fired it (no flicker).
@@ -351,9 +351,10 @@ def score_lost(history, ctx, active):
     """The run learnt and then lost it: it held a score over HELD scored epochs (the best such
     median, ctx["best_held"], kept over the whole run by engine/diagnosis/state.py), had risen
     to it (score_rose's margin), and its last HELD scored epochs keep under LOST_KEEP of that
-    gain. Held until each of the last 3 keeps KEPT_GAIN of it. No live change brings the policy back:
-    it is relearnt, so the fix is a restart from a checkpoint saved while the score was held.
-    MiniGrid-LavaGapS6-v0 at the MiniGrid preset before its early stop (seed 0, 1M steps) was
+    gain. Held until each of the last 3 keeps KEPT_GAIN of it. No live change brings the
+    policy back: it is relearnt, so the fix is a restart from a checkpoint saved while the score
+    was held.
+    MiniGrid-LavaGapS6-v0 at the MiniGrid preset (seed 0, 1M steps) was
     at 0.948 from epoch 100 to 131, then lost it between KL spikes to 0.0 by epoch 231, with
     no other rule firing (tests/fixtures/diagnosis/score_lost.jsonl)."""
     held, first = ctx.get("best_held"), ctx.get("first_scores") or []
@@ -378,17 +379,17 @@ def score_lost(history, ctx, active):
     if not active and held - now <= 0.5 * abs(held):
         return None
     start, end = ctx.get("best_held_epochs") or (None, None)
-    target = ctx.get("target_kl") or 0
-    brake = "" if target else " --train.target-kl 0.03"
+    lower = _rounded(ctx["learning_rate"] / 3)
     return Finding(
         ERROR, f"the run lost what it learnt: the score is {now:.3g} over its last {n} "
         f"scored epochs, after holding {held:.3g} (epochs {start}-{end}; it began at "
         f"{early:.3g})", {"score": now, "best_held": held, "first_score": early,
                           "held_from_epoch": start, "held_to_epoch": end},
         _epochs(history, 1) if active else [start, end, int(history[-1].get("epoch", 0))],
-        hint=f"restart from a checkpoint saved at epochs {start}-{end}: puffer-tui train "
-             f"--from RUN/CHECKPOINT{brake} (SB3's early stop), or a lower "
-             f"--train.learning-rate")
+        # no measured live fix: SB3's early stop kept LavaGapS6's but undid GoToDoor-5x5's
+        # (docs/benchmarks.md, "MiniGrid's early stop")
+        hint=f"restart from a checkpoint saved at epochs {start}-{end} with a lower rate: "
+             f"puffer-tui train --from RUN/CHECKPOINT --train.learning-rate {lower:g}")
 
 
 def grad_always_clipped(history, ctx, active):
