@@ -79,12 +79,14 @@ def _rounded(value: float) -> float:
     return float(f"{value:.2g}")
 
 
-def score_rose(history: list[dict], ctx: dict, margin: float = 0.5) -> bool | None:
+def score_rose(history: list[dict], ctx: dict, margin: float = 0.5,
+               best: float | None = None) -> bool | None:
     """Whether the return has risen since the run's first epochs with episodes: the best
     mean of 3 consecutive scored epochs (ctx["best_score"], kept over the whole run by
-    engine/diagnosis/state.py) is above the first 3's by `margin` of their size (at least
-    0.1). None: too few scored epochs to tell."""
-    first, best = ctx.get("first_scores") or [], ctx.get("best_score")
+    engine/diagnosis/state.py; or `best`, another measure of it) is above the first 3's by
+    `margin` of their size (at least 0.1). None: too few scored epochs to tell."""
+    first = ctx.get("first_scores") or []
+    best = ctx.get("best_score") if best is None else best
     if len(first) < 3 or best is None:
         return None
     early = statistics.fmean(first[:3])
@@ -353,16 +355,13 @@ def score_lost(history, ctx, active):
     to it (score_rose's margin), and its last HELD scored epochs keep under LOST_KEEP of that
     gain. Held until each of the last 3 keeps KEPT_GAIN of it. No live change brings the
     policy back: it is relearnt, so the fix is a restart from a checkpoint saved while the score
-    was held.
-    MiniGrid-LavaGapS6-v0 at the MiniGrid preset (seed 0, 1M steps) was
-    at 0.948 from epoch 100 to 131, then lost it between KL spikes to 0.0 by epoch 231, with
-    no other rule firing (tests/fixtures/diagnosis/score_lost.jsonl)."""
-    held, first = ctx.get("best_held"), ctx.get("first_scores") or []
-    if held is None or len(first) < 3:
+    was held. MiniGrid-LavaGapS6-v0 at the MiniGrid preset (seed 0, 1M steps) was at 0.948
+    from epoch 100 to 131, then lost it between KL spikes to 0.0 by epoch 231, with no other
+    rule firing (tests/fixtures/diagnosis/score_lost.jsonl)."""
+    held = ctx.get("best_held")
+    if held is None or not score_rose(history, ctx, best=held):
         return None
-    early = statistics.fmean(first[:3])
-    if held - early <= 0.5 * max(abs(early), 0.1):  # score_rose's margin, on the held score
-        return None
+    early = statistics.fmean(ctx["first_scores"][:3])
     scores = [score for _, score in _scores(history)]
     n = 3 if active else HELD
     if len(scores) < n:
